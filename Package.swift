@@ -1,0 +1,59 @@
+// swift-tools-version:6.0
+//
+// The entitlement engine: App Store signed data in, verified immutable events
+// in SQLite, pure reducers out. No Swift package dependencies: the only native
+// libraries are the system's SQLite and OpenSSL 3 libcrypto.
+import PackageDescription
+
+let package = Package(
+    name: "entitlements",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Entitlements", targets: ["Entitlements"]),
+        .executable(name: "entitlements", targets: ["entitlements"]),
+    ],
+    targets: [
+        // System libraries, reached through module maps and pkg-config.
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+
+        // bytes -> verification -> verified event -> log append -> reducer -> projection -> query
+        // The pure core: payload models, events, rules, state, reducers. No I/O, no clock.
+        .target(name: "EntitlementCore", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+        // Verification adapter: JWS, X.509 chain, Apple OIDs, ES256 on OpenSSL.
+        .target(name: "AppStoreVerification", dependencies: ["EntitlementCore", "COpenSSL"]),
+        // The SQL schema, applied in order (Migrations/NNN_name.sql).
+        .target(
+            name: "SchemaMigrations", path: "Migrations",
+            exclude: ["README.md"],
+            sources: ["SchemaMigrations.swift"],
+            resources: [.copy("sql")]),
+        // Event store adapter: SQLite connection, migrator, log, quarantine, projections.
+        .target(name: "EventStore", dependencies: ["EntitlementCore", "CSQLite", "SchemaMigrations"]),
+        // The library facade that server apps depend on: ingest / query / replay / audit.
+        .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore"]),
+        // Signed sample histories shipped with the program for `entitlements demo`.
+        .target(
+            name: "DemoFixtures", path: "Fixtures",
+            exclude: ["README.md", "pki"],
+            sources: ["DemoFixtures.swift"],
+            resources: [.copy("demo"), .copy("real")]),
+        // The command line: thin.
+        .executableTarget(name: "entitlements", dependencies: ["Entitlements", "DemoFixtures"]),
+
+        // A throwaway PKI shaped like Apple's, for tests, the benchmark and the fixture maker.
+        .target(name: "TestPKI", dependencies: ["COpenSSL", "EntitlementCore"]),
+        .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "TestPKI"]),
+        .executableTarget(name: "entitlements-fixtures", dependencies: ["TestPKI", "EntitlementCore"]),
+
+        .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore"]),
+        .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "TestPKI", "DemoFixtures"]),
+        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore"]),
+        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "TestPKI", "DemoFixtures"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

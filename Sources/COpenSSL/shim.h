@@ -1,0 +1,31 @@
+#ifndef COPENSSL_SHIM_H
+#define COPENSSL_SHIM_H
+#include <openssl/opensslv.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/bn.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/sha.h>
+#include <openssl/objects.h>
+#include <openssl/asn1.h>
+#include <openssl/rand.h>
+
+/* Macros and stack helpers that Swift cannot import directly. */
+static inline void copenssl_free(void *p) { OPENSSL_free(p); }
+
+static inline STACK_OF(X509) *copenssl_x509_stack_new(void) { return sk_X509_new_null(); }
+static inline int copenssl_x509_stack_push(STACK_OF(X509) *s, X509 *x) { return sk_X509_push(s, x); }
+static inline void copenssl_x509_stack_free(STACK_OF(X509) *s) { sk_X509_free(s); }
+static inline void copenssl_x509_stack_pop_free(STACK_OF(X509) *s) { sk_X509_pop_free(s, X509_free); }
+
+static inline long copenssl_bio_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
+
+static inline int copenssl_x509_extension_count(X509 *x) { return X509_get_ext_count(x); }
+#endif

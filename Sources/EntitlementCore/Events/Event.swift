@@ -1,0 +1,143 @@
+/// A verified event as the reducers see it: its place in the log and its facts.
+public struct Event: Sendable, Hashable {
+    /// The event's sequence number in the log (its order of arrival, which the
+    /// reducers never use to decide anything).
+    public var seq: Int64
+    public var body: EventBody
+
+    public init(seq: Int64, body: EventBody) {
+        self.seq = seq
+        self.body = body
+    }
+
+    public var kind: EventKind {
+        switch body {
+        case .notification: return .notification
+        case .transaction: return .transaction
+        case .renewalInfo: return .renewalInfo
+        case .appTransaction: return .appTransaction
+        }
+    }
+}
+
+/// What an event carries, by kind.
+public enum EventBody: Sendable, Hashable {
+    case notification(NotificationFacts)
+    case transaction(Signed<TransactionFacts>)
+    case renewalInfo(Signed<RenewalFacts>)
+    case appTransaction(Signed<AppTransactionFacts>)
+}
+
+/// The customer an event belongs to: `appTransactionId`, or
+/// `otid:<originalTransactionId>` for data that carries none.
+public typealias CustomerKey = String
+
+extension Event {
+    /// Builds the event for a verified input appended at `seq`, carrying each
+    /// signed object's raw JWS.
+    public init(seq: Int64, input: VerifiedInput) {
+        self.seq = seq
+        switch input {
+        case .notification(let n):
+            let data = n.payload.data
+            let appTransactionId = n.payload.json["data"]?["appTransactionId"].flatMap { value -> String? in
+                if case .string(let text) = value, !text.isEmpty { return text }
+                return nil
+            }
+            _ = data
+            body = .notification(
+                NotificationFacts(
+                    notificationUUID: n.payload.notificationUUID, type: n.payload.notificationType,
+                    subtype: n.payload.subtype, signedDate: n.payload.signedDate, appTransactionId: appTransactionId,
+                    transaction: n.transaction.map {
+                        Signed(TransactionFacts($0.payload), ref: RawRef(eventSeq: seq, slot: .nestedTransaction), raw: $0.jws)
+                    },
+                    renewalInfo: n.renewalInfo.map {
+                        Signed(RenewalFacts($0.payload), ref: RawRef(eventSeq: seq, slot: .nestedRenewalInfo), raw: $0.jws)
+                    },
+                    appTransaction: n.appTransaction.flatMap { a in
+                        a.payload.appTransactionId.map {
+                            Signed(
+                                AppTransactionFacts(
+                                    appTransactionId: $0, originalPurchaseDate: a.payload.originalPurchaseDate,
+                                    signedDate: a.payload.receiptCreationDate),
+                                ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction), raw: a.jws)
+                        }
+                    }))
+        case .transaction(let t):
+            body = .transaction(Signed(TransactionFacts(t.payload), ref: RawRef(eventSeq: seq, slot: .own), raw: t.jws))
+        case .renewalInfo(let r):
+            body = .renewalInfo(Signed(RenewalFacts(r.payload), ref: RawRef(eventSeq: seq, slot: .own), raw: r.jws))
+        case .appTransaction(let a):
+            body = .appTransaction(
+                Signed(
+                    AppTransactionFacts(
+                        appTransactionId: a.payload.appTransactionId ?? "", originalPurchaseDate: a.payload.originalPurchaseDate,
+                        signedDate: a.payload.receiptCreationDate),
+                    ref: RawRef(eventSeq: seq, slot: .own), raw: a.jws))
+        }
+    }
+
+    /// The customer this event belongs to, or `nil` for events about no customer
+    /// (a TEST notification, a renewal-extension summary).
+    public var customerKey: CustomerKey? {
+        switch body {
+        case .notification(let n):
+            if let id = n.transaction?.facts.appTransactionId ?? n.renewalInfo?.facts.appTransactionId
+                ?? n.appTransactionId ?? n.appTransaction?.facts.appTransactionId
+            {
+                return id
+            }
+            if let otid = n.transaction?.facts.originalTransactionId ?? n.renewalInfo?.facts.originalTransactionId {
+                return "otid:" + otid
+            }
+            return nil
+        case .transaction(let t):
+            return t.facts.appTransactionId ?? "otid:" + t.facts.originalTransactionId
+        case .renewalInfo(let r):
+            return r.facts.appTransactionId ?? "otid:" + r.facts.originalTransactionId
+        case .appTransaction(let a):
+            return a.facts.appTransactionId.isEmpty ? nil : a.facts.appTransactionId
+        }
+    }
+
+    /// The `originalTransactionId` the event is about, if any.
+    public var originalTransactionId: String? {
+        switch body {
+        case .notification(let n): return n.transaction?.facts.originalTransactionId ?? n.renewalInfo?.facts.originalTransactionId
+        case .transaction(let t): return t.facts.originalTransactionId
+        case .renewalInfo(let r): return r.facts.originalTransactionId
+        case .appTransaction: return nil
+        }
+    }
+
+    /// The `transactionId` the event is about, if any.
+    public var transactionId: String? {
+        switch body {
+        case .notification(let n): return n.transaction?.facts.transactionId
+        case .transaction(let t): return t.facts.transactionId
+        case .renewalInfo, .appTransaction: return nil
+        }
+    }
+
+    /// When the event's outermost object was signed.
+    public var signedDate: Int64 {
+        switch body {
+        case .notification(let n): return n.signedDate
+        case .transaction(let t): return t.facts.signedDate
+        case .renewalInfo(let r): return r.facts.signedDate
+        case .appTransaction(let a): return a.facts.signedDate
+        }
+    }
+
+    /// The `appAccountToken`s this event's signed objects carry.
+    public var appAccountTokens: [String] {
+        switch body {
+        case .notification(let n):
+            return [n.transaction?.facts.appAccountToken, n.renewalInfo?.facts.appAccountToken].compactMap { $0 }
+        case .transaction(let t): return [t.facts.appAccountToken].compactMap { $0 }
+        case .renewalInfo(let r): return [r.facts.appAccountToken].compactMap { $0 }
+        case .appTransaction: return []
+        }
+    }
+}

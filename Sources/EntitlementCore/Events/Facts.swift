@@ -1,0 +1,140 @@
+/// The facts of a signed transaction that the reducers read: a compact,
+/// rules-independent subset of ``TransactionPayload``.
+public struct TransactionFacts: Sendable, Hashable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var appTransactionId: String?
+    public var productId: String
+    public var subscriptionGroupIdentifier: String?
+    public var type: ProductType
+    public var purchaseDate: Int64
+    public var expiresDate: Int64?
+    public var quantity: Int64
+    public var signedDate: Int64
+    public var revocationDate: Int64?
+    public var revocationType: RevocationType?
+    /// Thousandths of a percent (100000 = all).
+    public var revocationPercentage: Int64?
+    public var isUpgraded: Bool
+    public var ownership: OwnershipType?
+    public var appAccountToken: String?
+
+    public init(
+        transactionId: String, originalTransactionId: String, appTransactionId: String? = nil, productId: String,
+        subscriptionGroupIdentifier: String? = nil, type: ProductType, purchaseDate: Int64, expiresDate: Int64? = nil,
+        quantity: Int64 = 1, signedDate: Int64, revocationDate: Int64? = nil, revocationType: RevocationType? = nil,
+        revocationPercentage: Int64? = nil, isUpgraded: Bool = false, ownership: OwnershipType? = nil,
+        appAccountToken: String? = nil
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.appTransactionId = appTransactionId
+        self.productId = productId
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.type = type
+        self.purchaseDate = purchaseDate
+        self.expiresDate = expiresDate
+        self.quantity = quantity
+        self.signedDate = signedDate
+        self.revocationDate = revocationDate
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
+        self.isUpgraded = isUpgraded
+        self.ownership = ownership
+        self.appAccountToken = appAccountToken
+    }
+
+    public init(_ p: TransactionPayload) {
+        self.init(
+            transactionId: p.transactionId, originalTransactionId: p.originalTransactionId,
+            appTransactionId: p.appTransactionId, productId: p.productId,
+            subscriptionGroupIdentifier: p.subscriptionGroupIdentifier, type: p.type, purchaseDate: p.purchaseDate,
+            expiresDate: p.expiresDate, quantity: p.quantity, signedDate: p.signedDate,
+            revocationDate: p.revocationDate, revocationType: p.revocationType,
+            revocationPercentage: p.revocationPercentage, isUpgraded: p.isUpgraded, ownership: p.inAppOwnershipType,
+            appAccountToken: p.appAccountToken)
+    }
+}
+
+/// The facts of a signed renewal info that the reducers read.
+public struct RenewalFacts: Sendable, Hashable {
+    public var originalTransactionId: String
+    public var appTransactionId: String?
+    public var productId: String?
+    public var autoRenewProductId: String?
+    public var autoRenewStatus: Bool?
+    public var isInBillingRetryPeriod: Bool
+    public var gracePeriodExpiresDate: Int64?
+    public var expirationIntent: Int64?
+    public var signedDate: Int64
+    public var appAccountToken: String?
+
+    public init(
+        originalTransactionId: String, appTransactionId: String? = nil, productId: String? = nil,
+        autoRenewProductId: String? = nil, autoRenewStatus: Bool? = nil, isInBillingRetryPeriod: Bool = false,
+        gracePeriodExpiresDate: Int64? = nil, expirationIntent: Int64? = nil, signedDate: Int64,
+        appAccountToken: String? = nil
+    ) {
+        self.originalTransactionId = originalTransactionId
+        self.appTransactionId = appTransactionId
+        self.productId = productId
+        self.autoRenewProductId = autoRenewProductId
+        self.autoRenewStatus = autoRenewStatus
+        self.isInBillingRetryPeriod = isInBillingRetryPeriod
+        self.gracePeriodExpiresDate = gracePeriodExpiresDate
+        self.expirationIntent = expirationIntent
+        self.signedDate = signedDate
+        self.appAccountToken = appAccountToken
+    }
+
+    public init(_ p: RenewalInfoPayload) {
+        self.init(
+            originalTransactionId: p.originalTransactionId, appTransactionId: p.appTransactionId,
+            productId: p.productId, autoRenewProductId: p.autoRenewProductId,
+            autoRenewStatus: p.autoRenewStatus.map { $0 == 1 }, isInBillingRetryPeriod: p.isInBillingRetryPeriod ?? false,
+            gracePeriodExpiresDate: p.gracePeriodExpiresDate, expirationIntent: p.expirationIntent,
+            signedDate: p.signedDate, appAccountToken: p.appAccountToken)
+    }
+}
+
+/// The facts of a signed AppTransaction that the reducers read.
+public struct AppTransactionFacts: Sendable, Hashable {
+    public var appTransactionId: String
+    public var originalPurchaseDate: Int64?
+    /// `receiptCreationDate`: when the AppTransaction was signed.
+    public var signedDate: Int64
+
+    public init(appTransactionId: String, originalPurchaseDate: Int64? = nil, signedDate: Int64) {
+        self.appTransactionId = appTransactionId
+        self.originalPurchaseDate = originalPurchaseDate
+        self.signedDate = signedDate
+    }
+}
+
+/// The facts of a notification: its identity and type, and the facts of what it carries.
+public struct NotificationFacts: Sendable, Hashable {
+    public var notificationUUID: String
+    public var type: NotificationType
+    public var subtype: NotificationSubtype?
+    public var signedDate: Int64
+    /// `data.appTransactionId` when the notification has no transaction to key it by.
+    public var appTransactionId: String?
+    public var transaction: Signed<TransactionFacts>?
+    public var renewalInfo: Signed<RenewalFacts>?
+    public var appTransaction: Signed<AppTransactionFacts>?
+
+    public init(
+        notificationUUID: String, type: NotificationType, subtype: NotificationSubtype? = nil, signedDate: Int64,
+        appTransactionId: String? = nil, transaction: Signed<TransactionFacts>? = nil,
+        renewalInfo: Signed<RenewalFacts>? = nil, appTransaction: Signed<AppTransactionFacts>? = nil
+    ) {
+        self.notificationUUID = notificationUUID
+        self.type = type
+        self.subtype = subtype
+        self.signedDate = signedDate
+        self.appTransactionId = appTransactionId
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.appTransaction = appTransaction
+    }
+}

@@ -1,0 +1,78 @@
+/// A signed transaction: the JWS exactly as received, and its decoded payload.
+public struct SignedTransaction: Sendable, Hashable {
+    public var jws: String
+    public var payload: TransactionPayload
+    public init(jws: String, payload: TransactionPayload) { self.jws = jws; self.payload = payload }
+}
+
+/// A signed renewal info: the JWS exactly as received, and its decoded payload.
+public struct SignedRenewalInfo: Sendable, Hashable {
+    public var jws: String
+    public var payload: RenewalInfoPayload
+    public init(jws: String, payload: RenewalInfoPayload) { self.jws = jws; self.payload = payload }
+}
+
+/// A signed AppTransaction: the JWS exactly as received, and its decoded payload.
+public struct SignedAppTransaction: Sendable, Hashable {
+    public var jws: String
+    public var payload: AppTransactionPayload
+    public init(jws: String, payload: AppTransactionPayload) { self.jws = jws; self.payload = payload }
+}
+
+/// A signed notification with its nested signed objects, each verified on its own.
+public struct SignedNotification: Sendable, Hashable {
+    public var jws: String
+    public var payload: NotificationPayload
+    public var transaction: SignedTransaction?
+    public var renewalInfo: SignedRenewalInfo?
+    public var appTransaction: SignedAppTransaction?
+    public init(
+        jws: String, payload: NotificationPayload, transaction: SignedTransaction? = nil,
+        renewalInfo: SignedRenewalInfo? = nil, appTransaction: SignedAppTransaction? = nil
+    ) {
+        self.jws = jws
+        self.payload = payload
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.appTransaction = appTransaction
+    }
+}
+
+/// One verified input, of one of the four kinds the engine stores.
+///
+/// Only the verifier makes these from bytes; the core trusts that what it is
+/// handed was verified.
+public enum VerifiedInput: Sendable, Hashable {
+    case notification(SignedNotification)
+    case transaction(SignedTransaction)
+    case renewalInfo(SignedRenewalInfo)
+    case appTransaction(SignedAppTransaction)
+
+    /// The contract's name for the kind: `notification`, `transaction`, `renewalInfo`, `appTransaction`.
+    public var kind: EventKind {
+        switch self {
+        case .notification: return .notification
+        case .transaction: return .transaction
+        case .renewalInfo: return .renewalInfo
+        case .appTransaction: return .appTransaction
+        }
+    }
+
+    /// The outermost JWS, as received.
+    public var jws: String {
+        switch self {
+        case .notification(let n): return n.jws
+        case .transaction(let t): return t.jws
+        case .renewalInfo(let r): return r.jws
+        case .appTransaction(let a): return a.jws
+        }
+    }
+}
+
+/// The four kinds of event in the log.
+public enum EventKind: String, Sendable, Hashable, CaseIterable {
+    case notification
+    case transaction
+    case renewalInfo
+    case appTransaction
+}

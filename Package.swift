@@ -7,7 +7,7 @@ import PackageDescription
 
 let package = Package(
     name: "entitlements",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "Entitlements", targets: ["Entitlements"]),
         .executable(name: "entitlements", targets: ["entitlements"]),

@@ -1,0 +1,65 @@
+/// What an `appAccountToken` can use at a moment: the entitlements of every
+/// customer (`appTransactionId`) that carries the token, merged (the
+/// `query --app-account-token` output of contract section 6).
+public struct AccountView: Sendable, Hashable {
+    public var appAccountToken: String
+    public var at: Int64
+    /// The customers merged, sorted.
+    public var appTransactionIds: [CustomerKey]
+    /// The merged entitlements, sorted by name.
+    public var entitlements: [EntitlementView]
+
+    public init(appAccountToken: String, at: Int64, appTransactionIds: [CustomerKey], entitlements: [EntitlementView]) {
+        self.appAccountToken = appAccountToken
+        self.at = at
+        self.appTransactionIds = appTransactionIds
+        self.entitlements = entitlements
+    }
+
+    /// Merges the views of the customers carrying `token`.
+    ///
+    /// An entitlement is listed when any view lists it, active when any view
+    /// has it active; its `expiresDate` is the latest among the views where it
+    /// is active, `nil` (no end) when a non-consumable grants it in any of
+    /// them, and `nil` when it is active in none.
+    public static func merge(token: String, at: Int64, views: [CustomerView]) -> AccountView {
+        var merged: [String: GrantExpiry?] = [:]
+        for view in views {
+            for entitlement in view.entitlements {
+                let expiry: GrantExpiry? =
+                    entitlement.active ? (entitlement.expiresDate.map(GrantExpiry.until) ?? .forever) : nil
+                switch (merged[entitlement.name] ?? nil, expiry) {
+                case (let existing?, let incoming?): merged[entitlement.name] = .some(existing.later(incoming))
+                case (nil, let incoming?): merged[entitlement.name] = .some(incoming)
+                case (_, nil): if merged[entitlement.name] == nil { merged[entitlement.name] = .some(nil) }
+                }
+            }
+        }
+        let entitlements = merged.map { name, expiry in
+            switch expiry {
+            case nil: return EntitlementView(name: name, active: false, expiresDate: nil)
+            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil)
+            case .until(let date)?: return EntitlementView(name: name, active: true, expiresDate: date)
+            }
+        }
+        .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        let ids = Set(views.map(\.appTransactionId)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return AccountView(appAccountToken: token, at: at, appTransactionIds: ids, entitlements: entitlements)
+    }
+
+    /// The names of the entitlements active at ``at``.
+    public var activeEntitlements: Set<String> {
+        Set(entitlements.lazy.filter(\.active).map(\.name))
+    }
+
+    /// `{"appAccountToken": ..., "at": ..., "appTransactionIds": [...], "entitlements": {...}}`.
+    public func json() -> JSONValue {
+        .object(
+            JSONObject([
+                ("appAccountToken", .string(appAccountToken)),
+                ("at", .int(at)),
+                ("appTransactionIds", .array(appTransactionIds.map(JSONValue.string))),
+                ("entitlements", EntitlementView.json(entitlements)),
+            ]))
+    }
+}

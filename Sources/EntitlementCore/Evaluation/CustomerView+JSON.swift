@@ -1,0 +1,74 @@
+extension CustomerView {
+    /// The `query` output of contract section 6, keys in the contract's order:
+    /// `appTransactionId`, `at`, `appAccountToken`, `entitlements`,
+    /// `subscriptions`, `purchases`, `balances`; absent values are JSON `null`.
+    public func json() -> JSONValue {
+        .object(
+            JSONObject([
+                ("appTransactionId", .string(appTransactionId)),
+                ("at", .int(at)),
+                ("appAccountToken", .nullable(appAccountToken)),
+                ("entitlements", EntitlementView.json(entitlements)),
+                ("subscriptions", .array(subscriptions.map { $0.json() })),
+                ("purchases", .array(purchases.map { $0.json() })),
+                ("balances", .object(JSONObject(balances.map { ($0.currency, .int($0.amount)) }))),
+            ]))
+    }
+}
+
+extension EntitlementView {
+    /// `{"active": ..., "expiresDate": ...}`.
+    public func json() -> JSONValue {
+        .object(JSONObject([("active", .bool(active)), ("expiresDate", .nullable(expiresDate))]))
+    }
+
+    /// `{"<name>": {"active": ..., "expiresDate": ...}, ...}` in the order given.
+    public static func json(_ entitlements: [EntitlementView]) -> JSONValue {
+        .object(JSONObject(entitlements.map { ($0.name, $0.json()) }))
+    }
+}
+
+extension SubscriptionView {
+    /// One element of `subscriptions` in the `query` output.
+    public func json() -> JSONValue {
+        .object(
+            JSONObject([
+                ("originalTransactionId", .string(originalTransactionId)),
+                ("productId", .string(productId)),
+                ("subscriptionGroupIdentifier", .nullable(subscriptionGroupIdentifier)),
+                ("status", .string(status.rawValue)),
+                ("expiresDate", .nullable(expiresDate)),
+                ("gracePeriodExpiresDate", .nullable(gracePeriodExpiresDate)),
+                ("autoRenewStatus", .nullable(autoRenewStatus)),
+                ("autoRenewProductId", .nullable(autoRenewProductId)),
+                ("ownership", .nullable(ownership)),
+                ("revocationType", .nullable(revocationType)),
+            ]))
+    }
+}
+
+extension PurchaseView {
+    /// One element of `purchases` in the `query` output.
+    public func json() -> JSONValue {
+        .object(
+            JSONObject([
+                ("transactionId", .string(transactionId)),
+                ("productId", .string(productId)),
+                ("type", .string(type)),
+                ("quantity", .int(quantity)),
+                ("revoked", .bool(revoked)),
+                ("revocationType", .nullable(revocationType)),
+                ("revocationPercentage", .nullable(revocationPercentage)),
+                ("expiresDate", .nullable(expiresDate)),
+            ]))
+    }
+}
+
+extension JSONValue {
+    /// A string, or `null`.
+    static func nullable(_ string: String?) -> JSONValue { string.map(JSONValue.string) ?? .null }
+    /// An integer, or `null`.
+    static func nullable(_ number: Int64?) -> JSONValue { number.map(JSONValue.int) ?? .null }
+    /// A boolean, or `null`.
+    static func nullable(_ flag: Bool?) -> JSONValue { flag.map(JSONValue.bool) ?? .null }
+}

@@ -1,0 +1,177 @@
+/// Evaluates a customer's state under the rules at a moment (contract section 5).
+///
+/// Evaluation sees everything known now but only what had happened by `at`:
+/// a transaction counts only if its `purchaseDate` <= `at`, a revocation only
+/// if its `revocationDate` <= `at`, and a renewal info only if signed at or
+/// before `at` (if none was, the earliest one stands). It is a pure function
+/// of the state, the rules and `at`.
+public enum Evaluation {
+    /// The customer's entitlements, subscriptions, purchases and balances at `at`.
+    /// - Parameters:
+    ///   - state: The customer's state (see ``CustomerState/apply(_:rules:)``).
+    ///   - rules: What each product grants, and whether billing states grant.
+    ///   - at: The moment, in milliseconds since 1970.
+    public static func evaluate(_ state: CustomerState, rules: Rules, at: Int64) -> CustomerView {
+        var ledger = EntitlementLedger()
+        var autoRenewables: [String: [TransactionFacts]] = [:]
+        var others: [TransactionFacts] = []
+
+        for version in state.transactions.values {
+            let transaction = version.facts
+            guard transaction.purchaseDate <= at else { continue }
+            ledger.mention(rules.products[transaction.productId]?.entitlements ?? [])
+            switch transaction.type {
+            case .autoRenewable:
+                autoRenewables[transaction.originalTransactionId, default: []].append(transaction)
+            case .nonConsumable, .consumable, .nonRenewing, .unknown:
+                others.append(transaction)
+            }
+        }
+
+        var subscriptions: [SubscriptionView] = []
+        subscriptions.reserveCapacity(autoRenewables.count)
+        for originalTransactionId in autoRenewables.keys.sorted(by: transactionIdPrecedes) {
+            let renewalInfo = SubscriptionEvaluation.renewalInfo(
+                in: state.renewalInfos[originalTransactionId] ?? [], at: at)
+            let evaluated = SubscriptionEvaluation.evaluate(
+                originalTransactionId: originalTransactionId, transactions: autoRenewables[originalTransactionId] ?? [],
+                renewalInfo: renewalInfo, rules: rules, at: at)
+            if let expiry = evaluated.grant {
+                ledger.grant(rules.products[evaluated.view.productId]?.entitlements ?? [], expiry)
+            }
+            subscriptions.append(evaluated.view)
+        }
+
+        others.sort(by: Self.purchaseOrder)
+        var passes = PassStacker()
+        var balances = BalanceSheet()
+        var purchases: [PurchaseView] = []
+        purchases.reserveCapacity(others.count)
+        for transaction in others {
+            let rule = rules.products[transaction.productId]
+            let revoked = transaction.isRevoked(at: at)
+            var window: PassWindow?
+            switch transaction.type {
+            case .nonConsumable:
+                if !revoked { ledger.grant(rule?.entitlements ?? [], .forever) }
+            case .consumable:
+                balances.credit(transaction, rule: rule, at: at)
+            case .nonRenewing:
+                window = passes.window(for: transaction, rule: rule, at: at)
+                if let window, window.contains(at) { ledger.grant(rule?.entitlements ?? [], .until(window.end)) }
+            case .autoRenewable, .unknown:
+                // Auto-renewables are evaluated above; a type Apple adds later grants nothing until described.
+                break
+            }
+            purchases.append(
+                PurchaseView(
+                    transactionId: transaction.transactionId, productId: transaction.productId,
+                    type: transaction.type.rawValue, quantity: transaction.quantity, revoked: revoked,
+                    revocationType: revoked ? transaction.revocationType?.rawValue : nil,
+                    revocationPercentage: revoked ? transaction.revocationPercentage : nil,
+                    expiresDate: window?.end, startsDate: window?.start))
+        }
+
+        return CustomerView(
+            appTransactionId: state.key, at: at, appAccountToken: state.accountToken?.token,
+            entitlements: ledger.views(), subscriptions: subscriptions, purchases: purchases,
+            balances: balances.balances())
+    }
+
+    /// `purchaseDate`, then `transactionId`.
+    static func purchaseOrder(_ lhs: TransactionFacts, _ rhs: TransactionFacts) -> Bool {
+        if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }
+        return transactionIdPrecedes(lhs.transactionId, rhs.transactionId)
+    }
+}
+
+extension CustomerState {
+    /// The state evaluated under `rules` at `at` (see ``Evaluation/evaluate(_:rules:at:)``).
+    public func evaluated(rules: Rules, at: Int64) -> CustomerView {
+        Evaluation.evaluate(self, rules: rules, at: at)
+    }
+}
+
+extension TransactionFacts {
+    /// Whether the transaction's revocation had happened by `at`.
+    public func isRevoked(at: Int64) -> Bool {
+        guard let revocationDate else { return false }
+        return revocationDate <= at
+    }
+
+    /// How much of the transaction is taken back at `at`.
+    func revocationShare(at: Int64) -> RevocationShare {
+        guard isRevoked(at: at) else { return .none }
+        switch revocationType {
+        case nil, .refundFull?, .familyRevoke?:
+            return .all
+        case .refundProrated?:
+            // A prorated refund that does not say how much is taken as a full one.
+            guard let percentage = revocationPercentage else { return .all }
+            return .prorated(min(max(percentage, 0), RevocationShare.whole))
+        case .unknown?:
+            // A revocation type Apple adds later: revoked, so nothing is left.
+            return .all
+        }
+    }
+}
+
+/// How much of a purchase a revocation takes back.
+enum RevocationShare: Hashable {
+    /// Not revoked (or not yet at the moment evaluated).
+    case none
+    /// All of it: REFUND_FULL, FAMILY_REVOKE, or no `revocationType`.
+    case all
+    /// REFUND_PRORATED: this many thousandths of a percent (0...100000).
+    case prorated(Int64)
+
+    /// 100%, in thousandths of a percent.
+    static let whole: Int64 = 100_000
+}
+
+/// How long an entitlement source grants.
+enum GrantExpiry: Hashable {
+    /// Until this moment (exclusive).
+    case until(Int64)
+    /// With no end: a non-consumable.
+    case forever
+
+    /// The later of two expiries (`forever` is later than any moment).
+    func later(_ other: GrantExpiry) -> GrantExpiry {
+        switch (self, other) {
+        case (.forever, _), (_, .forever): return .forever
+        case (.until(let lhs), .until(let rhs)): return .until(max(lhs, rhs))
+        }
+    }
+}
+
+/// Collects the entitlements counted purchases map to, and what grants them.
+struct EntitlementLedger {
+    /// Mentioned entitlements; the value is the latest expiry among granting sources, `nil` if none grants.
+    private var entries: [String: GrantExpiry?] = [:]
+
+    mutating func mention(_ names: [String]) {
+        for name in names where entries[name] == nil { entries[name] = .some(nil) }
+    }
+
+    mutating func grant(_ names: [String], _ expiry: GrantExpiry) {
+        for name in names {
+            if case .some(.some(let existing)) = entries[name] {
+                entries[name] = .some(existing.later(expiry))
+            } else {
+                entries[name] = .some(expiry)
+            }
+        }
+    }
+
+    func views() -> [EntitlementView] {
+        entries.map { name, expiry in
+            switch expiry {
+            case nil: return EntitlementView(name: name, active: false, expiresDate: nil)
+            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil)
+            case .until(let date)?: return EntitlementView(name: name, active: true, expiresDate: date)
+            }
+        }
+        .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    }
+}

@@ -1,0 +1,106 @@
+/// Auto-renewable subscriptions: one per `originalTransactionId` (contract section 5).
+enum SubscriptionEvaluation {
+    /// One evaluated subscription and, when it grants, until when.
+    struct Evaluated {
+        var view: SubscriptionView
+        var grant: GrantExpiry?
+    }
+
+    /// The renewal info that stands at `at`: the latest signed at or before
+    /// `at`, else (none was) the earliest.
+    /// - Parameter versions: All versions, sorted by `signedDate` ascending.
+    static func renewalInfo(in versions: [Signed<RenewalFacts>], at: Int64) -> RenewalFacts? {
+        var chosen = versions.first?.facts
+        for version in versions {
+            guard version.facts.signedDate <= at else { break }
+            chosen = version.facts
+        }
+        return chosen
+    }
+
+    /// The current transaction: the latest `purchaseDate`, then latest
+    /// `expiresDate`, then greatest `transactionId`, among those not marked
+    /// `isUpgraded`.
+    ///
+    /// When every counted transaction is marked `isUpgraded` (evaluating a
+    /// moment before the upgrade's new transaction was bought, with the
+    /// later-signed old version known now), the upgraded one was still the
+    /// current one then, so all counted transactions are candidates.
+    static func current(among transactions: [TransactionFacts]) -> TransactionFacts? {
+        var best: TransactionFacts?
+        var bestUpgraded: TransactionFacts?
+        for transaction in transactions {
+            if transaction.isUpgraded {
+                if bestUpgraded.map({ precedes($0, transaction) }) ?? true { bestUpgraded = transaction }
+            } else {
+                if best.map({ precedes($0, transaction) }) ?? true { best = transaction }
+            }
+        }
+        return best ?? bestUpgraded
+    }
+
+    /// Whether `lhs` comes before `rhs` in the order that picks the current transaction.
+    static func precedes(_ lhs: TransactionFacts, _ rhs: TransactionFacts) -> Bool {
+        if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }
+        let lhsExpires = lhs.expiresDate ?? Int64.min
+        let rhsExpires = rhs.expiresDate ?? Int64.min
+        if lhsExpires != rhsExpires { return lhsExpires < rhsExpires }
+        return transactionIdPrecedes(lhs.transactionId, rhs.transactionId)
+    }
+
+    /// The status of a subscription whose current transaction is `current`,
+    /// decided in the contract's order.
+    static func status(current: TransactionFacts, renewalInfo: RenewalFacts?, at: Int64) -> SubscriptionStatus {
+        // A prorated refund of a subscription is handled as a full one.
+        if current.isRevoked(at: at) { return .revoked }
+        if let expiresDate = current.expiresDate, expiresDate > at { return .active }
+        if let renewalInfo, renewalInfo.isInBillingRetryPeriod {
+            if let gracePeriodExpiresDate = renewalInfo.gracePeriodExpiresDate, gracePeriodExpiresDate > at {
+                return .gracePeriod
+            }
+            return .billingRetry
+        }
+        return .expired
+    }
+
+    /// Evaluates one subscription from its counted transactions.
+    /// - Parameters:
+    ///   - transactions: The transactions of `originalTransactionId` counted at `at` (at least one).
+    ///   - renewalInfo: The renewal info that stands at `at`.
+    static func evaluate(
+        originalTransactionId: String, transactions: [TransactionFacts], renewalInfo: RenewalFacts?, rules: Rules,
+        at: Int64
+    ) -> Evaluated {
+        // Callers pass at least one transaction; an empty list is evaluated as an expired placeholder.
+        let current =
+            current(among: transactions)
+            ?? TransactionFacts(
+                transactionId: originalTransactionId, originalTransactionId: originalTransactionId, productId: "",
+                type: .autoRenewable, purchaseDate: at, signedDate: at)
+        let status = status(current: current, renewalInfo: renewalInfo, at: at)
+
+        let grant: GrantExpiry?
+        switch status {
+        case .revoked, .expired:
+            grant = nil
+        case .active:
+            grant = .until(current.expiresDate ?? at)
+        case .gracePeriod:
+            grant = rules.gracePeriodGrantsAccess ? .until(renewalInfo?.gracePeriodExpiresDate ?? at) : nil
+        case .billingRetry:
+            // Billing retry has no known end: the expiry reported is the end of
+            // the last paid period (in the past), so a client caching it asks again.
+            grant = rules.billingRetryGrantsAccess ? .until(current.expiresDate ?? at) : nil
+        }
+
+        let view = SubscriptionView(
+            originalTransactionId: originalTransactionId, productId: current.productId,
+            subscriptionGroupIdentifier: current.subscriptionGroupIdentifier, status: status,
+            expiresDate: current.expiresDate, gracePeriodExpiresDate: renewalInfo?.gracePeriodExpiresDate,
+            autoRenewStatus: renewalInfo?.autoRenewStatus, autoRenewProductId: renewalInfo?.autoRenewProductId,
+            ownership: current.ownership?.rawValue,
+            revocationType: status == .revoked ? current.revocationType?.rawValue : nil,
+            currentTransactionId: current.transactionId, grants: grant != nil)
+        return Evaluated(view: view, grant: grant)
+    }
+}

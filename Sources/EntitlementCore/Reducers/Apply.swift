@@ -1,0 +1,197 @@
+extension CustomerState {
+    /// Folds one verified event into the state.
+    ///
+    /// The state keeps, for every signed object the event carries (a
+    /// transaction, a renewal info, an AppTransaction, standalone or nested in
+    /// a notification), the greatest version by `signedDate`, then by raw JWS
+    /// (see contract section 5). Because that is a maximum, applying the same
+    /// events in any order, with any duplicates, gives an equal state.
+    ///
+    /// - A transaction replaces the stored one with the same `transactionId`
+    ///   when it is greater.
+    /// - A renewal info is added to the versions of its
+    ///   `originalTransactionId`, one per `signedDate` (the greater wins on an
+    ///   equal `signedDate`), kept sorted ascending: evaluation at a past moment
+    ///   needs the version that was current then.
+    /// - An AppTransaction replaces the stored one when it is greater.
+    /// - ``accountToken`` becomes the `appAccountToken` of the latest-signed
+    ///   transaction or renewal info that carries one (on an equal
+    ///   `signedDate`, the greater token string, so no raw JWS is needed).
+    /// - ``lastNotification`` becomes the notification's summary when it is
+    ///   greater by (`signedDate`, `notificationUUID`).
+    ///
+    /// A notification's type never overrides the signed data it carries: a
+    /// REFUND is a revocation because its transaction carries a
+    /// `revocationDate`, a REFUND_REVERSED restores because its later-signed
+    /// transaction carries none. The event's key is not checked: the caller
+    /// routes events by ``Event/customerKey``.
+    ///
+    /// - Parameters:
+    ///   - event: A verified event.
+    ///   - rules: The business rules. State is rules-independent (evaluation
+    ///     applies them); they are taken so that every reducer has the same shape.
+    /// - Throws: ``MissingRawJWS`` when a version with the same `signedDate` but
+    ///   different contents must be ordered by raw JWS and a raw is not at hand.
+    ///   The state is then left exactly as it was: hydrate the named refs
+    ///   (``hydrate(_:)`` here and ``Event/hydrate(_:)`` on the event) and apply again.
+    public mutating func apply(_ event: Event, rules: Rules) throws(MissingRawJWS) {
+        _ = rules
+        switch event.body {
+        case .notification(let notification):
+            try applySigned(
+                transaction: notification.transaction, renewalInfo: notification.renewalInfo,
+                appTransaction: notification.appTransaction)
+            note(notification)
+        case .transaction(let transaction):
+            try applySigned(transaction: transaction, renewalInfo: nil, appTransaction: nil)
+        case .renewalInfo(let renewalInfo):
+            try applySigned(transaction: nil, renewalInfo: renewalInfo, appTransaction: nil)
+        case .appTransaction(let appTransaction):
+            try applySigned(transaction: nil, renewalInfo: nil, appTransaction: appTransaction)
+        }
+    }
+
+    /// Where an incoming renewal info goes among the stored versions.
+    private enum RenewalPlacement {
+        case insert(at: Int)
+        case replace(at: Int)
+    }
+
+    /// Decides every change first, reading only, then commits them all: a
+    /// throw leaves the state untouched.
+    private mutating func applySigned(
+        transaction: Signed<TransactionFacts>?, renewalInfo: Signed<RenewalFacts>?,
+        appTransaction: Signed<AppTransactionFacts>?
+    ) throws(MissingRawJWS) {
+        var missing = Set<RawRef>()
+
+        var takeTransaction = false
+        if let transaction {
+            if let existing = transactions[transaction.facts.transactionId] {
+                switch Signed.verdict(existing: existing, incoming: transaction) {
+                case .keepExisting: break
+                case .takeIncoming: takeTransaction = true
+                case .needsRaws(let refs): missing.formUnion(refs)
+                }
+            } else {
+                takeTransaction = true
+            }
+        }
+
+        var renewalPlacement: RenewalPlacement?
+        if let renewalInfo {
+            let versions = renewalInfos[renewalInfo.facts.originalTransactionId] ?? []
+            let index = Self.insertionIndex(of: renewalInfo.facts.signedDate, in: versions)
+            if index < versions.count, versions[index].facts.signedDate == renewalInfo.facts.signedDate {
+                switch Signed.verdict(existing: versions[index], incoming: renewalInfo) {
+                case .keepExisting: break
+                case .takeIncoming: renewalPlacement = .replace(at: index)
+                case .needsRaws(let refs): missing.formUnion(refs)
+                }
+            } else {
+                renewalPlacement = .insert(at: index)
+            }
+        }
+
+        var takeAppTransaction = false
+        if let appTransaction {
+            if let existing = self.appTransaction {
+                switch Signed.verdict(existing: existing, incoming: appTransaction) {
+                case .keepExisting: break
+                case .takeIncoming: takeAppTransaction = true
+                case .needsRaws(let refs): missing.formUnion(refs)
+                }
+            } else {
+                takeAppTransaction = true
+            }
+        }
+
+        guard missing.isEmpty else { throw MissingRawJWS(refs: missing) }
+
+        // Commit.
+        if let transaction, takeTransaction {
+            transactions[transaction.facts.transactionId] = transaction
+        }
+        if let renewalInfo, let renewalPlacement {
+            let key = renewalInfo.facts.originalTransactionId
+            switch renewalPlacement {
+            case .insert(let index): renewalInfos[key, default: []].insert(renewalInfo, at: index)
+            case .replace(let index): renewalInfos[key, default: []][index] = renewalInfo
+            }
+        }
+        if let appTransaction, takeAppTransaction {
+            self.appTransaction = appTransaction
+        }
+        if let transaction, let token = transaction.facts.appAccountToken {
+            claim(AccountTokenClaim(token: token, signedDate: transaction.facts.signedDate, ref: transaction.ref, raw: transaction.raw))
+        }
+        if let renewalInfo, let token = renewalInfo.facts.appAccountToken {
+            claim(AccountTokenClaim(token: token, signedDate: renewalInfo.facts.signedDate, ref: renewalInfo.ref, raw: renewalInfo.raw))
+        }
+    }
+
+    /// The first index whose version is signed at or after `signedDate`.
+    private static func insertionIndex(of signedDate: Int64, in versions: [Signed<RenewalFacts>]) -> Int {
+        var low = 0
+        var high = versions.count
+        while low < high {
+            let middle = (low + high) / 2
+            if versions[middle].facts.signedDate < signedDate { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Keeps the greater claim by (`signedDate`, token), then the smaller ref.
+    private mutating func claim(_ incoming: AccountTokenClaim) {
+        guard let existing = accountToken else {
+            accountToken = incoming
+            return
+        }
+        if incoming.signedDate != existing.signedDate {
+            if incoming.signedDate > existing.signedDate { accountToken = incoming }
+        } else if incoming.token != existing.token {
+            if existing.token.utf8.lexicographicallyPrecedes(incoming.token.utf8) { accountToken = incoming }
+        } else if incoming.ref < existing.ref {
+            accountToken = incoming
+        }
+    }
+
+    /// Keeps the greater notification by (`signedDate`, `notificationUUID`).
+    private mutating func note(_ notification: NotificationFacts) {
+        let summary = NotificationSummaryFacts(
+            notificationUUID: notification.notificationUUID, type: notification.type, subtype: notification.subtype,
+            signedDate: notification.signedDate)
+        guard let existing = lastNotification else {
+            lastNotification = summary
+            return
+        }
+        if summary.signedDate != existing.signedDate {
+            if summary.signedDate > existing.signedDate { lastNotification = summary }
+        } else if existing.notificationUUID.utf8.lexicographicallyPrecedes(summary.notificationUUID.utf8) {
+            lastNotification = summary
+        }
+    }
+}
+
+/// The reducer in functional form: a state and an event in, the next state out.
+public enum Reducer {
+    /// The state after `event` (see ``CustomerState/apply(_:rules:)``).
+    /// - Throws: ``MissingRawJWS`` when a tie between versions needs raw JWS that
+    ///   are not at hand.
+    public static func reduce(_ state: CustomerState, _ event: Event, rules: Rules) throws(MissingRawJWS) -> CustomerState {
+        var next = state
+        try next.apply(event, rules: rules)
+        return next
+    }
+
+    /// The state of `key` after all of `events`, in the order given (any order
+    /// gives an equal state).
+    /// - Throws: ``MissingRawJWS`` as ``reduce(_:_:rules:)``.
+    public static func reduce(
+        key: CustomerKey, events: some Sequence<Event>, rules: Rules
+    ) throws(MissingRawJWS) -> CustomerState {
+        var state = CustomerState(key: key)
+        for event in events { try state.apply(event, rules: rules) }
+        return state
+    }
+}

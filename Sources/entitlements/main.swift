@@ -1,1 +1,55 @@
-print("entitlements")
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// entitlements: the command line. Thin: parse flags, call the library, print JSON.
+func run(_ argv: [String]) -> ExitCode {
+    let arguments = argv.dropFirst()
+    guard let command = arguments.first else {
+        Output.error(Help.overview)
+        return .usage
+    }
+    if command == "--help" || command == "-h" || command == "help" {
+        if command == "help", let topic = arguments.dropFirst().first, let text = Help.commands[topic] {
+            print(text)
+        } else {
+            print(Help.overview)
+        }
+        return .success
+    }
+    let rest = arguments.dropFirst()
+    if rest.contains("--help") || rest.contains("-h") {
+        guard let text = Help.commands[command] else {
+            Output.error("entitlements: unknown command \"\(command)\"\n\n" + Help.overview)
+            return .usage
+        }
+        print(text)
+        return .success
+    }
+    do {
+        switch command {
+        case "ingest": return try Commands.ingest(rest)
+        case "query": return try Commands.query(rest)
+        case "replay": return try Commands.replay(rest)
+        case "verify": return try Commands.verify(rest)
+        case "audit": return try Commands.audit(rest)
+        case "demo":
+            if let extra = rest.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
+            return Demo.run()
+        default:
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, demo)", command: nil)
+        }
+    } catch {
+        var text = "entitlements\(error.command.map { " " + $0 } ?? ""): \(error.message)"
+        if let command = error.command, let help = Help.commands[command] {
+            text += "\n\nUsage:\n" + help.split(separator: "\n", maxSplits: 1).first.map(String.init)!
+                + "\nRun `entitlements \(command) --help` for details."
+        } else {
+            text += "\nRun `entitlements --help` for usage."
+        }
+        Output.error(text)
+        return .usage
+    }
+}
+
+exit(run(CommandLine.arguments).rawValue)

@@ -1,0 +1,122 @@
+import EntitlementCore
+import Foundation
+
+/// The engine's configuration (contract section 4).
+public struct EngineConfiguration: Sendable {
+    public var bundleId: String
+    /// Required in Production.
+    public var appAppleId: Int64?
+    public var environment: AppStoreEnvironment
+    /// Trusted roots (DER); `nil` means the embedded Apple Root CA - G3.
+    public var rootCertificatesDER: [[UInt8]]?
+    public var rules: Rules
+    /// Largest input accepted, in bytes; a larger one is quarantined unread past this limit.
+    public var maxInputBytes: Int
+
+    public static let defaultMaxInputBytes = 1 << 20
+
+    public init(
+        bundleId: String, appAppleId: Int64? = nil, environment: AppStoreEnvironment,
+        rootCertificatesDER: [[UInt8]]? = nil, rules: Rules, maxInputBytes: Int = EngineConfiguration.defaultMaxInputBytes
+    ) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.rootCertificatesDER = rootCertificatesDER
+        self.rules = rules
+        self.maxInputBytes = maxInputBytes
+    }
+
+    /// Reads a configuration file. Relative `rootCertificates` paths resolve
+    /// against the file's folder.
+    /// - Throws: ``ConfigurationError`` naming the field.
+    public static func load(path: String) throws(ConfigurationError) -> EngineConfiguration {
+        let url = URL(fileURLWithPath: path)
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw ConfigurationError(field: nil, message: "cannot read the configuration file \(path): \(error.localizedDescription)")
+        }
+        let json: JSONValue
+        do { json = try JSONParser().parse(Array(data)) } catch {
+            throw ConfigurationError(field: nil, message: "the configuration file \(path) is not valid JSON: \(error.description)")
+        }
+        return try EngineConfiguration(json: json, baseDirectory: url.deletingLastPathComponent())
+    }
+
+    /// Reads a configuration document.
+    public init(json: JSONValue, baseDirectory: URL) throws(ConfigurationError) {
+        guard case .object(let object) = json else {
+            throw ConfigurationError(field: nil, message: "the configuration must be a JSON object")
+        }
+        let known: Set<String> = ["bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes"]
+        for key in object.keys where !known.contains(key) {
+            throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
+        }
+        guard case .string(let bundleId)? = object["bundleId"], !bundleId.isEmpty else {
+            throw ConfigurationError(field: "bundleId", message: "required: the app's bundle identifier, e.g. \"com.example.app\"")
+        }
+        guard case .string(let environmentName)? = object["environment"] else {
+            throw ConfigurationError(field: "environment", message: "required: one of Production, Sandbox, Xcode, LocalTesting")
+        }
+        guard let environment = AppStoreEnvironment(rawValue: environmentName) else {
+            throw ConfigurationError(
+                field: "environment", message: "\"\(environmentName)\" is not one of Production, Sandbox, Xcode, LocalTesting")
+        }
+        var appAppleId: Int64? = nil
+        switch object["appAppleId"] {
+        case nil, .null?: break
+        case .int(let id)? where id > 0: appAppleId = id
+        case let other?: throw ConfigurationError(field: "appAppleId", message: "expected a positive integer, found \(JSONWriter.string(other))")
+        }
+        if environment == .production && appAppleId == nil {
+            throw ConfigurationError(field: "appAppleId", message: "required in Production: the app's Apple ID (a number)")
+        }
+        var roots: [[UInt8]]? = nil
+        switch object["rootCertificates"] {
+        case nil, .null?: break
+        case .array(let paths)?:
+            guard !paths.isEmpty else {
+                throw ConfigurationError(field: "rootCertificates", message: "empty: list certificate files, or leave the field out to trust Apple Root CA - G3")
+            }
+            var loaded: [[UInt8]] = []
+            for (index, element) in paths.enumerated() {
+                guard case .string(let path) = element, !path.isEmpty else {
+                    throw ConfigurationError(field: "rootCertificates[\(index)]", message: "expected a file path string")
+                }
+                let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : baseDirectory.appendingPathComponent(path)
+                guard let data = try? Data(contentsOf: url) else {
+                    throw ConfigurationError(field: "rootCertificates[\(index)]", message: "cannot read certificate file \(url.path)")
+                }
+                loaded.append(Array(data))
+            }
+            roots = loaded
+        case let other?:
+            throw ConfigurationError(field: "rootCertificates", message: "expected an array of file paths, found \(other.typeName)")
+        }
+        var maxInputBytes = Self.defaultMaxInputBytes
+        switch object["maxInputBytes"] {
+        case nil: break
+        case .int(let limit)? where limit >= 1024 && limit <= 64 << 20: maxInputBytes = Int(limit)
+        case let other?:
+            throw ConfigurationError(field: "maxInputBytes", message: "expected an integer from 1024 to 67108864, found \(JSONWriter.string(other))")
+        }
+        guard let rulesJSON = object["rules"] else {
+            throw ConfigurationError(field: "rules", message: "required: an object with version and products")
+        }
+        let rules: Rules
+        do { rules = try Rules(json: rulesJSON) } catch { throw ConfigurationError(field: error.field, message: error.reason) }
+        self.init(
+            bundleId: bundleId, appAppleId: appAppleId, environment: environment, rootCertificatesDER: roots, rules: rules,
+            maxInputBytes: maxInputBytes)
+    }
+}
+
+/// A configuration that cannot be used, naming the field at fault.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var field: String?
+    public var message: String
+    public var description: String {
+        if let field { return "configuration field \"\(field)\": \(message)" }
+        return message
+    }
+}

@@ -1,0 +1,77 @@
+import AppStoreVerification
+import EntitlementCore
+import EventStore
+
+/// Verification of input documents, without storage: splits a document into
+/// its signed items and verifies each. Thread-safe.
+public struct DocumentVerifier: Sendable {
+    public let configuration: EngineConfiguration
+    public let verifier: SignedDataVerifier
+
+    public init(configuration: EngineConfiguration) throws(EngineError) {
+        self.configuration = configuration
+        do {
+            verifier = try SignedDataVerifier(
+                configuration: VerifierConfiguration(
+                    bundleId: configuration.bundleId, appAppleId: configuration.appAppleId,
+                    environment: configuration.environment,
+                    trustedRootsDER: configuration.rootCertificatesDER ?? [AppleRootCertificate.g3DER]))
+        } catch {
+            throw EngineError(code: error.code.rawValue, message: error.message)
+        }
+    }
+
+    /// Verifies one input item (a JWS of the expected kind).
+    public func verify(_ item: InputItem) -> Result<VerifiedInput, VerificationError> {
+        do {
+            switch item.expected {
+            case .notification: return .success(.notification(try verifier.verifyNotification(item.jws)))
+            case .transaction: return .success(.transaction(try verifier.verifyTransaction(item.jws)))
+            case .renewalInfo: return .success(.renewalInfo(try verifier.verifyRenewalInfo(item.jws)))
+            case .appTransaction: return .success(.appTransaction(try verifier.verifyAppTransaction(item.jws)))
+            case .any: return .success(try verifier.verify(item.jws))
+            }
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The items of one input document, each verified or with the reason it
+    /// is not, and the raw bytes to quarantine for each rejection.
+    public func verifiedItems(_ document: InputBytes) -> [AppendItem] {
+        if document.size > configuration.maxInputBytes {
+            return [
+                .rejected(
+                    Rejection(
+                        code: "MALFORMED_INPUT",
+                        message:
+                            "input of \(document.size) bytes exceeds the limit of \(configuration.maxInputBytes) bytes (configuration field maxInputBytes)",
+                        raw: Array(document.bytes.prefix(configuration.maxInputBytes)), size: document.size))
+            ]
+        }
+        switch InputDocument.items(document.bytes[...]) {
+        case .failure(let malformed):
+            return [.rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: document.bytes, size: document.size))]
+        case .success(let items):
+            return items.map { item in
+                switch verify(item) {
+                case .success(let input): return .verified(input)
+                case .failure(let error):
+                    return .rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8)))
+                }
+            }
+        }
+    }
+
+    /// One JSON line per item: the decoded payload (nested JWS decoded in place) or the error.
+    public func verify(_ document: InputBytes) -> [JSONValue] {
+        verifiedItems(document).map { item in
+            switch item {
+            case .verified(let input):
+                return ["result": "verified", "kind": .string(input.kind.rawValue), "payload": Engine.decodedJSON(input)]
+            case .rejected(let rejection):
+                return ["result": "rejected", "error": ["code": .string(rejection.code), "message": .string(rejection.message)]]
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import EntitlementCore
+import EventStore
+
+/// Whom a query asks about.
+public enum CustomerQuery: Sendable, Hashable {
+    case appTransactionId(String)
+    case originalTransactionId(String)
+    case appAccountToken(String)
+}
+
+/// A query's answer.
+public enum QueryAnswer: Sendable {
+    /// One customer's state at the asked time.
+    case customer(CustomerView)
+    /// Every customer carrying an app account token, entitlements merged.
+    case account(AccountView)
+    /// Nobody matches.
+    case notFound(String)
+
+    /// The contract's JSON for this answer.
+    public func json() -> JSONValue {
+        switch self {
+        case .customer(let view): return view.json()
+        case .account(let view): return view.json()
+        case .notFound(let message): return ["error": ["code": "NOT_FOUND", "message": .string(message)]]
+        }
+    }
+}
+
+extension Engine {
+    /// What the customer may use at `at` (default now), under the configuration's rules.
+    public func query(_ query: CustomerQuery, at: Int64? = nil) throws(EngineError) -> QueryAnswer {
+        let at = at ?? Self.now()
+        do {
+            return try store.withLock { store throws(StoreError) -> QueryAnswer in
+                switch query {
+                case .appTransactionId(let id):
+                    guard let view = try view(of: id, at: at, store: store) else {
+                        return .notFound("no events for appTransactionId \(id)")
+                    }
+                    return .customer(view)
+                case .originalTransactionId(let otid):
+                    for key in try store.customers(originalTransactionId: otid) {
+                        if let view = try view(of: key, at: at, store: store) { return .customer(view) }
+                    }
+                    return .notFound("no events for originalTransactionId \(otid)")
+                case .appAccountToken(let token):
+                    let keys = try store.customers(appAccountToken: token)
+                    var views: [CustomerView] = []
+                    for key in keys { if let view = try view(of: key, at: at, store: store) { views.append(view) } }
+                    guard !views.isEmpty else { return .notFound("no events carry appAccountToken \(token)") }
+                    return .account(AccountView.merge(token: token.lowercased(), at: at, views: views))
+                }
+            }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    private func view(of key: CustomerKey, at: Int64, store: EventStore) throws(StoreError) -> CustomerView? {
+        guard let projection = try store.projection(of: key) else { return nil }
+        return Evaluation.evaluate(projection.state, rules: configuration.rules, at: at)
+    }
+
+    /// The stored state of a customer (for tools and tests).
+    public func state(of key: CustomerKey) throws(EngineError) -> CustomerState? {
+        do {
+            return try store.withLock { store throws(StoreError) in try store.projection(of: key)?.state }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import EntitlementCore
+import EventStore
+
+extension Engine {
+    /// Rebuilds every projection from the log under the configuration's rules.
+    /// See ``EventStore/replay(rules:rulesJSON:now:collectDiff:chunkSize:progress:)`` for the guarantees.
+    public func replay(
+        diff: Bool = false, now: Int64? = nil, progress: (ReplayProgress) -> Void = { _ in }
+    ) throws(EngineError) -> ReplayReport {
+        do {
+            return try store.withLock { store throws(StoreError) in
+                try store.replay(
+                    rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,
+                    progress: progress)
+            }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    /// Recomputes the log's hash chain and re-verifies every stored JWS
+    /// against the configured trust store, stopping at the first mismatch.
+    public func audit(progress: (Int64) -> Void = { _ in }) throws(EngineError) -> AuditReport {
+        do {
+            return try store.withLock { store throws(StoreError) in
+                try store.audit(
+                    verify: { kind, raw in
+                        let expected: InputItem.Expected
+                        switch kind {
+                        case .notification: expected = .notification
+                        case .transaction: expected = .transaction
+                        case .renewalInfo: expected = .renewalInfo
+                        case .appTransaction: expected = .appTransaction
+                        }
+                        switch verify(InputItem(jws: raw, expected: expected)) {
+                        case .success: return nil
+                        case .failure(let error): return "\(error.code.rawValue): \(error.message)"
+                        }
+                    }, progress: progress)
+            }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+}

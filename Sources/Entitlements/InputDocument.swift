@@ -1,0 +1,125 @@
+import EntitlementCore
+
+/// One signed item found in an input document, and the kind it must be.
+public struct InputItem: Sendable {
+    /// Which kind of JWS the document said this is.
+    public enum Expected: Sendable {
+        case notification, transaction, renewalInfo, appTransaction
+        /// A bare JWS: classified by its decoded payload.
+        case any
+    }
+
+    public var jws: String
+    public var expected: Expected
+}
+
+/// Splits an input document (contract section 1) into the signed items it holds.
+public enum InputDocument {
+    /// The items of one document, or why the document is not a well-formed input.
+    public static func items(_ bytes: ArraySlice<UInt8>) -> Result<[InputItem], MalformedInput> {
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        let trimmed = bytes[start..<end]
+        guard let first = trimmed.first else { return .failure(MalformedInput("empty input")) }
+        if first != UInt8(ascii: "{") && first != UInt8(ascii: "\"") && first != UInt8(ascii: "[") {
+            // A bare JWS.
+            guard let text = String(validating: trimmed, as: UTF8.self) else {
+                return .failure(MalformedInput("input is not valid UTF-8"))
+            }
+            return .success([InputItem(jws: text, expected: .any)])
+        }
+        let json: JSONValue
+        do { json = try JSONParser().parse(trimmed) } catch { return .failure(MalformedInput(error.description)) }
+        return items(json)
+    }
+
+    static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }
+
+    static func items(_ json: JSONValue) -> Result<[InputItem], MalformedInput> {
+        switch json {
+        case .string(let jws):
+            return .success([InputItem(jws: jws, expected: .any)])
+        case .object(let object):
+            func jws(_ value: JSONValue, _ field: String) -> Result<String, MalformedInput> {
+                if case .string(let text) = value { return .success(text) }
+                return .failure(MalformedInput("\"\(field)\" must be a JWS string, found \(value.typeName)"))
+            }
+            if let value = object["signedPayload"] {
+                return jws(value, "signedPayload").map { [InputItem(jws: $0, expected: .notification)] }
+            }
+            if let value = object["signedTransactionInfo"] {
+                var items: [InputItem] = []
+                switch jws(value, "signedTransactionInfo") {
+                case .success(let text): items.append(InputItem(jws: text, expected: .transaction))
+                case .failure(let error): return .failure(error)
+                }
+                if let renewal = object["signedRenewalInfo"] {
+                    switch jws(renewal, "signedRenewalInfo") {
+                    case .success(let text): items.append(InputItem(jws: text, expected: .renewalInfo))
+                    case .failure(let error): return .failure(error)
+                    }
+                }
+                return .success(items)
+            }
+            if let value = object["signedRenewalInfo"] {
+                return jws(value, "signedRenewalInfo").map { [InputItem(jws: $0, expected: .renewalInfo)] }
+            }
+            if let value = object["signedAppTransactionInfo"] {
+                return jws(value, "signedAppTransactionInfo").map { [InputItem(jws: $0, expected: .appTransaction)] }
+            }
+            if let value = object["signedTransactions"] {
+                guard case .array(let list) = value else {
+                    return .failure(MalformedInput("\"signedTransactions\" must be an array of JWS strings"))
+                }
+                var items: [InputItem] = []
+                for (index, element) in list.enumerated() {
+                    switch jws(element, "signedTransactions[\(index)]") {
+                    case .success(let text): items.append(InputItem(jws: text, expected: .transaction))
+                    case .failure(let error): return .failure(error)
+                    }
+                }
+                return .success(items)
+            }
+            if let value = object["data"] {
+                // Get All Subscription Statuses: data[].lastTransactions[].{signedTransactionInfo, signedRenewalInfo}
+                guard case .array(let groups) = value else {
+                    return .failure(MalformedInput("\"data\" must be an array of subscription groups"))
+                }
+                var items: [InputItem] = []
+                for (g, group) in groups.enumerated() {
+                    guard case .array(let last)? = group["lastTransactions"] else {
+                        return .failure(MalformedInput("data[\(g)].lastTransactions must be an array"))
+                    }
+                    for (t, entry) in last.enumerated() {
+                        if let value = entry["signedTransactionInfo"] {
+                            switch jws(value, "data[\(g)].lastTransactions[\(t)].signedTransactionInfo") {
+                            case .success(let text): items.append(InputItem(jws: text, expected: .transaction))
+                            case .failure(let error): return .failure(error)
+                            }
+                        }
+                        if let value = entry["signedRenewalInfo"] {
+                            switch jws(value, "data[\(g)].lastTransactions[\(t)].signedRenewalInfo") {
+                            case .success(let text): items.append(InputItem(jws: text, expected: .renewalInfo))
+                            case .failure(let error): return .failure(error)
+                            }
+                        }
+                    }
+                }
+                return .success(items)
+            }
+            return .failure(
+                MalformedInput(
+                    "object has none of signedPayload, signedTransactionInfo, signedRenewalInfo, signedAppTransactionInfo, signedTransactions, data"))
+        default:
+            return .failure(MalformedInput("expected a JSON object or a JWS string, found \(json.typeName)"))
+        }
+    }
+}
+
+/// A document that is not a well-formed input of contract section 1.
+public struct MalformedInput: Error, Sendable, Hashable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,124 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads NDJSON input from a file descriptor as it arrives, one bounded line
+/// at a time: a line longer than the limit is kept only up to the limit (and
+/// its full size recorded), so hostile input cannot exhaust memory.
+public struct InputReader {
+    let fd: Int32
+    let limit: Int
+    let ownsDescriptor: Bool
+    var buffer: [UInt8] = []
+    var readIndex = 0
+    var current: [UInt8] = []
+    var currentSize = 0
+    var atEnd = false
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+
+    /// Reads standard input.
+    public init(standardInputWithLimit limit: Int) {
+        self.fd = 0
+        self.limit = limit
+        self.ownsDescriptor = false
+    }
+
+    /// Opens a file. Returns `nil` when it cannot be opened.
+    public init?(path: String, limit: Int) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        self.fd = fd
+        self.limit = limit
+        self.ownsDescriptor = true
+    }
+
+    /// Closes the file, if this reader opened it.
+    public func close() {
+        if ownsDescriptor { _ = Glibc.close(fd) }
+    }
+
+    /// The complete lines available now, waiting only when none is: at least
+    /// one line, or `nil` at the end of input. Empty lines are skipped.
+    public mutating func nextBatch(maxLines: Int) -> [InputBytes]? {
+        var lines: [InputBytes] = []
+        while lines.isEmpty {
+            drainLines(into: &lines, maxLines: maxLines)
+            if !lines.isEmpty { break }
+            if atEnd {
+                if currentSize > 0 { lines.append(takeCurrent()) }
+                return lines.isEmpty ? nil : lines
+            }
+            fill()
+        }
+        return lines
+    }
+
+    /// Reads everything (for a file holding one JSON document): up to the
+    /// limit, with the full size recorded.
+    public mutating func readAll() -> InputBytes {
+        while !atEnd { fill(); consumeAll() }
+        consumeAll()
+        return takeCurrent()
+    }
+
+    private mutating func consumeAll() {
+        while readIndex < buffer.count {
+            append(buffer[readIndex])
+            readIndex += 1
+        }
+        buffer.removeAll(keepingCapacity: true)
+        readIndex = 0
+    }
+
+    private mutating func fill() {
+        if readIndex > 0 {
+            buffer.removeFirst(readIndex)
+            readIndex = 0
+        }
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count <= 0 {
+            if count < 0 && errno == EINTR { return }
+            atEnd = true
+            return
+        }
+        buffer.append(contentsOf: chunk[0..<count])
+    }
+
+    private mutating func append(_ byte: UInt8) {
+        if current.count <= limit { current.append(byte) }
+        currentSize += 1
+    }
+
+    private mutating func takeCurrent() -> InputBytes {
+        let line = InputBytes(bytes: current, size: currentSize)
+        current = []
+        currentSize = 0
+        return line
+    }
+
+    private mutating func drainLines(into lines: inout [InputBytes], maxLines: Int) {
+        while readIndex < buffer.count && lines.count < maxLines {
+            // Find the next newline from readIndex.
+            var end = readIndex
+            while end < buffer.count && buffer[end] != 0x0A { end += 1 }
+            let room = max(0, limit + 1 - current.count)
+            let take = min(room, end - readIndex)
+            if take > 0 { current.append(contentsOf: buffer[readIndex..<(readIndex + take)]) }
+            currentSize += end - readIndex
+            if end == buffer.count {
+                readIndex = end
+                return
+            }
+            readIndex = end + 1
+            if current.last == 0x0D { current.removeLast(); currentSize -= 1 }
+            if currentSize == 0 || current.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) && currentSize == current.count {
+                current = []
+                currentSize = 0
+                continue
+            }
+            lines.append(takeCurrent())
+        }
+    }
+}

@@ -1,0 +1,252 @@
+import EntitlementCore
+
+/// One item of a batch handed to ``EventStore/append(_:rules:rulesJSON:receivedAt:)``.
+public enum AppendItem: Sendable {
+    /// A verified input, to append to the log.
+    case verified(VerifiedInput)
+    /// A rejected input, to quarantine.
+    case rejected(Rejection)
+}
+
+/// A rejected input and why.
+public struct Rejection: Sendable, Hashable {
+    public var code: String
+    public var message: String
+    /// The input as received (possibly cut to the size limit).
+    public var raw: [UInt8]
+    /// The size of the whole input in bytes.
+    public var size: Int
+
+    public init(code: String, message: String, raw: [UInt8], size: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.raw = raw
+        self.size = size ?? raw.count
+    }
+}
+
+/// What happened to one item of a batch.
+public enum AppendOutcome: Sendable, Hashable {
+    case appended(eventId: String, kind: EventKind, customerKey: CustomerKey?, seq: Int64)
+    case duplicate(eventId: String, kind: EventKind, customerKey: CustomerKey?, seq: Int64)
+    case quarantined(code: String, message: String)
+}
+
+extension EventStore {
+    /// Appends a batch in one `BEGIN IMMEDIATE` transaction: new events, their
+    /// facts, quarantined rejections, lookups, and the projections of every
+    /// customer the batch touches. Either all of it is committed or none.
+    ///
+    /// - Parameters:
+    ///   - items: verified inputs and rejections, in arrival order.
+    ///   - rules: the rules the projections are recorded under.
+    ///   - rulesJSON: the canonical JSON of `rules`, recorded when the store has none yet.
+    ///   - receivedAt: the time of receipt, in ms.
+    /// - Returns: one outcome per item, in order.
+    public func append(_ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64) throws(StoreError) -> [AppendOutcome] {
+        try mapped {
+            try connection.write {
+                let outcomes = try appendInTransaction(items, rules: rules, rulesJSON: rulesJSON, receivedAt: receivedAt)
+                return (outcomes, .commit)
+            }
+        }
+    }
+
+    private func appendInTransaction(_ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64) throws -> [AppendOutcome] {
+        let engine = try currentEngineState()
+        if engine.rulesJSON.isEmpty {
+            let record = try connection.cached("UPDATE engine_state SET rules_version = ?, rules_json = ? WHERE id = 1")
+            try record.bind(1, rules.version)
+            try record.bind(2, rulesJSON)
+            try record.step()
+        }
+        var (lastSeq, prevHash) = try lastEvent()
+        var outcomes: [AppendOutcome] = []
+        outcomes.reserveCapacity(items.count)
+        var touched: [CustomerKey] = []
+        var pending: [CustomerKey: [Event]] = [:]
+
+        let findExisting = try connection.cached("SELECT seq, customer_key FROM events WHERE identity = ?")
+        for item in items {
+            switch item {
+            case .rejected(let rejection):
+                try quarantine(rejection, receivedAt: receivedAt)
+                outcomes.append(.quarantined(code: rejection.code, message: rejection.message))
+            case .verified(let input):
+                let identity = EventIdentity.identity(of: input)
+                let eventId = EventIdentity.eventId(of: input)
+                findExisting.reset()
+                try findExisting.bind(1, identity)
+                if try findExisting.step() {
+                    let seq = findExisting.int64(0)
+                    let key = findExisting.string(1)
+                    findExisting.reset()
+                    outcomes.append(.duplicate(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
+                    continue
+                }
+                findExisting.reset()
+                let seq = lastSeq + 1
+                let event = Event(seq: seq, input: input)
+                let key = event.customerKey
+                prevHash = try insertEvent(
+                    event, input: input, identity: identity, eventId: eventId, receivedAt: receivedAt, prevHash: prevHash)
+                lastSeq = seq
+                if let key {
+                    let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
+                    try facts.bind(1, key)
+                    try facts.bind(2, seq)
+                    try facts.bind(3, blob: EventCodec.encode(event))
+                    try facts.step()
+                    try recordLookups(event, key: key)
+                    if pending[key] == nil { touched.append(key) }
+                    pending[key, default: []].append(event)
+                }
+                outcomes.append(.appended(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
+            }
+        }
+        for key in touched {
+            try project(key: key, events: pending[key] ?? [], generation: engine.generation, rules: rules)
+        }
+        return outcomes
+    }
+
+    /// Applies `events` to the stored projection of `key` in `generation` and writes it back.
+    func project(key: CustomerKey, events: [Event], generation: Int64, rules: Rules) throws {
+        var state: CustomerState
+        var lastSeq: Int64 = 0
+        let load = try connection.cached("SELECT state, last_event_seq FROM projections WHERE generation = ? AND customer_key = ?")
+        try load.bind(1, generation)
+        try load.bind(2, key)
+        if try load.step() {
+            state = try load.withBlob(0) { bytes in try StateCodec.decode(bytes) }
+            lastSeq = load.int64(1)
+        } else {
+            state = CustomerState(key: key)
+        }
+        load.reset()
+        for event in events {
+            try apply(event, to: &state, rules: rules)
+            lastSeq = max(lastSeq, event.seq)
+        }
+        try writeProjection(key: key, state: state, generation: generation, rulesVersion: rules.version, lastSeq: lastSeq)
+    }
+
+    func writeProjection(key: CustomerKey, state: CustomerState, generation: Int64, rulesVersion: String, lastSeq: Int64) throws {
+        let save = try connection.cached(
+            "INSERT OR REPLACE INTO projections (generation, customer_key, rules_version, last_event_seq, state) VALUES (?, ?, ?, ?, ?)")
+        try save.bind(1, generation)
+        try save.bind(2, key)
+        try save.bind(3, rulesVersion)
+        try save.bind(4, lastSeq)
+        try save.bind(5, blob: StateCodec.encode(state))
+        try save.step()
+    }
+
+    /// Applies one event, loading raw JWS from the log when two versions tie on `signedDate`.
+    func apply(_ event: Event, to state: inout CustomerState, rules: Rules) throws {
+        var event = event
+        for _ in 0..<4 {
+            do {
+                try state.apply(event, rules: rules)
+                return
+            } catch let missing {
+                var raws: [RawRef: String] = [:]
+                for ref in missing.refs { raws[ref] = try rawJWS(ref) }
+                state.hydrate(raws)
+                event.hydrate(raws)
+            }
+        }
+        throw StoreError(code: .unreadable, message: "could not order two versions of a signed object in event \(event.seq)")
+    }
+
+    private func insertEvent(
+        _ event: Event, input: VerifiedInput, identity: String, eventId: String, receivedAt: Int64, prevHash: [UInt8]
+    ) throws -> [UInt8] {
+        let raw = input.jws
+        let digest = Self.chainHash(prevHash: prevHash, seq: event.seq, identity: identity, raw: raw, hash: hash)
+
+        let (payload, nested) = Self.storedPayloads(input)
+        let (notificationType, subtype): (String?, String?) = {
+            if case .notification(let n) = input { return (n.payload.notificationType.rawValue, n.payload.subtype?.rawValue) }
+            return (nil, nil)
+        }()
+        let insert = try connection.cached(
+            """
+            INSERT INTO events (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
+                transaction_id, notification_type, subtype, signed_date, received_at, payload, nested_payloads, raw, prev_hash, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let key = event.customerKey
+        try insert.bind(1, event.seq)
+        try insert.bind(2, identity)
+        try insert.bind(3, input.kind.rawValue)
+        try insert.bind(4, eventId)
+        try insert.bind(5, key)
+        try insert.bind(6, key.flatMap { $0.hasPrefix("otid:") ? nil : $0 })
+        try insert.bind(7, event.originalTransactionId)
+        try insert.bind(8, event.transactionId)
+        try insert.bind(9, notificationType)
+        try insert.bind(10, subtype)
+        try insert.bind(11, event.signedDate)
+        try insert.bind(12, receivedAt)
+        try insert.bind(13, payload)
+        try insert.bind(14, nested)
+        try insert.bind(15, raw)
+        try insert.bind(16, blob: prevHash)
+        try insert.bind(17, blob: digest)
+        try insert.step()
+        return digest
+    }
+
+    /// The decoded payload JSON, and for a notification its nested payloads decoded.
+    static func storedPayloads(_ input: VerifiedInput) -> (String, String?) {
+        switch input {
+        case .notification(let n):
+            var nested = JSONObject()
+            if let t = n.transaction { nested["signedTransactionInfo"] = t.payload.json }
+            if let r = n.renewalInfo { nested["signedRenewalInfo"] = r.payload.json }
+            if let a = n.appTransaction { nested["signedAppTransactionInfo"] = a.payload.json }
+            return (JSONWriter.string(n.payload.json), nested.isEmpty ? nil : JSONWriter.string(.object(nested)))
+        case .transaction(let t): return (JSONWriter.string(t.payload.json), nil)
+        case .renewalInfo(let r): return (JSONWriter.string(r.payload.json), nil)
+        case .appTransaction(let a): return (JSONWriter.string(a.payload.json), nil)
+        }
+    }
+
+    private func quarantine(_ rejection: Rejection, receivedAt: Int64) throws {
+        let insert = try connection.cached(
+            "INSERT OR IGNORE INTO quarantine (input_hash, received_at, code, message, raw, size) VALUES (?, ?, ?, ?, ?, ?)")
+        try insert.bind(1, blob: hash(rejection.raw + Array("\u{0}\(rejection.size)".utf8)))
+        try insert.bind(2, receivedAt)
+        try insert.bind(3, rejection.code)
+        try insert.bind(4, rejection.message)
+        try insert.bind(5, blob: rejection.raw)
+        try insert.bind(6, Int64(rejection.size))
+        try insert.step()
+    }
+
+    private func recordLookups(_ event: Event, key: CustomerKey) throws {
+        let insert = try connection.cached("INSERT OR IGNORE INTO customer_lookup (kind, value, customer_key) VALUES (?, ?, ?)")
+        if let otid = event.originalTransactionId {
+            insert.reset()
+            try insert.bind(1, "originalTransactionId")
+            try insert.bind(2, otid)
+            try insert.bind(3, key)
+            try insert.step()
+        }
+        for token in event.appAccountTokens {
+            insert.reset()
+            try insert.bind(1, "appAccountToken")
+            try insert.bind(2, token.lowercased())
+            try insert.bind(3, key)
+            try insert.step()
+        }
+    }
+
+    private func lastEvent() throws -> (Int64, [UInt8]) {
+        let statement = try connection.cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
+        defer { statement.reset() }
+        if try statement.step() { return (statement.int64(0), statement.blob(1) ?? []) }
+        return (0, [UInt8](repeating: 0, count: 32))
+    }
+}

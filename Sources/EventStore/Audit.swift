@@ -1,0 +1,85 @@
+import EntitlementCore
+
+/// The first event found that does not match the log's hash chain or its signature.
+public struct AuditFinding: Sendable, Hashable {
+    public var seq: Int64
+    public var identity: String
+    public var problem: String
+}
+
+/// What an audit of the log found.
+public struct AuditReport: Sendable {
+    public var events: Int64
+    /// The first event that does not match, or `nil` when the whole log checks out.
+    public var firstMismatch: AuditFinding?
+    /// Whether the immutability triggers are in place.
+    public var triggersPresent: Bool
+}
+
+extension EventStore {
+    /// The chained hash of an event: SHA-256(prev_hash || seq (8 bytes, big-endian) || identity || 0 || raw).
+    static func chainHash(prevHash: [UInt8], seq: Int64, identity: String, raw: String, hash: HashFunction) -> [UInt8] {
+        var material = prevHash
+        material.reserveCapacity(prevHash.count + 8 + identity.utf8.count + raw.utf8.count + 1)
+        withUnsafeBytes(of: seq.bigEndian) { material.append(contentsOf: $0) }
+        material.append(contentsOf: identity.utf8)
+        material.append(0)
+        material.append(contentsOf: raw.utf8)
+        return hash(material)
+    }
+
+    /// Recomputes the hash chain over the whole log and, through `verify`,
+    /// re-checks every stored JWS. Stops at the first event that does not match.
+    ///
+    /// - Parameter verify: given the event's kind and raw JWS, returns `nil`
+    ///   when it verifies, else what is wrong.
+    public func audit(
+        verify: (EventKind, String) -> String?, progress: (Int64) -> Void = { _ in }
+    ) throws(StoreError) -> AuditReport {
+        try mapped {
+            let triggers = try connection.scalarInt(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('events_are_immutable_update', 'events_are_immutable_delete')") ?? 0
+            var report = AuditReport(events: 0, firstMismatch: nil, triggersPresent: triggers == 2)
+            try connection.read {
+                let scan = try connection.prepare("SELECT seq, identity, kind, raw, prev_hash, hash FROM events ORDER BY seq")
+                var expectedPrev = [UInt8](repeating: 0, count: 32)
+                var expectedSeq: Int64 = 1
+                while try scan.step() {
+                    let seq = scan.int64(0)
+                    let identity = scan.string(1) ?? ""
+                    let kind = scan.string(2) ?? ""
+                    let raw = scan.string(3) ?? ""
+                    let prev = scan.blob(4) ?? []
+                    let stored = scan.blob(5) ?? []
+                    report.events += 1
+                    func mismatch(_ problem: String) { report.firstMismatch = AuditFinding(seq: seq, identity: identity, problem: problem) }
+                    if seq != expectedSeq {
+                        mismatch("sequence jumps from \(expectedSeq - 1) to \(seq): events were removed")
+                        return
+                    }
+                    if prev != expectedPrev {
+                        mismatch("prev_hash does not match the previous event's hash: the chain was broken before this event")
+                        return
+                    }
+                    let recomputed = Self.chainHash(prevHash: prev, seq: seq, identity: identity, raw: raw, hash: hash)
+                    if recomputed != stored {
+                        mismatch("hash does not match the stored JWS: the event was altered")
+                        return
+                    }
+                    guard let eventKind = EventKind(rawValue: kind) else {
+                        mismatch("unknown kind \(kind)")
+                        return
+                    }
+                    if let problem = verify(eventKind, raw) {
+                        mismatch("stored JWS no longer verifies: \(problem)")
+                        return
+                    }
+                    expectedPrev = stored
+                    expectedSeq = seq + 1
+                    if report.events & 0x3FFF == 0 { progress(report.events) }
+                }
+            }
+            return report
+        }
+    }
+}

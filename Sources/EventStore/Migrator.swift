@@ -1,0 +1,29 @@
+import SchemaMigrations
+
+/// Applies the schema migrations in order, each with its record in one transaction.
+public enum Migrator {
+    /// Brings the database up to date. Safe to run from several processes at once:
+    /// each step re-checks, under the write lock, whether it was already applied.
+    /// - Returns: the identifiers applied by this call.
+    @discardableResult
+    public static func migrate(_ connection: Connection, migrations: [SchemaMigrations.Migration]) throws -> [String] {
+        try connection.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (identifier TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT")
+        var applied: [String] = []
+        for migration in migrations {
+            let didApply: Bool = try connection.write {
+                let check = try connection.cached("SELECT 1 FROM schema_migrations WHERE identifier = ?")
+                try check.bind(1, migration.identifier)
+                if try check.step() { return (false, .commit) }
+                try connection.execute(migration.sql)
+                let record = try connection.cached(
+                    "INSERT INTO schema_migrations (identifier, applied_at) VALUES (?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))")
+                try record.bind(1, migration.identifier)
+                try record.step()
+                return (true, .commit)
+            }
+            if didApply { applied.append(migration.identifier) }
+        }
+        return applied
+    }
+}

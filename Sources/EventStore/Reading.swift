@@ -1,0 +1,125 @@
+import EntitlementCore
+
+/// A customer's stored projection.
+public struct StoredProjection: Sendable {
+    public var state: CustomerState
+    public var rulesVersion: String
+    public var lastEventSeq: Int64
+}
+
+/// Which projection generation is current and the rules it was built under.
+public struct EngineState: Sendable, Hashable {
+    public var generation: Int64
+    public var rulesVersion: String
+    /// Canonical JSON of the rules; empty before anything was ingested.
+    public var rulesJSON: String
+}
+
+extension EventStore {
+    func currentEngineState() throws -> EngineState {
+        let statement = try connection.cached("SELECT generation, rules_version, rules_json FROM engine_state WHERE id = 1")
+        defer { statement.reset() }
+        guard try statement.step() else {
+            throw StoreError(code: .corrupt, message: "\(path) has no engine_state row; it was not made by this engine")
+        }
+        return EngineState(generation: statement.int64(0), rulesVersion: statement.string(1) ?? "", rulesJSON: statement.string(2) ?? "")
+    }
+
+    /// The current generation and rules.
+    public func engineState() throws(StoreError) -> EngineState {
+        try mapped { try currentEngineState() }
+    }
+
+    /// The stored projection of a customer in the current generation.
+    public func projection(of key: CustomerKey) throws(StoreError) -> StoredProjection? {
+        try mapped {
+            try connection.read { () throws -> StoredProjection? in
+                let generation = try currentEngineState().generation
+                let statement = try connection.cached(
+                    "SELECT state, rules_version, last_event_seq FROM projections WHERE generation = ? AND customer_key = ?")
+                defer { statement.reset() }
+                try statement.bind(1, generation)
+                try statement.bind(2, key)
+                guard try statement.step() else { return nil }
+                let state = try statement.withBlob(0) { bytes in try StateCodec.decode(bytes) }
+                return StoredProjection(state: state, rulesVersion: statement.string(1) ?? "", lastEventSeq: statement.int64(2))
+            }
+        }
+    }
+
+    /// Customers that hold `originalTransactionId`.
+    public func customers(originalTransactionId: String) throws(StoreError) -> [CustomerKey] {
+        try lookup(kind: "originalTransactionId", value: originalTransactionId)
+    }
+
+    /// Customers whose signed data carried `appAccountToken` (compared case-insensitively).
+    public func customers(appAccountToken: String) throws(StoreError) -> [CustomerKey] {
+        try lookup(kind: "appAccountToken", value: appAccountToken.lowercased())
+    }
+
+    private func lookup(kind: String, value: String) throws(StoreError) -> [CustomerKey] {
+        try mapped {
+            let statement = try connection.cached(
+                "SELECT customer_key FROM customer_lookup WHERE kind = ? AND value = ? ORDER BY customer_key")
+            defer { statement.reset() }
+            try statement.bind(1, kind)
+            try statement.bind(2, value)
+            var keys: [CustomerKey] = []
+            while try statement.step() { keys.append(statement.string(0) ?? "") }
+            return keys
+        }
+    }
+
+    /// Whether any event belongs to `key`.
+    public func knowsCustomer(_ key: CustomerKey) throws(StoreError) -> Bool {
+        try mapped {
+            let statement = try connection.cached("SELECT 1 FROM event_facts WHERE customer_key = ? LIMIT 1")
+            defer { statement.reset() }
+            try statement.bind(1, key)
+            return try statement.step()
+        }
+    }
+
+    /// Number of events in the log.
+    public func eventCount() throws(StoreError) -> Int64 {
+        try mapped { try connection.scalarInt("SELECT count(*) FROM events") ?? 0 }
+    }
+
+    /// Number of quarantined inputs.
+    public func quarantineCount() throws(StoreError) -> Int64 {
+        try mapped { try connection.scalarInt("SELECT count(*) FROM quarantine") ?? 0 }
+    }
+
+    /// The raw JWS of a signed object in the log: an event's own JWS, or one
+    /// nested in a notification's payload.
+    public func rawJWS(_ ref: RawRef) throws(StoreError) -> String {
+        try mapped {
+            let statement = try connection.cached("SELECT raw FROM events WHERE seq = ?")
+            defer { statement.reset() }
+            try statement.bind(1, ref.eventSeq)
+            guard try statement.step(), let raw = statement.string(0) else {
+                throw StoreError(code: .unreadable, message: "event \(ref.eventSeq) is missing from the log")
+            }
+            switch ref.slot {
+            case .own: return raw
+            case .nestedTransaction: return try Self.nested(in: raw, path: ["data", "signedTransactionInfo"], seq: ref.eventSeq)
+            case .nestedRenewalInfo: return try Self.nested(in: raw, path: ["data", "signedRenewalInfo"], seq: ref.eventSeq)
+            case .nestedAppTransaction:
+                return try Self.nested(in: raw, path: ["appData", "signedAppTransactionInfo"], seq: ref.eventSeq)
+            }
+        }
+    }
+
+    static func nested(in jws: String, path: [String], seq: Int64) throws(StoreError) -> String {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]), let json = try? JSONParser().parse(bytes) else {
+            throw StoreError(code: .unreadable, message: "event \(seq) does not hold a readable JWS")
+        }
+        var value: JSONValue? = json
+        for key in path { value = value?[key] }
+        guard case .string(let nested)? = value else {
+            throw StoreError(code: .unreadable, message: "event \(seq) has no \(path.joined(separator: "."))")
+        }
+        return nested
+    }
+}

@@ -1,0 +1,123 @@
+import CSQLite
+
+/// One SQLite connection, closed when released. Not thread-safe: use it from one
+/// thread at a time (the engine opens one per worker).
+public final class Connection {
+    let handle: OpaquePointer
+    private var cache: [String: Statement] = [:]
+    public let path: String
+
+    /// How a connection is opened.
+    public enum Mode: Sendable {
+        case readWrite
+        case readOnly
+    }
+
+    /// Opens (and creates, in read-write mode) the database at `path`, in WAL
+    /// mode with `synchronous = NORMAL` and a busy timeout.
+    public init(path: String, mode: Mode = .readWrite, busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
+        var handle: OpaquePointer?
+        let flags: Int32
+        switch mode {
+        case .readWrite: flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        case .readOnly: flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+        }
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let handle { sqlite3_close_v2(handle) }
+            throw SQLiteError(code: ResultCode(rawValue: code), message: "cannot open database at \(path): \(message)")
+        }
+        self.handle = handle
+        self.path = path
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+        _ = csqlite_enable_defensive(handle)
+        if mode == .readWrite {
+            // WAL is checked, not assumed.
+            let journal = try scalarString("PRAGMA journal_mode = WAL")
+            guard journal?.lowercased() == "wal" else {
+                throw SQLiteError(code: .error, message: "database at \(path) refused WAL mode (journal_mode is \(journal ?? "unknown"))")
+            }
+            try execute("PRAGMA synchronous = NORMAL")
+        }
+        try execute("PRAGMA foreign_keys = ON")
+    }
+
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// Runs one or more SQL statements that return no rows.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var error: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &error)
+        if code != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? lastMessage
+            sqlite3_free(error)
+            throw SQLiteError(code: ResultCode(rawValue: sqlite3_extended_errcode(handle)), message: message, sql: sql)
+        }
+    }
+
+    /// A prepared statement for `sql`, from the connection's cache.
+    public func cached(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = cache[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try Statement(connection: self, sql: sql)
+        cache[sql] = statement
+        return statement
+    }
+
+    /// A new prepared statement (not cached), for one-off or long-lived cursors.
+    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        try Statement(connection: self, sql: sql)
+    }
+
+    public func scalarString(_ sql: String) throws(SQLiteError) -> String? {
+        let statement = try prepare(sql)
+        return try statement.step() ? statement.string(0) : nil
+    }
+
+    public func scalarInt(_ sql: String) throws(SQLiteError) -> Int64? {
+        let statement = try prepare(sql)
+        return try statement.step() ? statement.optionalInt64(0) : nil
+    }
+
+    /// Rows changed by the last statement.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Whether the connection is inside a transaction.
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// What a transaction body decides.
+    public enum Completion: Sendable { case commit, rollback }
+
+    /// Runs `body` in a transaction begun `IMMEDIATE` (takes the write lock at
+    /// once, so it never fails half-way for a lock). A throw rolls back.
+    public func write<T>(_ body: () throws -> (T, Completion)) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let (value, completion) = try body()
+            switch completion {
+            case .commit: try execute("COMMIT")
+            case .rollback: try execute("ROLLBACK")
+            }
+            return value
+        } catch {
+            if isInTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Runs `body` in a read transaction: one consistent snapshot (WAL).
+    public func read<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN DEFERRED")
+        defer { try? execute("COMMIT") }
+        return try body()
+    }
+}

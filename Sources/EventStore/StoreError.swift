@@ -1,0 +1,43 @@
+/// Why the event store could not do what was asked, in words a person can act on.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The database file cannot be opened or is not an SQLite database.
+        case cannotOpen = "DATABASE_UNAVAILABLE"
+        /// The database is read-only.
+        case readOnly = "DATABASE_READ_ONLY"
+        /// The disk (or the database's page limit) is full.
+        case full = "DATABASE_FULL"
+        /// The database file is damaged.
+        case corrupt = "DATABASE_CORRUPT"
+        /// The log holds something the engine cannot read back.
+        case unreadable = "LOG_UNREADABLE"
+        /// Anything else SQLite reported.
+        case sqlite = "DATABASE_ERROR"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    /// Maps an SQLite failure to the code a user needs.
+    public init(_ error: SQLiteError, path: String) {
+        switch error.code {
+        case ResultCode.readOnly:
+            self.init(code: .readOnly, message: "the database \(path) is read-only; nothing was written (\(error.message))")
+        case ResultCode.full:
+            self.init(code: .full, message: "the disk holding \(path) is full; the batch was rolled back and nothing was written (\(error.message))")
+        case ResultCode.corrupt, ResultCode.notADatabase:
+            self.init(code: .corrupt, message: "\(path) is not a valid engine database or is damaged (\(error.message))")
+        case ResultCode.cantOpen:
+            self.init(code: .cannotOpen, message: "cannot open the database \(path) (\(error.message))")
+        default:
+            self.init(code: .sqlite, message: error.description)
+        }
+    }
+}

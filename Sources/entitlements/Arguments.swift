@@ -1,0 +1,64 @@
+/// A usage error: exit code 2, with what was expected.
+struct UsageError: Error {
+    var message: String
+    var command: String?
+}
+
+/// The flags of one command, parsed strictly: unknown flags and missing values are usage errors.
+struct Arguments {
+    var values: [String: String] = [:]
+    var flags: Set<String> = []
+    var positional: [String] = []
+
+    /// - Parameters:
+    ///   - valued: flags that take a value (`--db PATH`).
+    ///   - switches: flags that take none (`--diff`).
+    init(_ arguments: ArraySlice<String>, command: String, valued: Set<String>, switches: Set<String>) throws(UsageError) {
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--" {
+                positional.append(contentsOf: arguments[index...])
+                break
+            }
+            if argument.hasPrefix("--") {
+                var name = argument
+                var inline: String? = nil
+                if let equals = argument.firstIndex(of: "=") {
+                    name = String(argument[..<equals])
+                    inline = String(argument[argument.index(after: equals)...])
+                }
+                if valued.contains(name) {
+                    if let inline {
+                        values[name] = inline
+                    } else {
+                        guard index < arguments.endIndex, !arguments[index].hasPrefix("--") else {
+                            throw UsageError(message: "\(name) needs a value", command: command)
+                        }
+                        values[name] = arguments[index]
+                        index += 1
+                    }
+                } else if switches.contains(name) {
+                    guard inline == nil else { throw UsageError(message: "\(name) takes no value", command: command) }
+                    flags.insert(name)
+                } else {
+                    let known = (valued.map { $0 + " VALUE" } + switches.sorted()).sorted().joined(separator: ", ")
+                    throw UsageError(message: "unknown option \(name) (expected: \(known))", command: command)
+                }
+            } else if argument.hasPrefix("-") && argument != "-" {
+                throw UsageError(message: "unknown option \(argument)", command: command)
+            } else {
+                positional.append(argument)
+            }
+        }
+    }
+
+    func integer(_ name: String) throws(UsageError) -> Int64? {
+        guard let text = values[name] else { return nil }
+        guard let value = Int64(text) else {
+            throw UsageError(message: "\(name) expects an integer, got \"\(text)\"", command: nil)
+        }
+        return value
+    }
+}

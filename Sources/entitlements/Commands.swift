@@ -1,0 +1,315 @@
+import EntitlementCore
+import Entitlements
+import EventStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Exit codes of the command line.
+enum ExitCode: Int32 {
+    case success = 0
+    case rejected = 1
+    case usage = 2
+    case storage = 3
+}
+
+/// The commands: each parses its flags, calls the library, prints JSON.
+enum Commands {
+    static let defaultDatabase = "entitlements.sqlite"
+
+    static func loadEngine(_ arguments: Arguments, command: String) throws(UsageError) -> (Engine?, ExitCode) {
+        guard let configPath = arguments.values["--config"] else {
+            throw UsageError(message: "--config PATH is required", command: command)
+        }
+        let configuration: EngineConfiguration
+        do {
+            configuration = try EngineConfiguration.load(path: configPath)
+        } catch {
+            Output.error("entitlements \(command): \(error.description)")
+            return (nil, .usage)
+        }
+        do {
+            let engine = try Engine(configuration: configuration, databasePath: arguments.values["--db"] ?? defaultDatabase)
+            return (engine, .success)
+        } catch {
+            Output.error("entitlements \(command): \(error.code): \(error.message)")
+            return (nil, error.code.hasPrefix("DATABASE") ? .storage : .usage)
+        }
+    }
+
+    static func storageFailure(_ command: String, _ error: EngineError) -> ExitCode {
+        Output.flush()
+        Output.error("entitlements \(command): \(error.code): \(error.message)")
+        return .storage
+    }
+
+    // MARK: ingest
+
+    static func ingest(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
+        let arguments = try Arguments(args, command: "ingest", valued: ["--db", "--config", "--workers", "--batch"], switches: [])
+        let workers = Int(try arguments.integer("--workers") ?? 2)
+        let batch = Int(try arguments.integer("--batch") ?? 512)
+        guard workers >= 1, workers <= 64 else { throw UsageError(message: "--workers expects 1 to 64", command: "ingest") }
+        guard batch >= 1, batch <= 100_000 else { throw UsageError(message: "--batch expects 1 to 100000", command: "ingest") }
+        let (loaded, code) = try loadEngine(arguments, command: "ingest")
+        guard let engine = loaded else { return code }
+        if let warning = engine.rulesWarning() { Output.error(warning) }
+        let limit = engine.configuration.maxInputBytes
+        var anyRejected = false
+        let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
+
+        func run(_ documents: [InputBytes]) -> EngineError? {
+            do {
+                let results = try engine.ingest(documents, workers: workers)
+                for result in results {
+                    if result.outcome == .rejected { anyRejected = true }
+                    Output.line(result.json())
+                }
+                Output.flush()
+                return nil
+            } catch {
+                return error
+            }
+        }
+
+        for file in files {
+            var reader: InputReader
+            if file == "-" {
+                reader = InputReader(standardInputWithLimit: limit)
+            } else {
+                guard let opened = InputReader(path: file, limit: limit) else {
+                    Output.error("entitlements ingest: cannot open \(file)")
+                    throw UsageError(message: "cannot read input file \(file)", command: "ingest")
+                }
+                // A file holding one (possibly indented) JSON document is read whole.
+                if let whole = wholeDocument(path: file, limit: limit) {
+                    opened.close()
+                    if let error = run([whole]) { return storageFailure("ingest", error) }
+                    continue
+                }
+                reader = opened
+            }
+            while let lines = reader.nextBatch(maxLines: batch) {
+                if let error = run(lines) { reader.close(); return storageFailure("ingest", error) }
+            }
+            reader.close()
+        }
+        return anyRejected ? .rejected : .success
+    }
+
+    /// The file's content when it is a single JSON document spanning lines;
+    /// `nil` when it should be read as NDJSON (one document per line).
+    static func wholeDocument(path: String, limit: Int) -> InputBytes? {
+        guard var reader = InputReader(path: path, limit: limit) else { return nil }
+        defer { reader.close() }
+        let all = reader.readAll()
+        guard all.size <= limit else { return nil }
+        let lines = all.bytes.split(separator: 0x0A, omittingEmptySubsequences: true)
+            .filter { !$0.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } }
+        if lines.count <= 1 { return nil }
+        guard (try? JSONParser().parse(all.bytes)) != nil else { return nil }
+        return all
+    }
+
+    // MARK: query
+
+    static func query(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
+        let arguments = try Arguments(
+            args, command: "query",
+            valued: ["--db", "--config", "--app-transaction-id", "--original-transaction-id", "--app-account-token", "--at"],
+            switches: ["--pretty"])
+        let selectors = ["--app-transaction-id", "--original-transaction-id", "--app-account-token"].filter { arguments.values[$0] != nil }
+        guard selectors.count == 1 else {
+            throw UsageError(
+                message: "give exactly one of --app-transaction-id, --original-transaction-id, --app-account-token", command: "query")
+        }
+        let at = try arguments.integer("--at")
+        if let at, at < 0 { throw UsageError(message: "--at expects milliseconds since 1970 (a non-negative integer)", command: "query") }
+        if !arguments.positional.isEmpty {
+            throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "query")
+        }
+        let (loaded, code) = try loadEngine(arguments, command: "query")
+        guard let engine = loaded else { return code }
+        if let warning = engine.rulesWarning() { Output.error(warning) }
+        let query: CustomerQuery
+        switch selectors[0] {
+        case "--app-transaction-id": query = .appTransactionId(arguments.values["--app-transaction-id"]!)
+        case "--original-transaction-id": query = .originalTransactionId(arguments.values["--original-transaction-id"]!)
+        default: query = .appAccountToken(arguments.values["--app-account-token"]!)
+        }
+        do {
+            let answer = try engine.query(query, at: at)
+            if arguments.flags.contains("--pretty") { print(Output.pretty(answer.json())) } else { Output.line(answer.json()) }
+            if case .notFound = answer { return .rejected }
+            return .success
+        } catch {
+            return storageFailure("query", error)
+        }
+    }
+
+    // MARK: replay
+
+    static func replay(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
+        let arguments = try Arguments(
+            args, command: "replay", valued: ["--db", "--config"], switches: ["--diff", "--reverify", "--progress", "--quiet"])
+        if !arguments.positional.isEmpty {
+            throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "replay")
+        }
+        let (loaded, code) = try loadEngine(arguments, command: "replay")
+        guard let engine = loaded else { return code }
+        let showProgress = !arguments.flags.contains("--quiet") && (arguments.flags.contains("--progress") || Output.stderrIsTerminal)
+        let meter = ProgressMeter(enabled: showProgress)
+        do {
+            if arguments.flags.contains("--reverify") {
+                let audit = try engine.audit(progress: { meter.report(label: "re-verified", done: $0, total: nil) })
+                meter.finish()
+                if let mismatch = audit.firstMismatch {
+                    Output.line([
+                        "error": [
+                            "code": "VERIFICATION_FAILURE",
+                            "message": .string("event \(mismatch.seq) (\(mismatch.identity)): \(mismatch.problem)"),
+                        ]
+                    ])
+                    return .rejected
+                }
+            }
+            let report = try engine.replay(
+                diff: arguments.flags.contains("--diff"),
+                progress: { meter.report(label: "replayed", done: $0.eventsDone, total: $0.eventsTotal) })
+            meter.finish()
+            var object = JSONObject()
+            object["events"] = .int(report.events)
+            object["appTransactionIds"] = .int(report.customers)
+            object["changed"] = .int(report.changed)
+            object["rulesVersion"] = .string(report.rulesVersion)
+            if arguments.flags.contains("--diff") {
+                object["diff"] = .array(
+                    report.diffs.map {
+                        [
+                            "appTransactionId": .string($0.customerKey), "before": .array($0.before.map { .string($0) }),
+                            "after": .array($0.after.map { .string($0) }),
+                        ]
+                    })
+            }
+            Output.line(.object(object))
+            return .success
+        } catch {
+            meter.finish()
+            return storageFailure("replay", error)
+        }
+    }
+
+    // MARK: verify
+
+    static func verify(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
+        let arguments = try Arguments(args, command: "verify", valued: ["--config", "--db"], switches: [])
+        guard let configPath = arguments.values["--config"] else {
+            throw UsageError(message: "--config PATH is required", command: "verify")
+        }
+        let configuration: EngineConfiguration
+        do { configuration = try EngineConfiguration.load(path: configPath) } catch {
+            Output.error("entitlements verify: \(error.description)")
+            return .usage
+        }
+        let verifier: DocumentVerifier
+        do { verifier = try DocumentVerifier(configuration: configuration) } catch {
+            Output.error("entitlements verify: \(error.code): \(error.message)")
+            return .usage
+        }
+        var anyRejected = false
+        let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
+        for file in files {
+            var documents: [InputBytes] = []
+            var reader: InputReader
+            if file == "-" {
+                reader = InputReader(standardInputWithLimit: configuration.maxInputBytes)
+            } else {
+                guard let opened = InputReader(path: file, limit: configuration.maxInputBytes) else {
+                    throw UsageError(message: "cannot read input file \(file)", command: "verify")
+                }
+                if let whole = wholeDocument(path: file, limit: configuration.maxInputBytes) {
+                    opened.close()
+                    documents = [whole]
+                    reader = InputReader(standardInputWithLimit: 0)
+                    for line in documents.flatMap(verifier.verify) {
+                        if line["result"] == "rejected" { anyRejected = true }
+                        Output.line(line)
+                    }
+                    continue
+                }
+                reader = opened
+            }
+            while let lines = reader.nextBatch(maxLines: 64) {
+                for line in lines.flatMap(verifier.verify) {
+                    if line["result"] == "rejected" { anyRejected = true }
+                    Output.line(line)
+                }
+                Output.flush()
+            }
+            reader.close()
+        }
+        return anyRejected ? .rejected : .success
+    }
+
+    // MARK: audit
+
+    static func audit(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
+        let arguments = try Arguments(args, command: "audit", valued: ["--db", "--config"], switches: ["--progress"])
+        let (loaded, code) = try loadEngine(arguments, command: "audit")
+        guard let engine = loaded else { return code }
+        let meter = ProgressMeter(enabled: arguments.flags.contains("--progress") || Output.stderrIsTerminal)
+        do {
+            let report = try engine.audit(progress: { meter.report(label: "audited", done: $0, total: nil) })
+            meter.finish()
+            var object = JSONObject()
+            object["events"] = .int(report.events)
+            object["triggersPresent"] = .bool(report.triggersPresent)
+            if let mismatch = report.firstMismatch {
+                object["ok"] = false
+                object["firstMismatch"] = [
+                    "seq": .int(mismatch.seq), "identity": .string(mismatch.identity), "problem": .string(mismatch.problem),
+                ]
+            } else {
+                object["ok"] = .bool(report.triggersPresent)
+            }
+            Output.line(.object(object))
+            return report.firstMismatch == nil && report.triggersPresent ? .success : .rejected
+        } catch {
+            return storageFailure("audit", error)
+        }
+    }
+}
+
+/// Progress on standard error: done, rate, ETA.
+final class ProgressMeter {
+    let enabled: Bool
+    let start = Engine.now()
+    var last: Int64 = 0
+    var printed = false
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func report(label: String, done: Int64, total: Int64?) {
+        guard enabled else { return }
+        let now = Engine.now()
+        guard now - last >= 500 || (total != nil && done == total) else { return }
+        last = now
+        let seconds = max(Double(now - start) / 1000, 0.001)
+        let rate = Double(done) / seconds
+        var text = "\r\(label) \(done)"
+        if let total, total > 0 {
+            text += "/\(total) events (\(Int(Double(done) * 100 / Double(total)))%)"
+            let eta = rate > 0 ? Double(total - done) / rate : 0
+            text += ", \(Int(rate)) events/s, ETA \(Int(eta.rounded(.up)))s   "
+        } else {
+            text += " events, \(Int(rate)) events/s   "
+        }
+        fputs(text, stderr)
+        printed = true
+    }
+
+    func finish() {
+        if printed { fputs("\n", stderr) }
+        printed = false
+    }
+}

@@ -1,0 +1,160 @@
+import EntitlementCore
+import EventStore
+import Foundation
+import Testing
+
+@Suite struct EventStoreTests {
+    @Test func migrationsAreAppliedInOrderAndRecorded() throws {
+        let path = StoreFixtures.temporaryDatabase()
+        let store = try EventStore(path: path, hash: StoreFixtures.hash)
+        #expect(try store.appliedMigrations() == ["001_events", "002_quarantine", "003_projections"])
+        // Opening again applies nothing twice.
+        let again = try EventStore(path: path, hash: StoreFixtures.hash)
+        #expect(try again.appliedMigrations() == ["001_events", "002_quarantine", "003_projections"])
+        #expect(try store.rawConnection.scalarString("PRAGMA journal_mode") == "wal")
+        #expect(try store.rawConnection.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
+    }
+
+    @Test func appendIsIdempotentByIdentity() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        let t1 = StoreFixtures.transaction(id: "t1")
+        let first = try store.append([.verified(t1)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        guard case .appended(let id, .transaction, "app-1", 1) = first[0] else { Issue.record("\(first)"); return }
+        #expect(id == "t1")
+        let second = try store.append([.verified(t1), .verified(t1)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 2)
+        #expect(second == [
+            .duplicate(eventId: "t1", kind: .transaction, customerKey: "app-1", seq: 1),
+            .duplicate(eventId: "t1", kind: .transaction, customerKey: "app-1", seq: 1),
+        ])
+        #expect(try store.eventCount() == 1)
+        // Same notification UUID twice within one batch: appended once.
+        let n = StoreFixtures.notification(uuid: "n-1", transaction: StoreFixtures.transaction(id: "t2", signed: 1_700_000_000_900))
+        let third = try store.append([.verified(n), .verified(n)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 3)
+        guard case .appended("n-1", .notification, "app-1", 2) = third[0], case .duplicate("n-1", .notification, "app-1", 2) = third[1]
+        else { Issue.record("\(third)"); return }
+        #expect(try store.eventCount() == 2)
+    }
+
+    @Test func projectionIsWrittenWithTheEventsAndRecordsRulesAndLastEvent() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        _ = try store.append(
+            [.verified(StoreFixtures.transaction(id: "t1")), .verified(StoreFixtures.transaction(id: "t2", purchase: 1_702_592_000_000, expires: 1_705_270_400_000, signed: 1_702_592_000_500))],
+            rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        let projection = try #require(try store.projection(of: "app-1"))
+        #expect(projection.rulesVersion == "test-1")
+        #expect(projection.lastEventSeq == 2)
+        #expect(projection.state.transactions.keys.sorted() == ["t1", "t2"])
+        #expect(try store.customers(originalTransactionId: "1000") == ["app-1"])
+    }
+
+    @Test func quarantineKeepsEachRejectedInputOnce() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        let rejection = Rejection(code: "MALFORMED_INPUT", message: "not JSON", raw: Array("garbage".utf8))
+        let outcomes = try store.append([.rejected(rejection), .rejected(rejection)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 5)
+        #expect(outcomes == [.quarantined(code: "MALFORMED_INPUT", message: "not JSON"), .quarantined(code: "MALFORMED_INPUT", message: "not JSON")])
+        #expect(try store.quarantineCount() == 1)
+        let row = try store.rawConnection.prepare("SELECT code, message, raw, received_at FROM quarantine")
+        #expect(try row.step())
+        #expect(row.string(0) == "MALFORMED_INPUT")
+        #expect(row.string(1) == "not JSON")
+        #expect(row.blob(2) == Array("garbage".utf8))
+        #expect(row.int64(3) == 5)
+    }
+
+    @Test func theDatabaseItselfRefusesToAlterEvents() throws {
+        let path = StoreFixtures.temporaryDatabase()
+        do {
+            let store = try EventStore(path: path, hash: StoreFixtures.hash)
+            _ = try store.append([.verified(StoreFixtures.transaction(id: "t1"))], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        }
+        // A plain connection, no engine code in the way.
+        let raw = try Connection(path: path)
+        for sql in ["UPDATE events SET raw = 'forged'", "DELETE FROM events", "UPDATE event_facts SET facts = x'00'", "DELETE FROM event_facts"] {
+            #expect(throws: SQLiteError.self) { try raw.execute(sql) }
+        }
+        #expect(try raw.scalarInt("SELECT count(*) FROM events") == 1)
+        #expect(try raw.scalarString("SELECT raw FROM events")?.hasPrefix("header.") == true)
+    }
+
+    @Test func theSqlite3ToolCannotAlterEvents() throws {
+        let tool = ["/usr/bin/sqlite3", "/usr/local/bin/sqlite3"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let tool else {
+            Issue.record("the sqlite3 tool is not installed (apt-get install sqlite3); .ci/run installs it")
+            return
+        }
+        let path = StoreFixtures.temporaryDatabase()
+        do {
+            let store = try EventStore(path: path, hash: StoreFixtures.hash)
+            _ = try store.append([.verified(StoreFixtures.transaction(id: "t1"))], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        }
+        for sql in ["UPDATE events SET raw = 'forged';", "DELETE FROM events;"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = [path, sql]
+            let errors = Pipe()
+            process.standardError = errors
+            try process.run()
+            process.waitUntilExit()
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationStatus != 0)
+            #expect(message.contains("events are immutable"))
+        }
+        let check = try Connection(path: path)
+        #expect(try check.scalarInt("SELECT count(*) FROM events") == 1)
+    }
+
+    @Test func eventsChainByHashAndAuditFindsAnEditBehindTheEnginesBack() throws {
+        let path = StoreFixtures.temporaryDatabase()
+        let store = try EventStore(path: path, hash: StoreFixtures.hash)
+        _ = try store.append(
+            (1...5).map { .verified(StoreFixtures.transaction(id: "t\($0)", signed: 1_700_000_000_000 + Int64($0))) },
+            rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        let clean = try store.audit(verify: { _, _ in nil })
+        #expect(clean.events == 5)
+        #expect(clean.firstMismatch == nil)
+        #expect(clean.triggersPresent)
+        // Someone with the file drops the trigger and edits event 3.
+        let raw = try Connection(path: path)
+        try raw.execute("DROP TRIGGER events_are_immutable_update")
+        try raw.execute("UPDATE events SET raw = replace(raw, 'sig-t3', 'sig-XX') WHERE seq = 3")
+        let tampered = try store.audit(verify: { _, _ in nil })
+        #expect(tampered.firstMismatch?.seq == 3)
+        #expect(tampered.triggersPresent == false)
+    }
+
+    @Test func replayRebuildsTheSameStateAndCountsNothingChangedUnderTheSameRules() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        let inputs: [VerifiedInput] = (1...20).map { i in
+            StoreFixtures.transaction(id: "t\(i)", original: "o\(i % 4)", app: "app-\(i % 4)", signed: 1_700_000_000_000 + Int64(i))
+        }
+        for input in inputs { _ = try store.append([.verified(input)], rules: StoreFixtures.rules, rulesJSON: "{\"v\":1}", receivedAt: 1) }
+        let before = try (0..<4).map { try store.projection(of: "app-\($0)")!.state }
+        let report = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{\"v\":1}", now: 1_701_000_000_000, collectDiff: true)
+        #expect(report.events == 20)
+        #expect(report.customers == 4)
+        #expect(report.changed == 0)
+        #expect(report.diffs.isEmpty)
+        let after = try (0..<4).map { try store.projection(of: "app-\($0)")!.state }
+        #expect(before == after)
+        #expect(try store.engineState().generation == 2)
+    }
+
+    @Test func replayUnderNewRulesReportsChangedCustomers() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        let oldRules = StoreFixtures.rules
+        let oldJSON = JSONWriter.string(oldRules.canonicalJSON)
+        _ = try store.append([.verified(StoreFixtures.transaction(id: "t1"))], rules: oldRules, rulesJSON: oldJSON, receivedAt: 1)
+        _ = try store.append(
+            [.verified(StoreFixtures.transaction(id: "x1", original: "2000", app: "app-2", product: "other"))], rules: oldRules,
+            rulesJSON: oldJSON, receivedAt: 1)
+        var newRules = oldRules
+        newRules.version = "test-2"
+        newRules.products["pro.monthly"] = ProductRule(entitlements: ["pro", "extra"])
+        let report = try store.replay(
+            rules: newRules, rulesJSON: JSONWriter.string(newRules.canonicalJSON), now: 1_701_000_000_000, collectDiff: true)
+        #expect(report.changed == 1)
+        #expect(report.diffs == [ReplayDiff(customerKey: "app-1", before: ["pro"], after: ["extra", "pro"])])
+        #expect(try store.engineState().rulesVersion == "test-2")
+        #expect(try store.projection(of: "app-1")?.rulesVersion == "test-2")
+    }
+}

@@ -1,0 +1,188 @@
+/// How each kind of facts is laid out in stored bytes.
+///
+/// Each record starts with a varint of flag bits saying which optional fields
+/// follow (and holding the booleans); required fields come first, optional
+/// ones after, in a fixed order. Unknown flag bits are refused on reading.
+enum FactsLayout {
+    enum Transaction {
+        static let appTransactionId: UInt64 = 1 << 0
+        static let subscriptionGroupIdentifier: UInt64 = 1 << 1
+        static let expiresDate: UInt64 = 1 << 2
+        static let revocationDate: UInt64 = 1 << 3
+        static let revocationType: UInt64 = 1 << 4
+        static let revocationPercentage: UInt64 = 1 << 5
+        static let isUpgraded: UInt64 = 1 << 6
+        static let ownership: UInt64 = 1 << 7
+        static let appAccountToken: UInt64 = 1 << 8
+        /// `originalTransactionId` equals `transactionId` and is not repeated.
+        static let originalIsSelf: UInt64 = 1 << 9
+        /// `quantity` is not 1 and follows.
+        static let quantity: UInt64 = 1 << 10
+        static let known: UInt64 = (1 << 11) - 1
+    }
+
+    enum Renewal {
+        static let appTransactionId: UInt64 = 1 << 0
+        static let productId: UInt64 = 1 << 1
+        static let autoRenewProductId: UInt64 = 1 << 2
+        static let autoRenewStatusKnown: UInt64 = 1 << 3
+        static let autoRenewStatus: UInt64 = 1 << 4
+        static let isInBillingRetryPeriod: UInt64 = 1 << 5
+        static let gracePeriodExpiresDate: UInt64 = 1 << 6
+        static let expirationIntent: UInt64 = 1 << 7
+        static let appAccountToken: UInt64 = 1 << 8
+        /// `autoRenewProductId` equals `productId` and is not repeated.
+        static let autoRenewIsProduct: UInt64 = 1 << 9
+        static let known: UInt64 = (1 << 10) - 1
+    }
+
+    enum AppTransaction {
+        static let originalPurchaseDate: UInt64 = 1 << 0
+        static let known: UInt64 = (1 << 1) - 1
+    }
+
+    enum Notification {
+        static let subtype: UInt64 = 1 << 0
+        static let appTransactionId: UInt64 = 1 << 1
+        static let transaction: UInt64 = 1 << 2
+        static let renewalInfo: UInt64 = 1 << 3
+        static let appTransaction: UInt64 = 1 << 4
+        static let known: UInt64 = (1 << 5) - 1
+    }
+}
+
+extension ByteWriter {
+    mutating func transactionFacts(_ facts: TransactionFacts) {
+        typealias F = FactsLayout.Transaction
+        var flags: UInt64 = 0
+        if facts.appTransactionId != nil { flags |= F.appTransactionId }
+        if facts.subscriptionGroupIdentifier != nil { flags |= F.subscriptionGroupIdentifier }
+        if facts.expiresDate != nil { flags |= F.expiresDate }
+        if facts.revocationDate != nil { flags |= F.revocationDate }
+        if facts.revocationType != nil { flags |= F.revocationType }
+        if facts.revocationPercentage != nil { flags |= F.revocationPercentage }
+        if facts.isUpgraded { flags |= F.isUpgraded }
+        if facts.ownership != nil { flags |= F.ownership }
+        if facts.appAccountToken != nil { flags |= F.appAccountToken }
+        let originalIsSelf = facts.originalTransactionId == facts.transactionId
+        if originalIsSelf { flags |= F.originalIsSelf }
+        if facts.quantity != 1 { flags |= F.quantity }
+        varint(flags)
+        string(facts.transactionId)
+        if !originalIsSelf { string(facts.originalTransactionId) }
+        string(facts.productId)
+        productType(facts.type)
+        int(facts.purchaseDate)
+        int(facts.signedDate)
+        if facts.quantity != 1 { int(facts.quantity) }
+        if let value = facts.appTransactionId { string(value) }
+        if let value = facts.subscriptionGroupIdentifier { string(value) }
+        if let value = facts.expiresDate { int(value) }
+        if let value = facts.revocationDate { int(value) }
+        if let value = facts.revocationType { revocationType(value) }
+        if let value = facts.revocationPercentage { int(value) }
+        if let value = facts.ownership { ownership(value) }
+        if let value = facts.appAccountToken { string(value) }
+    }
+
+    mutating func renewalFacts(_ facts: RenewalFacts) {
+        typealias F = FactsLayout.Renewal
+        var flags: UInt64 = 0
+        if facts.appTransactionId != nil { flags |= F.appTransactionId }
+        if facts.productId != nil { flags |= F.productId }
+        let autoRenewIsProduct = facts.autoRenewProductId != nil && facts.autoRenewProductId == facts.productId
+        if autoRenewIsProduct { flags |= F.autoRenewIsProduct } else if facts.autoRenewProductId != nil { flags |= F.autoRenewProductId }
+        if let status = facts.autoRenewStatus {
+            flags |= F.autoRenewStatusKnown
+            if status { flags |= F.autoRenewStatus }
+        }
+        if facts.isInBillingRetryPeriod { flags |= F.isInBillingRetryPeriod }
+        if facts.gracePeriodExpiresDate != nil { flags |= F.gracePeriodExpiresDate }
+        if facts.expirationIntent != nil { flags |= F.expirationIntent }
+        if facts.appAccountToken != nil { flags |= F.appAccountToken }
+        varint(flags)
+        string(facts.originalTransactionId)
+        int(facts.signedDate)
+        if let value = facts.appTransactionId { string(value) }
+        if let value = facts.productId { string(value) }
+        if !autoRenewIsProduct, let value = facts.autoRenewProductId { string(value) }
+        if let value = facts.gracePeriodExpiresDate { int(value) }
+        if let value = facts.expirationIntent { int(value) }
+        if let value = facts.appAccountToken { string(value) }
+    }
+
+    mutating func appTransactionFacts(_ facts: AppTransactionFacts) {
+        typealias F = FactsLayout.AppTransaction
+        varint(facts.originalPurchaseDate != nil ? F.originalPurchaseDate : 0)
+        string(facts.appTransactionId)
+        int(facts.signedDate)
+        if let value = facts.originalPurchaseDate { int(value) }
+    }
+}
+
+extension ByteReader {
+    mutating func transactionFacts() throws(CodecError) -> TransactionFacts {
+        typealias F = FactsLayout.Transaction
+        let flags = try self.flags(known: F.known)
+        let transactionId = try string()
+        let originalTransactionId = flags & F.originalIsSelf != 0 ? transactionId : try string()
+        let productId = try string()
+        let type = try productType()
+        let purchaseDate = try int()
+        let signedDate = try int()
+        let quantity = flags & F.quantity != 0 ? try int() : 1
+        let appTransactionId = flags & F.appTransactionId != 0 ? try string() : nil
+        let subscriptionGroupIdentifier = flags & F.subscriptionGroupIdentifier != 0 ? try string() : nil
+        let expiresDate = flags & F.expiresDate != 0 ? try int() : nil
+        let revocationDate = flags & F.revocationDate != 0 ? try int() : nil
+        let revocationType = flags & F.revocationType != 0 ? try revocationType() : nil
+        let revocationPercentage = flags & F.revocationPercentage != 0 ? try int() : nil
+        let ownership = flags & F.ownership != 0 ? try ownership() : nil
+        let appAccountToken = flags & F.appAccountToken != 0 ? try string() : nil
+        return TransactionFacts(
+            transactionId: transactionId, originalTransactionId: originalTransactionId,
+            appTransactionId: appTransactionId, productId: productId,
+            subscriptionGroupIdentifier: subscriptionGroupIdentifier, type: type, purchaseDate: purchaseDate,
+            expiresDate: expiresDate, quantity: quantity, signedDate: signedDate, revocationDate: revocationDate,
+            revocationType: revocationType, revocationPercentage: revocationPercentage,
+            isUpgraded: flags & F.isUpgraded != 0, ownership: ownership, appAccountToken: appAccountToken)
+    }
+
+    mutating func renewalFacts() throws(CodecError) -> RenewalFacts {
+        typealias F = FactsLayout.Renewal
+        let start = offset
+        let flags = try self.flags(known: F.known)
+        if flags & F.autoRenewIsProduct != 0, flags & (F.productId | F.autoRenewProductId) != F.productId {
+            throw CodecError(code: .invalidTag, offset: start, message: "renewal info flags contradict each other")
+        }
+        if flags & F.autoRenewStatus != 0, flags & F.autoRenewStatusKnown == 0 {
+            throw CodecError(code: .invalidTag, offset: start, message: "renewal info flags contradict each other")
+        }
+        let originalTransactionId = try string()
+        let signedDate = try int()
+        let appTransactionId = flags & F.appTransactionId != 0 ? try string() : nil
+        let productId = flags & F.productId != 0 ? try string() : nil
+        let autoRenewProductId =
+            flags & F.autoRenewIsProduct != 0 ? productId : flags & F.autoRenewProductId != 0 ? try string() : nil
+        let gracePeriodExpiresDate = flags & F.gracePeriodExpiresDate != 0 ? try int() : nil
+        let expirationIntent = flags & F.expirationIntent != 0 ? try int() : nil
+        let appAccountToken = flags & F.appAccountToken != 0 ? try string() : nil
+        return RenewalFacts(
+            originalTransactionId: originalTransactionId, appTransactionId: appTransactionId, productId: productId,
+            autoRenewProductId: autoRenewProductId,
+            autoRenewStatus: flags & F.autoRenewStatusKnown != 0 ? flags & F.autoRenewStatus != 0 : nil,
+            isInBillingRetryPeriod: flags & F.isInBillingRetryPeriod != 0,
+            gracePeriodExpiresDate: gracePeriodExpiresDate, expirationIntent: expirationIntent, signedDate: signedDate,
+            appAccountToken: appAccountToken)
+    }
+
+    mutating func appTransactionFacts() throws(CodecError) -> AppTransactionFacts {
+        typealias F = FactsLayout.AppTransaction
+        let flags = try self.flags(known: F.known)
+        let appTransactionId = try string()
+        let signedDate = try int()
+        return AppTransactionFacts(
+            appTransactionId: appTransactionId,
+            originalPurchaseDate: flags & F.originalPurchaseDate != 0 ? try int() : nil, signedDate: signedDate)
+    }
+}

@@ -1,0 +1,168 @@
+/// A compact, deterministic binary form of ``CustomerState``, for stored projections.
+///
+/// Equal states encode to equal bytes: transactions and renewal infos are
+/// written sorted by id, and every version's ``RawRef`` is written (raws are
+/// not: they stay in the log). Decoding a state therefore gives it back with
+/// every `raw` `nil`. Layout (format version 1):
+///
+/// ```
+/// u8 version = 1
+/// string key
+/// count, then per transaction (sorted by transactionId): ref, transaction facts
+/// count, then per originalTransactionId (sorted): count, then per version (ascending signedDate): ref, renewal facts
+/// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype
+/// [ref, app transaction facts] [string token, int signedDate, ref] [string uuid, type, [subtype], int signedDate]
+/// ```
+///
+/// Integers are LEB128 varints (signed ones zigzag), strings a byte count and
+/// UTF-8. The dictionary keys are not written: a transaction is keyed by its
+/// `transactionId` and renewal versions by their `originalTransactionId`, as
+/// the reducer keys them.
+public enum StateCodec {
+    /// The format version written by this build (the first byte).
+    public static let formatVersion: UInt8 = 1
+
+    private static let hasAppTransaction: UInt8 = 1
+    private static let hasAccountToken: UInt8 = 2
+    private static let hasLastNotification: UInt8 = 4
+    private static let lastNotificationHasSubtype: UInt8 = 8
+    private static let knownFlags: UInt8 = 15
+
+    /// The bytes of `state`.
+    public static func encode(_ state: CustomerState) -> [UInt8] {
+        var writer = ByteWriter(capacity: 64 + 96 * state.transactions.count + 64 * state.renewalInfos.count)
+        writer.byte(formatVersion)
+        writer.string(state.key)
+
+        let transactions = state.transactions.values.sorted {
+            $0.facts.transactionId.utf8.lexicographicallyPrecedes($1.facts.transactionId.utf8)
+        }
+        writer.count(transactions.count)
+        for version in transactions {
+            writer.ref(version.ref)
+            writer.transactionFacts(version.facts)
+        }
+
+        let groups = state.renewalInfos.filter { !$0.value.isEmpty }.sorted {
+            $0.key.utf8.lexicographicallyPrecedes($1.key.utf8)
+        }
+        writer.count(groups.count)
+        for (_, versions) in groups {
+            writer.count(versions.count)
+            for version in versions {
+                writer.ref(version.ref)
+                writer.renewalFacts(version.facts)
+            }
+        }
+
+        var flags: UInt8 = 0
+        if state.appTransaction != nil { flags |= hasAppTransaction }
+        if state.accountToken != nil { flags |= hasAccountToken }
+        if let notification = state.lastNotification {
+            flags |= hasLastNotification
+            if notification.subtype != nil { flags |= lastNotificationHasSubtype }
+        }
+        writer.byte(flags)
+        if let appTransaction = state.appTransaction {
+            writer.ref(appTransaction.ref)
+            writer.appTransactionFacts(appTransaction.facts)
+        }
+        if let claim = state.accountToken {
+            writer.string(claim.token)
+            writer.int(claim.signedDate)
+            writer.ref(claim.ref)
+        }
+        if let notification = state.lastNotification {
+            writer.string(notification.notificationUUID)
+            writer.notificationType(notification.type)
+            if let subtype = notification.subtype { writer.notificationSubtype(subtype) }
+            writer.int(notification.signedDate)
+        }
+        return writer.bytes
+    }
+
+    /// The state in `bytes`, every `raw` `nil`.
+    /// - Throws: ``CodecError`` for bytes that are truncated, corrupted, or of
+    ///   another format version; never traps.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> CustomerState {
+        var reader = ByteReader(bytes)
+        let version = try reader.byte()
+        guard version == formatVersion else {
+            throw CodecError(code: .unsupportedVersion, offset: 0, message: "state format version \(version)")
+        }
+        var state = CustomerState(key: try reader.string())
+
+        let transactionCount = try reader.count()
+        state.transactions.reserveCapacity(transactionCount)
+        for _ in 0..<transactionCount {
+            let start = reader.offset
+            let ref = try reader.ref()
+            let facts = try reader.transactionFacts()
+            guard state.transactions.updateValue(Signed(facts, ref: ref), forKey: facts.transactionId) == nil else {
+                throw CodecError(code: .inconsistent, offset: start, message: "transaction \(facts.transactionId) twice")
+            }
+        }
+
+        let groupCount = try reader.count()
+        state.renewalInfos.reserveCapacity(groupCount)
+        for _ in 0..<groupCount {
+            let start = reader.offset
+            let versionCount = try reader.count()
+            guard versionCount > 0 else {
+                throw CodecError(code: .inconsistent, offset: start, message: "renewal info group without versions")
+            }
+            var versions: [Signed<RenewalFacts>] = []
+            versions.reserveCapacity(versionCount)
+            for _ in 0..<versionCount {
+                let versionStart = reader.offset
+                let ref = try reader.ref()
+                let facts = try reader.renewalFacts()
+                if let previous = versions.last?.facts {
+                    guard previous.originalTransactionId == facts.originalTransactionId,
+                        previous.signedDate < facts.signedDate
+                    else {
+                        throw CodecError(
+                            code: .inconsistent, offset: versionStart,
+                            message: "renewal info versions not of one originalTransactionId in ascending signedDate")
+                    }
+                }
+                versions.append(Signed(facts, ref: ref))
+            }
+            let key = versions[0].facts.originalTransactionId
+            guard state.renewalInfos.updateValue(versions, forKey: key) == nil else {
+                throw CodecError(code: .inconsistent, offset: start, message: "renewal infos of \(key) twice")
+            }
+        }
+
+        let flagsOffset = reader.offset
+        let flags = try reader.byte()
+        guard flags & ~knownFlags == 0, flags & lastNotificationHasSubtype == 0 || flags & hasLastNotification != 0 else {
+            throw CodecError(code: .invalidTag, offset: flagsOffset, message: "unknown state flags \(flags)")
+        }
+        if flags & hasAppTransaction != 0 {
+            let ref = try reader.ref()
+            state.appTransaction = Signed(try reader.appTransactionFacts(), ref: ref)
+        }
+        if flags & hasAccountToken != 0 {
+            let token = try reader.string()
+            let signedDate = try reader.int()
+            state.accountToken = AccountTokenClaim(token: token, signedDate: signedDate, ref: try reader.ref())
+        }
+        if flags & hasLastNotification != 0 {
+            let uuid = try reader.string()
+            let type = try reader.notificationType()
+            let subtype = flags & lastNotificationHasSubtype != 0 ? try reader.notificationSubtype() : nil
+            state.lastNotification = NotificationSummaryFacts(
+                notificationUUID: uuid, type: type, subtype: subtype, signedDate: try reader.int())
+        }
+        try reader.finish()
+        return state
+    }
+
+    /// The state in `bytes` (see the `UnsafeRawBufferPointer` overload).
+    /// - Throws: ``CodecError``.
+    public static func decode<Bytes: Collection>(_ bytes: Bytes) throws(CodecError) -> CustomerState
+    where Bytes.Element == UInt8 {
+        try withRawBytes(bytes) { buffer throws(CodecError) in try decode(buffer) }
+    }
+}

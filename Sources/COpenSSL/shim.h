@@ -25,6 +25,9 @@ static inline int copenssl_x509_stack_push(STACK_OF(X509) *s, X509 *x) { return 
 static inline void copenssl_x509_stack_free(STACK_OF(X509) *s) { sk_X509_free(s); }
 static inline void copenssl_x509_stack_pop_free(STACK_OF(X509) *s) { sk_X509_pop_free(s, X509_free); }
 
+static inline int copenssl_x509_stack_num(const STACK_OF(X509) *s) { return sk_X509_num(s); }
+static inline X509 *copenssl_x509_stack_value(const STACK_OF(X509) *s, int i) { return sk_X509_value(s, i); }
+
 static inline long copenssl_bio_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
 
 static inline int copenssl_x509_extension_count(X509 *x) { return X509_get_ext_count(x); }

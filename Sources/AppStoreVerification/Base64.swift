@@ -1,0 +1,117 @@
+/// Strict base64 decoding for JWS segments (base64url, no padding) and `x5c` certificates
+/// (standard alphabet, with padding).
+///
+/// Strict means: no whitespace, no characters outside the alphabet, padding only where the
+/// variant requires it, and unused trailing bits must be zero, so that every byte string has
+/// exactly one accepted encoding (an altered character is never silently ignored).
+enum Base64 {
+    /// Decodes unpadded base64url (RFC 7515 section 2), or returns `nil`.
+    static func decodeURL(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        decode(input, table: urlTable)
+    }
+
+    /// Decodes standard base64 with mandatory `=` padding (RFC 4648 section 4), or returns `nil`.
+    static func decodeStandardPadded(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard input.count % 4 == 0 else { return nil }
+        var end = input.count
+        if end > 0, input[end - 1] == UInt8(ascii: "=") { end -= 1 }
+        if end > 0, input[end - 1] == UInt8(ascii: "=") { end -= 1 }
+        // A full quad of padding or "x===" is never valid; decode() rejects a 1-char tail.
+        return decode(UnsafeBufferPointer(rebasing: input[0..<end]), table: standardTable)
+    }
+
+    /// Decodes a string of standard base64 with mandatory padding.
+    static func decodeStandardPadded(_ string: String) -> [UInt8]? {
+        var copy = string
+        return copy.withUTF8 { decodeStandardPadded($0) }
+    }
+
+    /// Lenient decoding for PEM bodies: standard alphabet, whitespace ignored, padding optional.
+    static func decodePEMBody(_ input: some Collection<UInt8>) -> [UInt8]? {
+        var compact: [UInt8] = []
+        compact.reserveCapacity(input.count)
+        for byte in input {
+            switch byte {
+            case 0x20, 0x09, 0x0A, 0x0D: continue
+            default: compact.append(byte)
+            }
+        }
+        while compact.last == UInt8(ascii: "=") { compact.removeLast() }
+        return compact.withUnsafeBufferPointer { decode($0, table: standardTable) }
+    }
+
+    private static func decode(_ input: UnsafeBufferPointer<UInt8>, table: [UInt8]) -> [UInt8]? {
+        let count = input.count
+        let remainder = count % 4
+        if remainder == 1 { return nil }
+        let outputCount = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        return table.withUnsafeBufferPointer { table -> [UInt8]? in
+            var ok = true
+            let result = [UInt8](unsafeUninitializedCapacity: outputCount) { output, initialized in
+                var i = 0
+                var o = 0
+                let fullEnd = count - remainder
+                while i < fullEnd {
+                    let a = table[Int(input[i])], b = table[Int(input[i + 1])]
+                    let c = table[Int(input[i + 2])], d = table[Int(input[i + 3])]
+                    if (a | b | c | d) & 0x80 != 0 { ok = false; break }
+                    let word = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    output[o] = UInt8(truncatingIfNeeded: word >> 16)
+                    output[o + 1] = UInt8(truncatingIfNeeded: word >> 8)
+                    output[o + 2] = UInt8(truncatingIfNeeded: word)
+                    i += 4
+                    o += 3
+                }
+                if ok && remainder != 0 {
+                    let a = table[Int(input[i])], b = table[Int(input[i + 1])]
+                    let c = remainder == 3 ? table[Int(input[i + 2])] : 0
+                    if (a | b | c) & 0x80 != 0 {
+                        ok = false
+                    } else if remainder == 2 {
+                        if b & 0x0F != 0 { ok = false }  // non-canonical trailing bits
+                        output[o] = a << 2 | b >> 4
+                        o += 1
+                    } else {
+                        if c & 0x03 != 0 { ok = false }
+                        output[o] = a << 2 | b >> 4
+                        output[o + 1] = b << 4 | c >> 2
+                        o += 2
+                    }
+                }
+                initialized = ok ? outputCount : 0
+            }
+            return ok ? result : nil
+        }
+    }
+
+    /// Encodes as standard base64 with padding (used for messages and tests).
+    static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(3)
+        func flush(_ chunk: [UInt8]) {
+            let b0 = chunk[0], b1 = chunk.count > 1 ? chunk[1] : 0, b2 = chunk.count > 2 ? chunk[2] : 0
+            out.append(alphabet[Int(b0 >> 2)])
+            out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
+            out.append(chunk.count > 1 ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
+            out.append(chunk.count > 2 ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
+        }
+        for byte in bytes {
+            buffer.append(byte)
+            if buffer.count == 3 { flush(buffer); buffer.removeAll(keepingCapacity: true) }
+        }
+        if !buffer.isEmpty { flush(buffer) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func makeTable(_ alphabet: String) -> [UInt8] {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.utf8.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }
+
+    private static let urlTable = makeTable("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    private static let standardTable = makeTable("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+}

@@ -1,0 +1,40 @@
+/// Reads one X.509 certificate from DER bytes or PEM text (`-----BEGIN CERTIFICATE-----`),
+/// for example a file named in the configuration's `rootCertificates`.
+///
+/// - Parameter bytes: the file's contents.
+/// - Returns: the certificate's DER encoding, checked to parse as X.509.
+/// - Throws: ``VerificationError`` with code `INVALID_CERTIFICATE` when the bytes hold neither.
+public func loadCertificate(from bytes: some Collection<UInt8>) throws(VerificationError) -> [UInt8] {
+    let data = Array(bytes)
+    let begin = Array("-----BEGIN CERTIFICATE-----".utf8)
+    let end = Array("-----END CERTIFICATE-----".utf8)
+    let der: [UInt8]
+    if let start = firstRange(of: begin, in: data, from: 0) {
+        guard let stop = firstRange(of: end, in: data, from: start.upperBound) else {
+            throw .invalidCertificate("PEM certificate has no -----END CERTIFICATE----- line")
+        }
+        guard let decoded = Base64.decodePEMBody(data[start.upperBound..<stop.lowerBound]), !decoded.isEmpty else {
+            throw .invalidCertificate("PEM certificate body is not base64")
+        }
+        der = decoded
+    } else {
+        der = data
+    }
+    guard !der.isEmpty else { throw .invalidCertificate("the certificate file is empty") }
+    guard X509Certificate.parse(der) != nil else {
+        throw .invalidCertificate("not a DER or PEM X.509 certificate (\(data.count) bytes)")
+    }
+    return der
+}
+
+private func firstRange(of needle: [UInt8], in haystack: [UInt8], from start: Int) -> Range<Int>? {
+    guard needle.count <= haystack.count else { return nil }
+    var index = start
+    while index + needle.count <= haystack.count {
+        if haystack[index] == needle[0] && haystack[index..<index + needle.count].elementsEqual(needle) {
+            return index..<index + needle.count
+        }
+        index += 1
+    }
+    return nil
+}

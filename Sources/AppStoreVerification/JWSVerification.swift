@@ -1,0 +1,130 @@
+internal import EntitlementCore
+
+/// A JWS whose signature and chain verified (or, in Xcode/LocalTesting, that parsed), with
+/// the kind its payload is and the payload itself, not yet decoded as that kind.
+struct OpenedJWS {
+    let kind: EventKind
+    let payload: JSONValue
+}
+
+extension SignedDataVerifier {
+    /// Steps 1 to 4 of the verification (see ``SignedDataVerifier``).
+    /// - Parameter kind: the kind the caller expects, or `nil` to classify the payload.
+    func open(_ jws: String, as kind: EventKind?) throws(VerificationError) -> OpenedJWS {
+        var text = jws
+        let result = text.withUTF8 { bytes in
+            Result { () throws(VerificationError) -> OpenedJWS in try open(bytes, as: kind) }
+        }
+        return try result.get()
+    }
+
+    private func open(_ bytes: UnsafeBufferPointer<UInt8>, as expected: EventKind?) throws(VerificationError) -> OpenedJWS {
+        let jws = try CompactJWS(bytes)
+        guard let trust else {
+            // Xcode / LocalTesting: not signed by Apple; parse only.
+            _ = try jws.decodedHeader()
+            let decoded = try Self.decodePayload(jws.payload, as: expected).get()
+            return OpenedJWS(kind: decoded.kind, payload: decoded.payload)
+        }
+
+        // 1. Header: from the cache when this exact header verified before, else parsed now.
+        let headerHash = ChainCache.hash(jws.header)
+        let cached = cache.lookup(header: jws.header, hash: headerHash)
+        var presented: PresentedChain? = nil
+        if cached == nil { presented = try PresentedChain(header: jws.decodedHeader()) }
+
+        // 2. Payload, far enough to know its kind and signing time.
+        let decoded: DecodedPayload
+        switch Self.decodePayload(jws.payload, as: expected) {
+        case .success(let value):
+            decoded = value
+        case .failure(let problem):
+            // Unreadable content is either altered (the signature says so) or signed garbage.
+            let key = cached?.key ?? presented?.leaf.p256PublicKey
+            if let key, let signature = jws.decodedSignature(),
+                key.verifyES256(signingInput: jws.signingInput, signature: signature.withUnsafeBufferPointer { $0 })
+            {
+                throw problem
+            }
+            throw .verificationFailure("the JWS signature does not match its payload (\(problem.message))")
+        }
+
+        // 3. Chain, valid at the signing time.
+        let key: P256PublicKey
+        if let cached, cached.isValid(atMillis: decoded.date) {
+            key = cached.key
+        } else {
+            let chain: PresentedChain
+            if let presented { chain = presented } else { chain = try PresentedChain(header: jws.decodedHeader()) }
+            let verified = try trust.verify(chain, atMillis: decoded.date, dateField: decoded.dateField)
+            cache.insert(header: jws.header, hash: headerHash, chain: verified)
+            key = verified.key
+        }
+
+        // 4. Signature.
+        guard let signature = jws.decodedSignature() else {
+            throw .verificationFailure("the JWS signature is not 64 bytes of base64url (ES256 r || s)")
+        }
+        let valid = signature.withUnsafeBufferPointer { key.verifyES256(signingInput: jws.signingInput, signature: $0) }
+        guard valid else {
+            throw .verificationFailure("the JWS signature does not verify with the leaf certificate's public key")
+        }
+        return OpenedJWS(kind: decoded.kind, payload: decoded.payload)
+    }
+
+    struct DecodedPayload {
+        let kind: EventKind
+        let payload: JSONValue
+        let date: Int64
+        let dateField: String
+    }
+
+    /// Decodes the payload segment to JSON, finds its kind and reads its signing time.
+    static func decodePayload(_ segment: UnsafeBufferPointer<UInt8>, as expected: EventKind?) -> Result<DecodedPayload, VerificationError> {
+        guard let bytes = Base64.decodeURL(segment) else {
+            return .failure(.malformed("the JWS payload is not base64url (unpadded, no whitespace)"))
+        }
+        let payload: JSONValue
+        do {
+            payload = try JSONParser().parse(bytes)
+        } catch {
+            return .failure(.malformed("the JWS payload is not JSON: \(error)"))
+        }
+        guard case .object(let object) = payload else {
+            return .failure(.malformed("the JWS payload is a JSON \(payload.typeName), not an object"))
+        }
+        guard let kind = expected ?? classify(object) else {
+            return .failure(.malformed(
+                "the payload is not a notification, transaction, renewal info or AppTransaction: it has none of notificationType, receiptType, transactionId, originalTransactionId"))
+        }
+        let dateField = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
+        do {
+            let date = try FieldReader(payload).requiredDate(dateField)
+            return .success(DecodedPayload(kind: kind, payload: payload, date: date, dateField: dateField))
+        } catch {
+            return .failure(.malformed("\(kindName(kind)) payload: \(error)"))
+        }
+    }
+
+    /// The kind of a payload, told by which of Apple's identifying fields it has.
+    static func classify(_ object: JSONObject) -> EventKind? {
+        func has(_ key: String) -> Bool {
+            if let value = object[key], value != .null { return true }
+            return false
+        }
+        if has("notificationType") { return .notification }
+        if has("receiptType") { return .appTransaction }
+        if has("transactionId") { return .transaction }
+        if has("originalTransactionId") { return .renewalInfo }
+        return nil
+    }
+
+    static func kindName(_ kind: EventKind) -> String {
+        switch kind {
+        case .notification: return "notification"
+        case .transaction: return "transaction"
+        case .renewalInfo: return "renewal info"
+        case .appTransaction: return "AppTransaction"
+        }
+    }
+}

@@ -1,0 +1,49 @@
+internal import EntitlementCore
+
+extension SignedDataVerifier {
+    func transaction(jws: String, json: JSONValue) throws(VerificationError) -> SignedTransaction {
+        let payload: TransactionPayload
+        do { payload = try TransactionPayload(json: json) } catch { throw .malformed("transaction payload: \(error)") }
+        try checkBundleId(payload.bundleId)
+        try checkEnvironment(payload.environment, field: "environment")
+        return SignedTransaction(jws: jws, payload: payload)
+    }
+
+    func renewalInfo(jws: String, json: JSONValue) throws(VerificationError) -> SignedRenewalInfo {
+        let payload: RenewalInfoPayload
+        do { payload = try RenewalInfoPayload(json: json) } catch { throw .malformed("renewal info payload: \(error)") }
+        // Renewal info carries no bundleId in Apple's schema; check it if it ever does.
+        if case .string(let bundleId)? = json["bundleId"] { try checkBundleId(bundleId) }
+        try checkEnvironment(payload.environment, field: "environment")
+        return SignedRenewalInfo(jws: jws, payload: payload)
+    }
+
+    func appTransaction(jws: String, json: JSONValue) throws(VerificationError) -> SignedAppTransaction {
+        let payload: AppTransactionPayload
+        do { payload = try AppTransactionPayload(json: json) } catch { throw .malformed("AppTransaction payload: \(error)") }
+        try checkBundleId(payload.bundleId)
+        try checkAppAppleId(payload.appAppleId)
+        try checkEnvironment(payload.receiptType, field: "receiptType")
+        return SignedAppTransaction(jws: jws, payload: payload)
+    }
+
+    func notification(jws: String, json: JSONValue) throws(VerificationError) -> SignedNotification {
+        let payload: NotificationPayload
+        do { payload = try NotificationPayload(json: json) } catch { throw .malformed("notification payload: \(error)") }
+        try checkNotificationIdentity(payload)
+
+        var result = SignedNotification(jws: jws, payload: payload)
+        if let nested = payload.data?.signedTransactionInfo {
+            do { result.transaction = try verifyTransaction(nested) } catch { throw error.prefixed("data.signedTransactionInfo") }
+        }
+        if let nested = payload.data?.signedRenewalInfo {
+            do { result.renewalInfo = try verifyRenewalInfo(nested) } catch { throw error.prefixed("data.signedRenewalInfo") }
+        }
+        if let nested = payload.appData?.signedAppTransactionInfo {
+            do { result.appTransaction = try verifyAppTransaction(nested) } catch {
+                throw error.prefixed("appData.signedAppTransactionInfo")
+            }
+        }
+        return result
+    }
+}

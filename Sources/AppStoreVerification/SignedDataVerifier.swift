@@ -1,0 +1,103 @@
+public import EntitlementCore
+
+/// Verifies App Store signed data (JWS compact, ES256, `x5c` chain) and decodes it.
+///
+/// Configured once with an app, an environment and trusted roots, a verifier is then a pure
+/// function of its input: validity of the certificates is checked at the payload's own
+/// `signedDate` (`receiptCreationDate` for an AppTransaction), as Apple's libraries do with
+/// online checks off, so the same JWS gives the same answer today and in ten years.
+///
+/// Each JWS goes through, in order:
+/// 1. compact form: three `.`-separated base64url segments (else `MALFORMED_INPUT`); the header
+///    a JSON object with `alg` `ES256` (else `VERIFICATION_FAILURE`) and `x5c` holding exactly
+///    three certificates (else `INVALID_CHAIN_LENGTH`), each standard base64 of a DER
+///    certificate (else `INVALID_CERTIFICATE`);
+/// 2. the payload decoded far enough to read its signing time (if it cannot be, the signature
+///    decides: `VERIFICATION_FAILURE` if it does not match, else `MALFORMED_INPUT`);
+/// 3. the chain, by OpenSSL's path validation against the configured roots only, at the
+///    signing time; `x5c[2]` must be that root byte for byte; the leaf must carry OID
+///    1.2.840.113635.100.6.11.1 and the intermediate 1.2.840.113635.100.6.2.1 (else `INVALID_CHAIN`);
+/// 4. the ES256 signature with the leaf's P-256 key (else `VERIFICATION_FAILURE`);
+/// 5. the payload decoded as its App Store type (else `MALFORMED_INPUT`), then `bundleId` and,
+///    in Production, `appAppleId` (else `INVALID_APP_IDENTIFIER`), then the environment
+///    (else `INVALID_ENVIRONMENT`).
+///
+/// With environment ``AppStoreEnvironment/xcode`` or ``AppStoreEnvironment/localTesting``
+/// configured, steps 1 (beyond the compact form and a JSON header), 3 and 4 are skipped.
+///
+/// Verified chains are cached (see ``VerifierConfiguration/chainCacheCapacity``), so a known
+/// chain costs one P-256 verification per JWS. The verifier is `Sendable` and may be used from
+/// any number of threads.
+public struct SignedDataVerifier: Sendable {
+    /// The configuration this verifier was made with.
+    public let configuration: VerifierConfiguration
+    let trust: TrustStore?
+    let cache: ChainCache
+
+    /// Makes a verifier.
+    /// - Throws: `INVALID_APP_IDENTIFIER` when the environment is Production and `appAppleId`
+    ///   is missing; `INVALID_CERTIFICATE` when a trusted root does not parse or, outside
+    ///   Xcode/LocalTesting, no root is configured.
+    public init(configuration: VerifierConfiguration) throws(VerificationError) {
+        if configuration.environment == .production && configuration.appAppleId == nil {
+            throw VerificationError(.invalidAppIdentifier, "appAppleId is required when the environment is Production")
+        }
+        if configuration.environment.isLocal {
+            trust = nil
+        } else {
+            guard !configuration.trustedRootsDER.isEmpty else {
+                throw .invalidCertificate("no trusted root certificate is configured")
+            }
+            trust = try TrustStore(rootsDER: configuration.trustedRootsDER)
+        }
+        self.configuration = configuration
+        self.cache = ChainCache(capacity: configuration.chainCacheCapacity)
+    }
+
+    /// Verifies a notification's `signedPayload` and every JWS nested in it
+    /// (`data.signedTransactionInfo`, `data.signedRenewalInfo`, `appData.signedAppTransactionInfo`).
+    ///
+    /// - Throws: ``VerificationError``; a nested JWS that fails fails the whole notification,
+    ///   with the nested error's code and a message naming the nested field.
+    public func verifyNotification(_ jws: String) throws(VerificationError) -> SignedNotification {
+        let payload = try open(jws, as: .notification).payload
+        return try notification(jws: jws, json: payload)
+    }
+
+    /// Verifies a `signedTransactionInfo` (from a notification, the App Store Server API or a device).
+    public func verifyTransaction(_ jws: String) throws(VerificationError) -> SignedTransaction {
+        let payload = try open(jws, as: .transaction).payload
+        return try transaction(jws: jws, json: payload)
+    }
+
+    /// Verifies a `signedRenewalInfo`.
+    public func verifyRenewalInfo(_ jws: String) throws(VerificationError) -> SignedRenewalInfo {
+        let payload = try open(jws, as: .renewalInfo).payload
+        return try renewalInfo(jws: jws, json: payload)
+    }
+
+    /// Verifies a signed AppTransaction: its validation time is `receiptCreationDate`, its
+    /// environment `receiptType`.
+    public func verifyAppTransaction(_ jws: String) throws(VerificationError) -> SignedAppTransaction {
+        let payload = try open(jws, as: .appTransaction).payload
+        return try appTransaction(jws: jws, json: payload)
+    }
+
+    /// Verifies a bare JWS of any of the four kinds, told apart by its payload: with
+    /// `notificationType` a notification; with `receiptType` an AppTransaction; with
+    /// `transactionId` a transaction; with `originalTransactionId` only, renewal info.
+    ///
+    /// - Throws: ``VerificationError``; `MALFORMED_INPUT` when the payload is none of these.
+    public func verify(_ jws: String) throws(VerificationError) -> VerifiedInput {
+        let opened = try open(jws, as: nil)
+        switch opened.kind {
+        case .notification: return .notification(try notification(jws: jws, json: opened.payload))
+        case .transaction: return .transaction(try transaction(jws: jws, json: opened.payload))
+        case .renewalInfo: return .renewalInfo(try renewalInfo(jws: jws, json: opened.payload))
+        case .appTransaction: return .appTransaction(try appTransaction(jws: jws, json: opened.payload))
+        }
+    }
+
+    /// How many verified certificate chains the cache holds.
+    public var cachedChainCount: Int { cache.count }
+}

@@ -1,0 +1,34 @@
+public import EntitlementCore
+
+/// What a ``SignedDataVerifier`` accepts: one app, one environment, and the roots it trusts.
+public struct VerifierConfiguration: Sendable {
+    /// The app's bundle identifier; every payload must carry exactly this `bundleId`.
+    public var bundleId: String
+    /// The app's Apple ID. Required in Production, where payloads must carry exactly this
+    /// `appAppleId`; not checked in other environments.
+    public var appAppleId: Int64?
+    /// The environment payloads must be signed for. ``AppStoreEnvironment/xcode`` and
+    /// ``AppStoreEnvironment/localTesting`` skip the chain and signature checks, as StoreKit
+    /// testing data is not signed by Apple.
+    public var environment: AppStoreEnvironment
+    /// The DER certificates of the trusted roots. Defaults to the embedded Apple Root CA - G3
+    /// (``AppleRootCertificate/g3DER``). Use ``loadCertificate(from:)`` to read DER or PEM files.
+    public var trustedRootsDER: [[UInt8]]
+    /// How many verified certificate chains to remember (keyed by the exact JWS header), so that
+    /// a known chain costs one P-256 signature check per JWS. `0` disables the cache.
+    public var chainCacheCapacity: Int
+
+    public init(
+        bundleId: String,
+        appAppleId: Int64? = nil,
+        environment: AppStoreEnvironment,
+        trustedRootsDER: [[UInt8]] = [AppleRootCertificate.g3DER],
+        chainCacheCapacity: Int = 64
+    ) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.trustedRootsDER = trustedRootsDER
+        self.chainCacheCapacity = chainCacheCapacity
+    }
+}

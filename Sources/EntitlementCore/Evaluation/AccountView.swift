@@ -47,9 +47,9 @@ public struct AccountView: Sendable, Hashable {
         return AccountView(appAccountToken: token, at: at, appTransactionIds: ids, entitlements: entitlements)
     }
 
-    /// The names of the entitlements active at ``at``.
-    public var activeEntitlements: Set<String> {
-        Set(entitlements.lazy.filter(\.active).map(\.name))
+    /// The names of the entitlements active at ``at``, sorted.
+    public var activeEntitlements: [String] {
+        entitlements.filter(\.active).map(\.name)
     }
 
     /// `{"appAccountToken": ..., "at": ..., "appTransactionIds": [...], "entitlements": {...}}`.

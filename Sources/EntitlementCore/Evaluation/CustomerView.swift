@@ -29,10 +29,10 @@ public struct CustomerView: Sendable, Hashable {
         self.balances = balances
     }
 
-    /// The names of the entitlements active at ``at``: handy to compare two
-    /// evaluations (a replay under new rules, for example).
-    public var activeEntitlements: Set<String> {
-        Set(entitlements.lazy.filter(\.active).map(\.name))
+    /// The names of the entitlements active at ``at``, sorted: handy to
+    /// compare two evaluations (a replay under new rules, for example).
+    public var activeEntitlements: [String] {
+        entitlements.filter(\.active).map(\.name)
     }
 
     /// The entitlement named `name`, if a counted purchase maps to it.

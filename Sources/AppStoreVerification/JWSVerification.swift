@@ -31,43 +31,37 @@ extension SignedDataVerifier {
         let headerHash = ChainCache.hash(jws.header)
         let cached = cache.lookup(header: jws.header, hash: headerHash)
         var presented: PresentedChain? = nil
-        if cached == nil { presented = try PresentedChain(header: jws.decodedHeader()) }
-
-        // 2. Payload, far enough to know its kind and signing time.
-        let decoded: DecodedPayload
-        switch Self.decodePayload(jws.payload, as: expected) {
-        case .success(let value):
-            decoded = value
-        case .failure(let problem):
-            // Unreadable content is either altered (the signature says so) or signed garbage.
-            let key = cached?.key ?? presented?.leaf.p256PublicKey
-            if let key, let signature = jws.decodedSignature(),
-                key.verifyES256(signingInput: jws.signingInput, signature: signature.withUnsafeBufferPointer { $0 })
-            {
-                throw problem
-            }
-            throw .verificationFailure("the JWS signature does not match its payload (\(problem.message))")
-        }
-
-        // 3. Chain, valid at the signing time.
         let key: P256PublicKey
-        if let cached, cached.isValid(atMillis: decoded.date) {
+        if let cached {
             key = cached.key
         } else {
-            let chain: PresentedChain
-            if let presented { chain = presented } else { chain = try PresentedChain(header: jws.decodedHeader()) }
-            let verified = try trust.verify(chain, atMillis: decoded.date, dateField: decoded.dateField)
-            cache.insert(header: jws.header, hash: headerHash, chain: verified)
-            key = verified.key
+            let chain = try PresentedChain(header: jws.decodedHeader())
+            guard let leafKey = chain.leaf.p256PublicKey else {
+                throw .verificationFailure("the leaf certificate's key is not an EC P-256 key, which ES256 requires")
+            }
+            presented = chain
+            key = leafKey
         }
 
-        // 4. Signature.
+        // 2. Signature, with the presented leaf's key: altered content is always
+        //    VERIFICATION_FAILURE, even where the change moved signedDate out of the chain's validity.
         guard let signature = jws.decodedSignature() else {
             throw .verificationFailure("the JWS signature is not 64 bytes of base64url (ES256 r || s)")
         }
         let valid = signature.withUnsafeBufferPointer { key.verifyES256(signingInput: jws.signingInput, signature: $0) }
         guard valid else {
             throw .verificationFailure("the JWS signature does not verify with the leaf certificate's public key")
+        }
+
+        // 3. Payload, far enough to know its kind and signing time.
+        let decoded = try Self.decodePayload(jws.payload, as: expected).get()
+
+        // 4. Chain, valid at the signing time.
+        if cached == nil || !cached!.isValid(atMillis: decoded.date) {
+            let chain: PresentedChain
+            if let presented { chain = presented } else { chain = try PresentedChain(header: jws.decodedHeader()) }
+            let verified = try trust.verify(chain, atMillis: decoded.date, dateField: decoded.dateField)
+            cache.insert(header: jws.header, hash: headerHash, chain: verified)
         }
         return OpenedJWS(kind: decoded.kind, payload: decoded.payload)
     }

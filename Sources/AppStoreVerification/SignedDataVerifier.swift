@@ -8,22 +8,24 @@ public import EntitlementCore
 /// online checks off, so the same JWS gives the same answer today and in ten years.
 ///
 /// Each JWS goes through, in order:
-/// 1. compact form: three `.`-separated base64url segments (else `MALFORMED_INPUT`); the header
-///    a JSON object with `alg` `ES256` (else `VERIFICATION_FAILURE`) and `x5c` holding exactly
-///    three certificates (else `INVALID_CHAIN_LENGTH`), each standard base64 of a DER
+/// 1. compact form: three `.`-separated base64url segments and a JSON object header (else
+///    `MALFORMED_INPUT`); `alg` `ES256` and an `x5c` array (else `VERIFICATION_FAILURE`) of
+///    exactly three certificates (else `INVALID_CHAIN_LENGTH`), each standard base64 of a DER
 ///    certificate (else `INVALID_CERTIFICATE`);
-/// 2. the payload decoded far enough to read its signing time (if it cannot be, the signature
-///    decides: `VERIFICATION_FAILURE` if it does not match, else `MALFORMED_INPUT`);
-/// 3. the chain, by OpenSSL's path validation against the configured roots only, at the
-///    signing time; `x5c[2]` must be that root byte for byte; the leaf must carry OID
-///    1.2.840.113635.100.6.11.1 and the intermediate 1.2.840.113635.100.6.2.1 (else `INVALID_CHAIN`);
-/// 4. the ES256 signature with the leaf's P-256 key (else `VERIFICATION_FAILURE`);
+/// 2. the ES256 signature (raw 64-byte `r || s`) over `header.payload` with the leaf's P-256
+///    key (else `VERIFICATION_FAILURE`): checked before anything in the payload is read, so an
+///    altered payload or signature is always `VERIFICATION_FAILURE`;
+/// 3. the payload: base64url JSON with its signing time (else `MALFORMED_INPUT`);
+/// 4. the chain, by OpenSSL's path validation (strict mode) against the configured roots only,
+///    at the signing time; `x5c[2]` must be the root the chain reaches, byte for byte; the leaf
+///    must carry OID 1.2.840.113635.100.6.11.1 and the intermediate 1.2.840.113635.100.6.2.1
+///    (else `INVALID_CHAIN`);
 /// 5. the payload decoded as its App Store type (else `MALFORMED_INPUT`), then `bundleId` and,
 ///    in Production, `appAppleId` (else `INVALID_APP_IDENTIFIER`), then the environment
 ///    (else `INVALID_ENVIRONMENT`).
 ///
 /// With environment ``AppStoreEnvironment/xcode`` or ``AppStoreEnvironment/localTesting``
-/// configured, steps 1 (beyond the compact form and a JSON header), 3 and 4 are skipped.
+/// configured, steps 1 (beyond the compact form and a JSON header), 2 and 4 are skipped.
 ///
 /// Verified chains are cached (see ``VerifierConfiguration/chainCacheCapacity``), so a known
 /// chain costs one P-256 verification per JWS. The verifier is `Sendable` and may be used from

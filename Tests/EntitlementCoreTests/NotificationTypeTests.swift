@@ -129,7 +129,9 @@ struct NotificationTypeTests {
         strict.gracePeriodGrantsAccess = false
         #expect(!history.view(at: Time.day(31), rules: strict).isActive("pro"))
 
-        // After the grace period, still retrying.
+        // The grace period ends at its exact millisecond; then, still retrying.
+        #expect(history.view(at: Time.day(36) - 1).subscriptions.first?.status == .gracePeriod)
+        #expect(history.view(at: Time.day(36)).subscriptions.first?.status == .billingRetry)
         #expect(history.view(at: Time.day(37)).subscriptions.first?.status == .billingRetry)
     }
 

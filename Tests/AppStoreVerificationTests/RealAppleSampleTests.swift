@@ -25,8 +25,6 @@ struct RealAppleSampleTests {
         #expect(AppleRootCertificate.g3DER.count == 583)
         #expect(SHA256.hex(AppleRootCertificate.g3DER).uppercased()
             == "63343ABFB89A6A03EBB57E9B3F5FA7BE7C4F5C756F3017B3A8C488C3653E9179")
-        let file = packageRoot().appendingPathComponent("Fixtures/real").path
-        _ = file
     }
 
     @Test(arguments: [64, 0])

@@ -23,20 +23,32 @@ extension Signed where Facts: SignedDated {
     /// Orders `incoming` against `existing` (contract section 5).
     ///
     /// 1. The later `signedDate` wins.
-    /// 2. On equal `signedDate` with equal facts the two are the same content:
-    ///    the copy with the smaller ``RawRef`` (the one logged first) is kept,
-    ///    so even the stored reference does not depend on the order in which
-    ///    the copies were applied, and no raw JWS is needed.
-    /// 3. On equal `signedDate` with different facts the greater raw JWS wins,
-    ///    comparing the UTF-8 bytes lexicographically. When either raw is not
-    ///    at hand the verdict names the missing refs.
+    /// 2. On equal `signedDate` with different facts, the greater raw JWS wins,
+    ///    comparing the UTF-8 bytes lexicographically. When either raw is not at
+    ///    hand the verdict names the missing refs.
+    /// 3. On equal `signedDate` with equal facts the two are the same content
+    ///    and no raw JWS is needed: when both raws are at hand and differ (the
+    ///    same content signed twice in one millisecond) the greater raw is
+    ///    kept, as in 2; otherwise the copy with the smaller ``RawRef`` (the one
+    ///    logged first), so that even the stored reference does not depend on
+    ///    the order in which copies were applied.
+    ///
+    /// With every raw at hand this is the total order (`signedDate`, raw,
+    /// earlier ref), so the version kept is the same whatever the order of
+    /// application. Without raws, only one case can differ: the same content
+    /// signed twice in the same millisecond under two different JWS *and* a
+    /// third, different version signed in that same millisecond.
     static func verdict(existing: Signed, incoming: Signed) -> VersionVerdict {
         let existingDate = existing.facts.signedDate
         let incomingDate = incoming.facts.signedDate
         if incomingDate != existingDate {
             return incomingDate > existingDate ? .takeIncoming : .keepExisting
         }
+        if incoming.ref == existing.ref { return .keepExisting }
         if incoming.facts == existing.facts {
+            if let existingRaw = existing.raw, let incomingRaw = incoming.raw, existingRaw != incomingRaw {
+                return existingRaw.utf8.lexicographicallyPrecedes(incomingRaw.utf8) ? .takeIncoming : .keepExisting
+            }
             return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
         }
         guard let existingRaw = existing.raw, let incomingRaw = incoming.raw else {
@@ -46,8 +58,8 @@ extension Signed where Facts: SignedDated {
             return .needsRaws(missing)
         }
         if existingRaw == incomingRaw {
-            // Cannot happen for two genuinely signed objects (the same JWS has
-            // the same facts); decide by position so the result stays total.
+            // Cannot happen for genuinely signed objects (one JWS has one set of
+            // facts); decide by position so that the order stays total.
             return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
         }
         return existingRaw.utf8.lexicographicallyPrecedes(incomingRaw.utf8) ? .takeIncoming : .keepExisting

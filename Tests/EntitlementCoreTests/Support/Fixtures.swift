@@ -150,14 +150,14 @@ func renewal(
 }
 
 /// A signed AppTransaction built as Apple's payload.
-func appTransaction(_ id: String = Customer.app, created: Int64) -> SignedAppTransaction {
+func appTransaction(_ id: String = Customer.app, created: Int64, originalPurchase: Int64? = nil) -> SignedAppTransaction {
     let payload = object([
         ("receiptType", json("Production")),
         ("appAppleId", json(Int64(1_234_567_890))),
         ("bundleId", json("com.example.app")),
         ("applicationVersion", json("1")),
         ("receiptCreationDate", json(created)),
-        ("originalPurchaseDate", json(Time.t0 - 30 * Time.day)),
+        ("originalPurchaseDate", json(originalPurchase ?? Time.t0 - 30 * Time.day)),
         ("originalApplicationVersion", json("1")),
         ("appTransactionId", json(id)),
         ("originalPlatform", json("iOS")),

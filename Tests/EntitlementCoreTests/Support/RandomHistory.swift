@@ -1,0 +1,198 @@
+import EntitlementCore
+
+/// Random but repeatable histories of many kinds of events over a few
+/// customers, for property tests. Every event carries its raw JWS, as at ingest.
+struct RandomHistory {
+    var rng: SplitMix64
+    /// Whether to re-sign content: the same facts under a different JWS with the same `signedDate`.
+    var resign: Bool
+    let history = History()
+    private var nextId = 1
+
+    static let customers: [String?] = ["704000000000001", "704000000000002", "704000000000003", nil]
+    static let tokens = ["0b6a1c2e-0000-4000-8000-00000000000a", "0b6a1c2e-0000-4000-8000-00000000000b"]
+    static let notificationTypes = [
+        ("SUBSCRIBED", "INITIAL_BUY"), ("DID_RENEW", nil), ("DID_FAIL_TO_RENEW", "GRACE_PERIOD"), ("EXPIRED", "VOLUNTARY"),
+        ("REFUND", nil), ("REFUND_REVERSED", nil), ("RENEWAL_EXTENDED", nil), ("ONE_TIME_CHARGE", nil),
+        ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED"), ("SOMETHING_NEW", nil),
+    ]
+
+    init(seed: UInt64, resign: Bool = true) {
+        rng = SplitMix64(seed: seed)
+        self.resign = resign
+    }
+
+    /// Generates the history and returns its events in log order.
+    static func events(seed: UInt64, resign: Bool = true) -> [Event] {
+        var generator = RandomHistory(seed: seed, resign: resign)
+        for app in customers { generator.customer(app) }
+        return generator.history.events
+    }
+
+    private mutating func id(_ prefix: String) -> String {
+        defer { nextId += 1 }
+        let number = String(nextId)
+        return prefix + String(repeating: "0", count: 12 - number.count) + number
+    }
+
+    private mutating func token() -> String? { rng.chance(0.3) ? rng.pick(Self.tokens) : nil }
+
+    private mutating func customer(_ app: String?) {
+        for _ in 0..<rng.int(0...2) { subscription(app) }
+        for _ in 0..<rng.int(0...4) { oneOff(app) }
+        if let app, rng.chance(0.5) {
+            let created = Time.day(rng.int(0...60))
+            emit(appTransaction(app, created: created))
+            if rng.chance(0.3) { emit(appTransaction(app, created: created, originalPurchase: Time.t0 - Time.day)) }
+            if rng.chance(0.3) { emit(appTransaction(app, created: created + rng.int(1...Time.day))) }
+        }
+    }
+
+    private mutating func subscription(_ app: String?) {
+        let otid = id("2000")
+        let product = rng.pick([Product.monthly, Product.premium, Product.basic])
+        var purchase = Time.day(rng.int(0...10)) + rng.int(0...Time.hour)
+        let periods = rng.int(1...4)
+        for period in 0..<periods {
+            let transactionId = period == 0 ? otid : id("2000")
+            let expires = purchase + 30 * Time.day
+            let signed = purchase + rng.int(0...1000)
+            let base = transaction(
+                transactionId, original: otid, product: product, purchase: purchase, expires: expires, signed: signed,
+                token: token(), app: app)
+            emit(base)
+            variants(of: base, product: product, original: otid, app: app)
+            if period < periods - 1, rng.chance(0.2) {
+                emit(transaction(
+                    transactionId, original: otid, product: product, purchase: purchase, expires: expires,
+                    signed: signed + rng.int(1...Time.day), upgraded: true, app: app))
+            }
+            // Renewal infos around this period.
+            for _ in 0..<rng.int(0...2) {
+                let renewalSigned = purchase + rng.int(0...(30 * Time.day))
+                let retry = rng.chance(0.3)
+                let info = renewal(
+                    original: otid, product: product,
+                    autoRenewProduct: rng.chance(0.2) ? Product.basic : product, autoRenew: rng.chance(0.7),
+                    retry: retry, grace: retry && rng.chance(0.5) ? expires + 6 * Time.day : nil,
+                    signed: renewalSigned, token: token(), app: app)
+                emit(info)
+                if rng.chance(0.25) {
+                    // A different renewal info signed in the same millisecond: the raw decides.
+                    emit(renewal(
+                        original: otid, product: product, autoRenew: !rng.chance(0.5), retry: !retry,
+                        signed: renewalSigned, token: token(), app: app))
+                }
+            }
+            purchase = expires + (rng.chance(0.3) ? rng.int(1...(10 * Time.day)) : 0)
+        }
+    }
+
+    private mutating func oneOff(_ app: String?) {
+        let product = rng.pick([Product.lifetime, Product.coins, Product.gems, Product.pass, Product.dayPass, Product.openPass])
+        let purchase = Time.day(rng.int(0...40)) + rng.int(0...Time.day)
+        let quantity = Product.type(of: product) == "Consumable" ? rng.int(1...5) : 1
+        let base = transaction(
+            id("3000"), product: product, purchase: purchase, signed: purchase + rng.int(0...1000), quantity: quantity,
+            token: token(), app: app)
+        emit(base)
+        variants(of: base, product: product, original: nil, app: app)
+    }
+
+    /// Later versions of a transaction: refunds, reversals, extensions, ties.
+    private mutating func variants(of base: SignedTransaction, product: String, original: String?, app: String?) {
+        let p = base.payload
+        func version(
+            signed: Int64, expires: Int64? = p.expiresDate, revoked: Int64? = nil, type: String? = nil,
+            percentage: Int64? = nil
+        ) -> SignedTransaction {
+            transaction(
+                p.transactionId, original: original, product: product, purchase: p.purchaseDate, expires: expires,
+                signed: signed, quantity: p.quantity, revoked: revoked, revocationType: type,
+                revocationPercentage: percentage, token: p.appAccountToken, app: app)
+        }
+        var signed = p.signedDate
+        if rng.chance(0.25) {
+            // A different version signed in the same millisecond.
+            emit(version(signed: signed, expires: p.expiresDate.map { $0 + Time.day }, revoked: rng.chance(0.5) ? signed : nil))
+        }
+        if rng.chance(0.35) {
+            signed += rng.int(1...(20 * Time.day))
+            let type = rng.pick(["REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE"])
+            emit(version(
+                signed: signed, revoked: signed, type: rng.chance(0.9) ? type : nil,
+                percentage: type == "REFUND_PRORATED" ? rng.int(0...100_000) : nil))
+            if rng.chance(0.4) {
+                signed += rng.int(1...(5 * Time.day))
+                emit(version(signed: signed))
+            }
+        }
+        if p.expiresDate != nil, rng.chance(0.2) {
+            signed += rng.int(1...(5 * Time.day))
+            emit(version(signed: signed, expires: p.expiresDate.map { $0 + 7 * Time.day }))
+        }
+    }
+
+    private mutating func emit(_ transaction: SignedTransaction) {
+        wrap(.transaction(transaction))
+        if rng.chance(0.2) { wrap(.transaction(transaction)) }
+        if resign, rng.chance(0.15) {
+            wrap(.transaction(SignedTransaction(jws: transaction.jws + "~resigned", payload: transaction.payload)))
+        }
+    }
+
+    private mutating func emit(_ renewalInfo: SignedRenewalInfo) {
+        wrap(.renewalInfo(renewalInfo))
+        if rng.chance(0.2) { wrap(.renewalInfo(renewalInfo)) }
+        if resign, rng.chance(0.15) {
+            wrap(.renewalInfo(SignedRenewalInfo(jws: renewalInfo.jws + "~resigned", payload: renewalInfo.payload)))
+        }
+    }
+
+    private mutating func emit(_ appTransaction: SignedAppTransaction) {
+        if rng.chance(0.5) {
+            history.add(.appTransaction(appTransaction))
+        } else {
+            history.notify("RESCIND_CONSENT", signed: appTransaction.payload.receiptCreationDate, appTransaction: appTransaction, data: false)
+        }
+    }
+
+    /// Appends the object standalone or nested in a notification of a random type.
+    private mutating func wrap(_ input: VerifiedInput) {
+        guard rng.chance(0.6) else {
+            history.add(input)
+            return
+        }
+        let (type, subtype) = rng.pick(Self.notificationTypes)
+        switch input {
+        case .transaction(let transaction):
+            history.notify(type, subtype, signed: transaction.payload.signedDate + rng.int(0...100), transaction: transaction)
+        case .renewalInfo(let renewalInfo):
+            history.notify(type, subtype, signed: renewalInfo.payload.signedDate + rng.int(0...100), renewal: renewalInfo)
+        case .notification, .appTransaction:
+            history.add(input)
+        }
+    }
+}
+
+extension SplitMix64 {
+    /// `events` shuffled, with about `duplicates` of them (picked at random) applied twice.
+    mutating func shuffledWithDuplicates(_ events: [Event], duplicates: Double = 0.3) -> [Event] {
+        var result = events
+        for _ in 0..<Int(Double(events.count) * duplicates) where !events.isEmpty {
+            result.append(pick(events))
+        }
+        result.shuffle(using: &self)
+        return result
+    }
+}
+
+/// Each customer's state after `events` in the order given.
+func reduceAll(_ events: [Event], rules: Rules = testRules) throws(MissingRawJWS) -> [CustomerKey: CustomerState] {
+    var states: [CustomerKey: CustomerState] = [:]
+    for event in events {
+        guard let key = event.customerKey else { continue }
+        try states[key, default: CustomerState(key: key)].apply(event, rules: rules)
+    }
+    return states
+}

@@ -1,3 +1,4 @@
+import AppStoreVerification
 import EntitlementCore
 import Foundation
 
@@ -87,7 +88,12 @@ public struct EngineConfiguration: Sendable {
                 guard let data = try? Data(contentsOf: url) else {
                     throw ConfigurationError(field: "rootCertificates[\(index)]", message: "cannot read certificate file \(url.path)")
                 }
-                loaded.append(Array(data))
+                do {
+                    loaded.append(try loadCertificate(from: Array(data)))
+                } catch {
+                    throw ConfigurationError(
+                        field: "rootCertificates[\(index)]", message: "\(url.path) is not a DER or PEM certificate: \(error.message)")
+                }
             }
             roots = loaded
         case let other?:

@@ -32,7 +32,7 @@ extension Engine {
                         case .renewalInfo: expected = .renewalInfo
                         case .appTransaction: expected = .appTransaction
                         }
-                        switch verify(InputItem(jws: raw, expected: expected)) {
+                        switch documentVerifier.verify(InputItem(jws: raw, expected: expected)) {
                         case .success: return nil
                         case .failure(let error): return "\(error.code.rawValue): \(error.message)"
                         }

@@ -18,7 +18,7 @@ public final class Engine: Sendable {
     public var verifier: SignedDataVerifier { documentVerifier.verifier }
     public let databasePath: String
     let rulesJSON: String
-    let store: Mutex<EventStore>
+    let store: LockedStore
 
     /// Opens (or creates) the database at `databasePath`.
     /// - Throws: ``EngineError`` when the trust store or the database cannot be used.
@@ -29,7 +29,7 @@ public final class Engine: Sendable {
         documentVerifier = try DocumentVerifier(configuration: configuration)
         do {
             let opened = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
-            store = Mutex(opened)
+            store = LockedStore(opened)
         } catch {
             throw EngineError(error)
         }

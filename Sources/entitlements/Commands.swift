@@ -61,11 +61,9 @@ enum Commands {
         func run(_ documents: [InputBytes]) -> EngineError? {
             do {
                 let results = try engine.ingest(documents, workers: workers)
-                for result in results {
-                    if result.outcome == .rejected { anyRejected = true }
-                    Output.line(result.json())
-                }
-                Output.flush()
+                if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
+                // Printed only now, after the batch's commit: each line is an acknowledgment.
+                Output.lines(results.map { $0.json() })
                 return nil
             } catch {
                 return error
@@ -304,12 +302,12 @@ final class ProgressMeter {
         } else {
             text += " events, \(Int(rate)) events/s   "
         }
-        fputs(text, stderr)
+        Output.errorFragment(text)
         printed = true
     }
 
     func finish() {
-        if printed { fputs("\n", stderr) }
+        if printed { Output.errorFragment("\n") }
         printed = false
     }
 }

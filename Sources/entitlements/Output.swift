@@ -5,17 +5,48 @@ import Glibc
 
 /// Writing to standard output and standard error.
 enum Output {
-    /// Prints one JSON value as a line.
+    /// Prints one JSON value as a line (written at once: nothing waits in a buffer).
     static func line(_ value: JSONValue) {
         var text = JSONWriter.string(value)
         text += "\n"
-        fputs(text, stdout)
+        write(text, to: 1)
     }
 
-    static func flush() { fflush(stdout) }
+    /// Prints several JSON values, one per line, in one write.
+    static func lines(_ values: [JSONValue]) {
+        var text = ""
+        for value in values {
+            JSONWriter.write(value, into: &text)
+            text += "\n"
+        }
+        write(text, to: 1)
+    }
+
+    /// Output is unbuffered: kept for readability where a flush is meant.
+    static func flush() {}
 
     static func error(_ text: String) {
-        fputs(text + "\n", stderr)
+        write(text + "\n", to: 2)
+    }
+
+    /// Text without a trailing newline, to standard error.
+    static func errorFragment(_ text: String) {
+        write(text, to: 2)
+    }
+
+    static func write(_ text: String, to fd: Int32) {
+        var copy = text
+        copy.withUTF8 { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                offset += written
+            }
+        }
     }
 
     static var stderrIsTerminal: Bool { isatty(2) == 1 }

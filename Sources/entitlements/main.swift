@@ -26,7 +26,7 @@ func run(_ argv: [String]) -> ExitCode {
         print(text)
         return .success
     }
-    do {
+    do throws(UsageError) {
         switch command {
         case "ingest": return try Commands.ingest(rest)
         case "query": return try Commands.query(rest)
@@ -40,10 +40,11 @@ func run(_ argv: [String]) -> ExitCode {
             throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, demo)", command: nil)
         }
     } catch {
-        var text = "entitlements\(error.command.map { " " + $0 } ?? ""): \(error.message)"
+        let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"
+        var text = prefix + ": " + error.message
         if let command = error.command, let help = Help.commands[command] {
-            text += "\n\nUsage:\n" + help.split(separator: "\n", maxSplits: 1).first.map(String.init)!
-                + "\nRun `entitlements \(command) --help` for details."
+            let synopsis = help.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
+            text += "\n\nUsage:\n" + synopsis + "\nRun `entitlements " + command + " --help` for details."
         } else {
             text += "\nRun `entitlements --help` for usage."
         }

@@ -227,7 +227,10 @@ struct DemoHistories {
         customers.append(
             Customer(
                 appTransactionId: app, title: "weekly passes: two stacked back to back, a third refunded 50% (lasts 3.5 days)",
-                moments: [("in the second stacked week", at(10)), ("between passes", at(16)), ("in the refunded pass", at(21))]))
+                moments: [
+                    ("in the second stacked week", at(10)), ("between passes", at(16)), ("in the third pass, before its refund", at(21)),
+                    ("after the 50% refund (window shrunk to 3.5 days)", at(23)),
+                ]))
     }
 
     /// Older data without appTransactionId: keyed by otid:<originalTransactionId>.

@@ -1,3 +1,4 @@
+import COpenSSL
 import Testing
 @testable import AppStoreVerification
 import EntitlementCore
@@ -78,5 +79,28 @@ struct SplitMix64 {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+@Suite("OpenSSL hygiene")
+struct OpenSSLHygieneTests {
+    @Test func failuresLeaveNoErrorsQueued() {
+        let verifier = Shared.verifier(cache: 0)
+        let pki = Shared.pki
+        ERR_clear_error()
+        let inputs = [
+            Shared.otherPKI.sign(TestPayloads.transaction()),
+            flippingByte(of: pki.sign(TestPayloads.transaction()), in: .signature, at: 5),
+            pki.sign(payloadJSON: "{}", header: pki.header(x5c: ["AAAA", "AAAA", "AAAA"])),
+            TestPKI(.leafWithoutAppleOID, sharingRootWith: pki).sign(TestPayloads.transaction()),
+            TestPKI(.init(leafCurve: .p384), sharingRootWith: pki).sign(TestPayloads.transaction()),
+            replacing(.signature, of: pki.sign(TestPayloads.transaction()), with: Base64Encoding.url([UInt8](repeating: 0xFF, count: 64))),
+        ]
+        for input in inputs {
+            #expect(code { try verifier.verify(input) } != "OK")
+            #expect(ERR_peek_error() == 0)
+        }
+        _ = try? loadCertificate(from: [0x30, 0x03, 0x02, 0x01, 0x01])
+        #expect(ERR_peek_error() == 0)
     }
 }

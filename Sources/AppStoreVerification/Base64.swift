@@ -84,28 +84,6 @@ enum Base64 {
         }
     }
 
-    /// Encodes as standard base64 with padding (used for messages and tests).
-    static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(3)
-        func flush(_ chunk: [UInt8]) {
-            let b0 = chunk[0], b1 = chunk.count > 1 ? chunk[1] : 0, b2 = chunk.count > 2 ? chunk[2] : 0
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            out.append(chunk.count > 1 ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(chunk.count > 2 ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
-        }
-        for byte in bytes {
-            buffer.append(byte)
-            if buffer.count == 3 { flush(buffer); buffer.removeAll(keepingCapacity: true) }
-        }
-        if !buffer.isEmpty { flush(buffer) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     private static func makeTable(_ alphabet: String) -> [UInt8] {
         var table = [UInt8](repeating: 0xFF, count: 256)
         for (index, byte) in alphabet.utf8.enumerated() { table[Int(byte)] = UInt8(index) }

@@ -23,7 +23,7 @@ extension SignedDataVerifier {
         guard let trust else {
             // Xcode / LocalTesting: not signed by Apple; parse only.
             _ = try jws.decodedHeader()
-            let decoded = try Self.decodePayload(jws.payload, as: expected).get()
+            let decoded = try Self.decodePayload(jws.payload, as: expected)
             return OpenedJWS(kind: decoded.kind, payload: decoded.payload)
         }
 
@@ -54,7 +54,7 @@ extension SignedDataVerifier {
         }
 
         // 3. Payload, far enough to know its kind and signing time.
-        let decoded = try Self.decodePayload(jws.payload, as: expected).get()
+        let decoded = try Self.decodePayload(jws.payload, as: expected)
 
         // 4. Chain, valid at the signing time.
         if cached == nil || !cached!.isValid(atMillis: decoded.date) {
@@ -74,29 +74,29 @@ extension SignedDataVerifier {
     }
 
     /// Decodes the payload segment to JSON, finds its kind and reads its signing time.
-    static func decodePayload(_ segment: UnsafeBufferPointer<UInt8>, as expected: EventKind?) -> Result<DecodedPayload, VerificationError> {
+    static func decodePayload(_ segment: UnsafeBufferPointer<UInt8>, as expected: EventKind?) throws(VerificationError) -> DecodedPayload {
         guard let bytes = Base64.decodeURL(segment) else {
-            return .failure(.malformed("the JWS payload is not base64url (unpadded, no whitespace)"))
+            throw .malformed("the JWS payload is not base64url (unpadded, no whitespace)")
         }
         let payload: JSONValue
         do {
             payload = try JSONParser().parse(bytes)
         } catch {
-            return .failure(.malformed("the JWS payload is not JSON: \(error)"))
+            throw .malformed("the JWS payload is not JSON: \(error)")
         }
         guard case .object(let object) = payload else {
-            return .failure(.malformed("the JWS payload is a JSON \(payload.typeName), not an object"))
+            throw .malformed("the JWS payload is a JSON \(payload.typeName), not an object")
         }
         guard let kind = expected ?? classify(object) else {
-            return .failure(.malformed(
-                "the payload is not a notification, transaction, renewal info or AppTransaction: it has none of notificationType, receiptType, transactionId, originalTransactionId"))
+            throw .malformed(
+                "the payload is not a notification, transaction, renewal info or AppTransaction: it has none of notificationType, receiptType, transactionId, originalTransactionId")
         }
         let dateField = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
         do {
             let date = try FieldReader(payload).requiredDate(dateField)
-            return .success(DecodedPayload(kind: kind, payload: payload, date: date, dateField: dateField))
+            return DecodedPayload(kind: kind, payload: payload, date: date, dateField: dateField)
         } catch {
-            return .failure(.malformed("\(kindName(kind)) payload: \(error)"))
+            throw .malformed("\(kindName(kind)) payload: \(error)")
         }
     }
 

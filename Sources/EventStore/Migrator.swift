@@ -13,6 +13,8 @@ public enum Migrator {
         for migration in migrations {
             let didApply: Bool = try connection.write {
                 let check = try connection.cached("SELECT 1 FROM schema_migrations WHERE identifier = ?")
+                // A stepped statement pins a read snapshot until reset: reset it at once.
+                defer { check.reset() }
                 try check.bind(1, migration.identifier)
                 if try check.step() { return (false, .commit) }
                 try connection.execute(migration.sql)

@@ -13,6 +13,12 @@ public struct ReplayDiff: Sendable, Hashable {
     public var customerKey: CustomerKey
     public var before: [String]
     public var after: [String]
+
+    public init(customerKey: CustomerKey, before: [String], after: [String]) {
+        self.customerKey = customerKey
+        self.before = before
+        self.after = after
+    }
 }
 
 /// What a replay did.

@@ -47,7 +47,7 @@ let package = Package(
 
         // A throwaway PKI shaped like Apple's, for tests, the benchmark and the fixture maker.
         .target(name: "TestPKI", dependencies: ["COpenSSL", "EntitlementCore"]),
-        .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "TestPKI"]),
+        .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "TestPKI", "COpenSSL"]),
         .executableTarget(name: "entitlements-fixtures", dependencies: ["TestPKI", "EntitlementCore"]),
 
         .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore"]),

@@ -1,1 +1,332 @@
-print("bench")
+import EntitlementCore
+import Entitlements
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// entitlements-bench: see Options.help and Benchmarks/README.md.
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == ReplayBench.childCommand, arguments.count == 2 {
+    exit(ReplayBench.child(path: arguments[1]))
+}
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(Options.help)
+    exit(0)
+}
+let options: Options
+do {
+    options = try Options.parse(arguments)
+} catch {
+    FileHandle.standardError.write(Data("entitlements-bench: \(error)\n".utf8))
+    exit(2)
+}
+exit(Bench(options: options).run())
+
+/// One run: the stages in order, each checked, then the table and the JSON.
+struct Bench {
+    let options: Options
+    let report = Report()
+
+    init(options: Options) { self.options = options }
+
+    var outFolder: String { URL(fileURLWithPath: options.out).deletingLastPathComponent().path }
+    var workFolder: String { outFolder + "/work" }
+    func wants(_ stage: Options.Stage) -> Bool { options.only.contains(stage) }
+
+    func run() -> Int32 {
+        #if DEBUG
+        let build = "debug"
+        #else
+        let build = "release"
+        #endif
+        if build == "debug" && !options.smoke {
+            note("warning: this is a debug build; figures mean nothing. Use: swift run -c release entitlements-bench")
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: workFolder, withIntermediateDirectories: true)
+        } catch {
+            note("entitlements-bench: cannot create \(workFolder): \(error)")
+            return 1
+        }
+        let started = Clock.now()
+        let loadBefore = Machine.loadAverage
+        report.section(
+            "run",
+            [
+                "command": .string((["entitlements-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " ")),
+                "build": .string(build), "smoke": .bool(options.smoke),
+                "date": .string(ISO8601DateFormatter().string(from: Date())),
+            ])
+
+        // The corpus.
+        note("corpus: signing \(options.notifications) notifications (3 JWS each) with a throwaway P-384/P-384/P-256 PKI ...")
+        let corpusStart = Clock.now()
+        let corpus = Corpus(count: options.notifications, customers: max(1, options.notifications / 4))
+        let corpusPath = outFolder + "/corpus.ndjson"
+        let rootPath = outFolder + "/root.der"
+        do { try corpus.write(ndjson: corpusPath, rootDER: rootPath) } catch {
+            report.failures.append("writing the corpus: \(error)")
+        }
+        let corpusSeconds = Clock.now() - corpusStart
+        note("corpus: \(corpus.samples.count) notifications in \(Format.fixed(corpusSeconds, 1)) s -> \(corpusPath)")
+        report.section(
+            "corpus",
+            [
+                "notifications": .int(Int64(corpus.samples.count)), "jws": .int(Int64(3 * corpus.samples.count)),
+                "customers": .int(Int64(corpus.plan.customers)), "notificationsPerCustomer": .int(Int64(corpus.plan.eventsPerCustomer)),
+                "path": .string(corpusPath), "rootDER": .string(rootPath),
+                "averageBodyBytes": .int(Int64(corpus.samples.reduce(0) { $0 + $1.body.utf8.count } / max(1, corpus.samples.count))),
+                "signingSeconds": .double(corpusSeconds),
+            ])
+
+        var ecdsa: ECDSALimit.Figures? = nil
+        var verification: VerificationBench.Figures? = nil
+        var ingestOne: IngestBench.Run? = nil
+
+        if wants(.ecdsa) {
+            stage("ecdsa") {
+                let figures = try ECDSALimit.measure(seconds: options.seconds)
+                ecdsa = figures
+                guard figures.bareRate > 0 else { throw BenchFailure("no ECDSA verification counted") }
+                report.row("limit", "P-256 ECDSA verify, OpenSSL, 1 core (ctx reused)", Format.count(figures.bareRate) + " /s")
+                report.row("limit", "P-256 ECDSA verify, new EVP_PKEY_CTX per call", Format.count(figures.freshContextRate) + " /s")
+                report.row("limit", "bound: notification with 3 signatures, 1 core", Format.count(figures.bareRate / 3) + " /s")
+                report.section(
+                    "ecdsa",
+                    [
+                        "openssl": .string(figures.openSSLVersion), "verifyPerSecond": .double(figures.bareRate),
+                        "verifyPerSecondFreshContext": .double(figures.freshContextRate),
+                        "sha256Of3300BytesPerSecond": .double(figures.sha256Rate),
+                        "threeSignatureBoundPerSecond": .double(figures.bareRate / 3),
+                    ])
+            }
+        }
+
+        if wants(.verify) {
+            stage("verify") {
+                let figures = try VerificationBench.measure(corpus, seconds: options.seconds)
+                verification = figures
+                guard figures.notificationWarm > 0, figures.singleWarm > 0 else { throw BenchFailure("no verification counted") }
+                report.row("verify", "single JWS, chain cache warm, 1 core", Format.count(figures.singleWarm) + " /s")
+                report.row("verify", "single JWS, chain cache cold, 1 core", Format.count(figures.singleCold) + " /s")
+                var section: JSONObject = JSONObject([
+                    ("singleJWSWarmPerSecond", .double(figures.singleWarm)), ("singleJWSColdPerSecond", .double(figures.singleCold)),
+                    ("notificationWarmPerSecond", .double(figures.notificationWarm)),
+                    ("notificationColdPerSecond", .double(figures.notificationCold)),
+                ])
+                if let ecdsa {
+                    let share = figures.notificationWarm / (ecdsa.bareRate / 3) * 100
+                    report.row(
+                        "verify", "notification + nested txn + renewal, warm, 1 core",
+                        Format.count(figures.notificationWarm) + " /s (" + Format.fixed(share, 0) + "% of bound)",
+                        target: ">= 75% of bound", met: share >= 75)
+                    section["notificationWarmShareOfBoundPercent"] = .double(share)
+                } else {
+                    report.row("verify", "notification + nested txn + renewal, warm, 1 core", Format.count(figures.notificationWarm) + " /s")
+                }
+                report.row("verify", "notification + nested txn + renewal, cold, 1 core", Format.count(figures.notificationCold) + " /s")
+                report.section("verification", .object(section))
+            }
+        }
+
+        let documents = corpus.samples.map { InputBytes($0.body) }
+        if wants(.ingest) {
+            stage("ingest") {
+                for workers in [1, 2] {
+                    let run = try IngestBench.run(
+                        corpus, documents: documents, workers: workers, batch: options.batch, path: workFolder + "/ingest-\(workers).sqlite")
+                    if workers == 1 { ingestOne = run }
+                    let target = workers == 1 ? 5_000.0 : 9_000.0
+                    report.row(
+                        "ingest", "Engine.ingest, batches of \(options.batch), \(workers) worker\(workers == 1 ? "" : "s")",
+                        Format.count(run.rate) + " notifications/s", target: ">= " + Format.count(target) + "/s",
+                        met: run.rate >= target)
+                    report.section(
+                        "ingest\(workers)",
+                        [
+                            "workers": .int(Int64(workers)), "batch": .int(Int64(options.batch)),
+                            "notifications": .int(Int64(run.notifications)), "seconds": .double(run.seconds),
+                            "cpuSeconds": .double(run.cpuSeconds), "notificationsPerSecond": .double(run.rate),
+                            "eventsPerSecond": .double(run.rate),
+                        ])
+                }
+                let store = try IngestBench.appendOnly(corpus, documents: documents, batch: options.batch, path: workFolder + "/append-only.sqlite")
+                report.row("ingest", "of which EventStore.append alone (pre-verified)", Format.count(store.rate) + " notifications/s")
+                report.section(
+                    "appendOnly", ["notifications": .int(Int64(store.notifications)), "seconds": .double(store.seconds), "notificationsPerSecond": .double(store.rate)])
+
+                let storage = try Storage.measure(workFolder + "/ingest-1.sqlite")
+                guard storage.events == Int64(documents.count) else { throw BenchFailure("the ingest database holds \(storage.events) events") }
+                report.row("storage", "bytes per event on disk (signed notifications)", Format.count(storage.bytesPerEvent) + " B")
+                report.section("storageIngest", storageJSON(storage, note: "Engine.ingest of the signed corpus: real JWS with x5c chains"))
+                Storage.remove(workFolder + "/append-only.sqlite")
+                Storage.remove(workFolder + "/ingest-2.sqlite")
+            }
+        }
+
+        if wants(.peer) {
+            stage("peer") {
+                note("peer: Apple's app-store-server-library (Python) on \(options.peerLimit) notifications of the same corpus ...")
+                switch PeerBench.run(
+                    script: options.peerScript, corpus: corpusPath, root: rootPath, venv: outFolder + "/venv", limit: options.peerLimit)
+                {
+                case .skipped(let why):
+                    note("peer: skipped: \(why)")
+                    report.skipped.append("peer: \(why)")
+                    report.row("peer", "Apple app-store-server-library (Python)", "skipped")
+                case .measured(let peer):
+                    report.row("peer", "Apple app-store-server-library \(peer.version) (Python), 1 core", Format.fixed(peer.rate, 1) + " notifications/s")
+                    var section: JSONObject = JSONObject([("python", peer.details)])
+                    if let verification {
+                        let ratio = verification.notificationWarm / peer.rate
+                        report.row("peer", "ours / Python, verification, 1 core each", Format.fixed(ratio, 1) + "x", target: ">= 30x", met: ratio >= 30)
+                        report.row("peer", "ours / Python, cold cache (both re-verify chains)", Format.fixed(verification.notificationCold / peer.rate, 1) + "x")
+                        section["ratioVerificationWarm"] = .double(ratio)
+                        section["ratioVerificationCold"] = .double(verification.notificationCold / peer.rate)
+                    }
+                    if let ingestOne {
+                        let ratio = ingestOne.rate / peer.rate
+                        report.row("peer", "ours (ingest end to end, 1 worker) / Python (verify only)", Format.fixed(ratio, 1) + "x")
+                        section["ratioIngestOneWorker"] = .double(ratio)
+                    }
+                    report.section("peer", .object(section))
+                }
+            }
+        }
+
+        if wants(.query) || wants(.replay) {
+            let path = workFolder + "/big.sqlite"
+            let plan = HistoryPlan(total: options.events, customers: options.customers)
+            var ready = false
+            stage("database") {
+                if options.reuseDatabase, FileManager.default.fileExists(atPath: path),
+                    (try? Storage.measure(path, columns: false).events) == Int64(plan.total)
+                {
+                    note("database: reusing \(path)")
+                    ready = true
+                    return
+                }
+                note("database: \(plan.total) events over \(plan.customers) customers through EventStore.append (not signed) ...")
+                var lastNote = Clock.now()
+                let built = try BigDatabase.build(path: path, plan: plan, header: options.rawHeader, pki: corpus.pki) { done in
+                    if Clock.now() - lastNote > 10 {
+                        note("database: \(done) events ...")
+                        lastNote = Clock.now()
+                    }
+                }
+                note("database: \(built.events) events in \(Format.fixed(built.seconds, 1)) s")
+                report.section(
+                    "database",
+                    [
+                        "events": .int(Int64(built.events)), "customers": .int(Int64(built.customers)), "buildSeconds": .double(built.seconds),
+                        "rawHeader": .string(options.rawHeader.rawValue),
+                        "how": "EventStore.append with VerifiedInput values decoded from the payloads; stand-in JWS strings, not signed",
+                    ])
+                ready = true
+            }
+            if ready && wants(.query) {
+                stage("query") {
+                    let figures = try QueryBench.measure(path: path, plan: plan, queries: options.queries)
+                    report.row(
+                        "query", "Engine.query by appTransactionId, \(Format.count(Double(plan.customers))) customers",
+                        Format.count(figures.rate) + " /s", target: ">= 50,000/s", met: figures.rate >= 50_000)
+                    report.row("query", "latency p50", Format.fixed(figures.p50 * 1000, 1) + " µs")
+                    report.row("query", "latency p99", Format.fixed(figures.p99 * 1000, 1) + " µs", target: "<= 1 ms", met: figures.p99 <= 1.0)
+                    report.row("query", "Engine.query by originalTransactionId", Format.count(figures.byOriginalTransactionIdRate) + " /s")
+                    report.section(
+                        "query",
+                        [
+                            "customers": .int(Int64(plan.customers)), "queries": .int(Int64(figures.queries)), "seconds": .double(figures.seconds),
+                            "queriesPerSecond": .double(figures.rate), "p50Milliseconds": .double(figures.p50),
+                            "p99Milliseconds": .double(figures.p99), "maxMilliseconds": .double(figures.max),
+                            "byOriginalTransactionIdPerSecond": .double(figures.byOriginalTransactionIdRate),
+                        ])
+                }
+            }
+            if ready && wants(.replay) {
+                stage("replay") {
+                    let figures = try ReplayBench.measure(path: path)
+                    guard figures.events == Int64(plan.total), figures.customers == Int64(plan.customers) else {
+                        throw BenchFailure("replay saw \(figures.events) events and \(figures.customers) customers, expected \(plan.total) and \(plan.customers)")
+                    }
+                    guard figures.changed == 0 else { throw BenchFailure("replay changed \(figures.changed) customers; ingest and replay disagree") }
+                    report.row(
+                        "replay", "Engine.replay, \(Format.count(Double(plan.total))) events / \(Format.count(Double(plan.customers))) customers",
+                        Format.count(figures.rate) + " events/s", target: ">= 250,000/s", met: figures.rate >= 250_000)
+                    report.row(
+                        "replay", "peak RSS of the replay process (VmHWM)", Format.megabytes(figures.peakRSS), target: "< 256 MiB",
+                        met: figures.peakRSS < 256 << 20)
+                    report.section(
+                        "replay",
+                        [
+                            "events": .int(figures.events), "customers": .int(figures.customers), "seconds": .double(figures.seconds),
+                            "eventsPerSecond": .double(figures.rate), "peakRSSBytes": .int(figures.peakRSS),
+                            "rssBeforeReplayBytes": .int(figures.baselineRSS), "changed": .int(figures.changed),
+                        ])
+                }
+            }
+            if ready {
+                stage("storage") {
+                    let storage = try Storage.measure(path)
+                    report.row(
+                        "storage", "bytes per event, query/replay database (\(options.rawHeader.rawValue) stand-in raw)",
+                        Format.count(storage.bytesPerEvent) + " B")
+                    report.section(
+                        "storageDatabase",
+                        storageJSON(storage, note: "the query/replay database: stand-in raw JWS, header \(options.rawHeader.rawValue)"))
+                }
+                if !options.keep { Storage.remove(path) }
+            }
+        }
+
+        report.section(
+            "machine",
+            [
+                "cores": .int(Int64(Machine.cores)), "cpu": .string(Machine.cpuModel), "memoryBytes": .int(Machine.memoryBytes),
+                "loadAverageBefore": .string(loadBefore), "loadAverageAfter": .string(Machine.loadAverage),
+                "openssl": .string(ecdsa?.openSSLVersion ?? ""),
+            ])
+        report.section("seconds", .double(Clock.now() - started))
+
+        print("")
+        print("entitlements-bench (\(build)) on \(Machine.cores) cores, \(Machine.cpuModel), \(Format.megabytes(Machine.memoryBytes)) memory; load \(loadBefore)")
+        print("")
+        print(report.table())
+        print("")
+        do {
+            try Data((PrettyJSON.string(report.json()) + "\n").utf8).write(to: URL(fileURLWithPath: options.out))
+            print("results: \(options.out)   corpus: \(corpusPath)")
+        } catch {
+            report.failures.append("writing \(options.out): \(error)")
+        }
+        if !options.keep { Storage.remove(workFolder + "/ingest-1.sqlite") }
+        if report.failures.isEmpty {
+            if options.smoke { print("smoke: every stage ran and checked out") }
+            return 0
+        }
+        for failure in report.failures { print("FAILED: \(failure)") }
+        return 1
+    }
+
+    /// Runs one stage, recording its failure instead of stopping the run.
+    func stage(_ name: String, _ body: () throws -> Void) {
+        note("\(name) ...")
+        do {
+            try body()
+        } catch {
+            note("\(name): FAILED: \(error)")
+            report.failures.append("\(name): \(error)")
+        }
+    }
+
+    func storageJSON(_ storage: Storage.Figures, note: String) -> JSONValue {
+        [
+            "note": .string(note), "events": .int(storage.events), "fileBytes": .int(storage.fileBytes),
+            "bytesPerEvent": .double(storage.bytesPerEvent),
+            "objects": .object(JSONObject(storage.objects.map { (key: $0.name, value: .int($0.bytes)) })),
+            "averageColumnBytes": .object(JSONObject(storage.averageColumns.map { (key: $0.name, value: .double($0.bytes)) })),
+        ]
+    }
+}

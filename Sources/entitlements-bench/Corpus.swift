@@ -1,0 +1,177 @@
+import Dispatch
+import EntitlementCore
+import Entitlements
+import Foundation
+import TestPKI
+
+/// The subscription histories the benchmark is made of.
+///
+/// Customer `c` holds one monthly auto-renewable subscription. Its history has
+/// `eventsPerCustomer` notifications, each carrying a `signedTransactionInfo` and a
+/// `signedRenewalInfo` (so three JWS, three signatures): `SUBSCRIBED`/`INITIAL_BUY`,
+/// then `DID_RENEW` once a month, and last a `DID_CHANGE_RENEWAL_STATUS`/
+/// `AUTO_RENEW_DISABLED` (with the latest transaction re-signed). The log order is by
+/// month: every customer's first notification, then every customer's second, ...
+struct HistoryPlan: Sendable {
+    var customers: Int
+    var eventsPerCustomer: Int
+    var total: Int
+
+    init(total: Int, customers: Int) {
+        self.total = total
+        self.customers = max(1, customers)
+        self.eventsPerCustomer = max(1, (total + self.customers - 1) / self.customers)
+    }
+
+    /// The customer and its event number of the `index`-th notification of the log.
+    func position(_ index: Int) -> (customer: Int, event: Int) {
+        (index % customers, index / customers)
+    }
+
+    static let productId = "com.example.pro.monthly"
+    static let groupId = "21000001"
+
+    static func appTransactionId(_ customer: Int) -> String { "704" + padded(customer, 15) }
+    static func originalTransactionId(_ customer: Int) -> String { "2000" + padded(customer, 12) }
+    static func transactionId(_ customer: Int, purchase: Int) -> String {
+        purchase == 0 ? originalTransactionId(customer) : "3" + padded(purchase, 3) + padded(customer, 12)
+    }
+    static func appAccountToken(_ customer: Int) -> String {
+        "7e3f0000-0000-4000-8000-" + paddedHex(customer, 12)
+    }
+
+    /// The payloads of one notification: the transaction, the renewal info, and a
+    /// function that makes the notification from the two nested JWS.
+    func payloads(customer c: Int, event k: Int) -> (transaction: JSONValue, renewal: JSONValue, notification: (String, String) -> JSONValue) {
+        let last = k == eventsPerCustomer - 1 && eventsPerCustomer > 2
+        let purchase = last ? k - 1 : k
+        let month: Int64 = 30 * 86_400_000
+        let purchaseDate = TestPayloads.january2025 + Int64(purchase) * month + Int64(c % 86_400) * 1_000
+        let expires = purchaseDate + month
+        let signedDate = last ? purchaseDate + 10 * 86_400_000 : purchaseDate + 60_000
+        let transaction = TestPayloads.transaction(
+            transactionId: Self.transactionId(c, purchase: purchase),
+            originalTransactionId: Self.originalTransactionId(c),
+            appTransactionId: Self.appTransactionId(c),
+            productId: Self.productId,
+            purchaseDate: purchaseDate,
+            originalPurchaseDate: TestPayloads.january2025 + Int64(c % 86_400) * 1_000,
+            expiresDate: expires,
+            signedDate: signedDate,
+            appAccountToken: Self.appAccountToken(c),
+            subscriptionGroupIdentifier: Self.groupId,
+            webOrderLineItemId: "6000" + padded(purchase, 3) + padded(c, 12),
+            transactionReason: purchase == 0 ? "PURCHASE" : "RENEWAL")
+        let renewal = TestPayloads.renewalInfo(
+            originalTransactionId: Self.originalTransactionId(c),
+            appTransactionId: Self.appTransactionId(c),
+            autoRenewProductId: Self.productId,
+            productId: Self.productId,
+            autoRenewStatus: last ? 0 : 1,
+            signedDate: signedDate,
+            recentSubscriptionStartDate: TestPayloads.january2025 + Int64(c % 86_400) * 1_000,
+            renewalDate: expires,
+            appAccountToken: Self.appAccountToken(c))
+        let (type, subtype): (String, String?) =
+            k == 0 ? ("SUBSCRIBED", "INITIAL_BUY") : last ? ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED") : ("DID_RENEW", nil)
+        let uuid = "00000000-0000-4000-8000-" + paddedHex(c &* 64 &+ k, 12)
+        return (
+            transaction, renewal,
+            { transactionJWS, renewalJWS in
+                TestPayloads.notification(
+                    type: type, subtype: subtype, uuid: uuid, signedDate: signedDate,
+                    signedTransactionInfo: transactionJWS, signedRenewalInfo: renewalJWS, status: 1)
+            }
+        )
+    }
+}
+
+/// One signed notification of the corpus, with its nested JWS kept apart too.
+struct SignedNotificationSample: Sendable {
+    var notification: String
+    var transaction: String
+    var renewal: String
+    /// The body Apple POSTs: `{"signedPayload":"..."}`.
+    var body: String
+}
+
+/// The signed corpus: a throwaway Apple-shaped PKI and notifications signed by its leaf.
+struct Corpus: Sendable {
+    let pki: TestPKI
+    let plan: HistoryPlan
+    let samples: [SignedNotificationSample]
+
+    /// Signs `count` notifications (three signatures each), over all cores.
+    init(count: Int, customers: Int) {
+        pki = TestPKI()
+        plan = HistoryPlan(total: count, customers: customers)
+        let lanes = max(1, min(Machine.cores, count / 64 + 1))
+        let plan = plan
+        let pki = pki
+        let parts = UnsafeSendableBox([[SignedNotificationSample]](repeating: [], count: lanes))
+        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+            var local: [SignedNotificationSample] = []
+            var index = lane
+            while index < count {
+                let (c, k) = plan.position(index)
+                let payloads = plan.payloads(customer: c, event: k)
+                let transaction = pki.sign(payloads.transaction)
+                let renewal = pki.sign(payloads.renewal)
+                let notification = pki.sign(payloads.notification(transaction, renewal))
+                local.append(
+                    SignedNotificationSample(
+                        notification: notification, transaction: transaction, renewal: renewal,
+                        body: TestPayloads.body(signedPayload: notification)))
+                index += lanes
+            }
+            parts.set(lane, local)
+        }
+        var samples: [SignedNotificationSample] = []
+        samples.reserveCapacity(count)
+        for index in 0..<count { samples.append(parts.value[index % lanes][index / lanes]) }
+        self.samples = samples
+    }
+
+    /// The engine configuration that trusts this corpus's root.
+    var configuration: EngineConfiguration {
+        EngineConfiguration(
+            bundleId: TestPayloads.bundleId, appAppleId: TestPayloads.appAppleId, environment: .sandbox,
+            rootCertificatesDER: [pki.rootDER], rules: BenchRules.rules)
+    }
+
+    /// Writes the notification bodies as NDJSON, and the root certificate as DER.
+    func write(ndjson: String, rootDER: String) throws {
+        var text = ""
+        text.reserveCapacity(samples.count * (samples.first?.body.utf8.count ?? 0 + 1))
+        for sample in samples {
+            text += sample.body
+            text += "\n"
+        }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: ndjson))
+        try Data(pki.rootDER).write(to: URL(fileURLWithPath: rootDER))
+    }
+}
+
+/// The business rules the benchmark runs under.
+enum BenchRules {
+    static let rules = Rules(
+        version: "bench-1",
+        products: [
+            HistoryPlan.productId: ProductRule(entitlements: ["pro"]),
+            "com.example.pro.yearly": ProductRule(entitlements: ["pro"]),
+            "com.example.coins.100": ProductRule(currency: "coins", units: 100),
+        ])
+    static var rulesJSON: String { JSONWriter.string(rules.canonicalJSON) }
+}
+
+/// Per-lane results written from `concurrentPerform` lanes, each lane its own slot.
+final class UnsafeSendableBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var value: T
+    init(_ value: T) { self.value = value }
+    func set<E>(_ index: Int, _ element: E) where T == [E] {
+        lock.lock()
+        value[index] = element
+        lock.unlock()
+    }
+}

@@ -1,0 +1,86 @@
+import COpenSSL
+
+/// The machine's limit: bare P-256 ECDSA verifications through OpenSSL on one core.
+///
+/// A fresh P-256 key signs one SHA-256 digest; the same `EVP_PKEY_CTX` (initialised
+/// once) then verifies it over and over. That is the least work OpenSSL can do per
+/// ES256 signature, so `rate / 3` bounds what any verifier can do on one core for a
+/// notification carrying a transaction and a renewal info (three signatures).
+///
+/// The second figure is the same verification with a new context per call
+/// (`EVP_PKEY_CTX_new_from_pkey` + `EVP_PKEY_verify_init`, as a verifier that shares
+/// one key across threads does), to show what that costs.
+enum ECDSALimit {
+    struct Figures {
+        var bareRate: Double
+        var bareCount: Int
+        var freshContextRate: Double
+        var sha256Rate: Double
+        var openSSLVersion: String
+    }
+
+    static func measure(seconds: Double) throws -> Figures {
+        guard let keygen = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw BenchFailure("OpenSSL has no EC") }
+        defer { EVP_PKEY_CTX_free(keygen) }
+        guard EVP_PKEY_keygen_init(keygen) == 1, EVP_PKEY_CTX_set_group_name(keygen, "P-256") == 1 else {
+            throw BenchFailure("OpenSSL cannot make P-256 keys")
+        }
+        var generated: OpaquePointer? = nil
+        guard EVP_PKEY_generate(keygen, &generated) == 1, let key = generated else { throw BenchFailure("EVP_PKEY_generate failed") }
+        defer { EVP_PKEY_free(key) }
+
+        var digest = [UInt8](repeating: 0, count: 32)
+        let message = Array("entitlements-bench".utf8)
+        var digestLength: UInt32 = 0
+        guard EVP_Digest(message, message.count, &digest, &digestLength, EVP_sha256(), nil) == 1 else {
+            throw BenchFailure("SHA-256 failed")
+        }
+
+        // Sign once.
+        guard let signer = EVP_PKEY_CTX_new_from_pkey(nil, key, nil), EVP_PKEY_sign_init(signer) == 1 else {
+            throw BenchFailure("EVP_PKEY_sign_init failed")
+        }
+        defer { EVP_PKEY_CTX_free(signer) }
+        var signatureLength = 0
+        guard EVP_PKEY_sign(signer, nil, &signatureLength, digest, 32) == 1 else { throw BenchFailure("EVP_PKEY_sign failed") }
+        var signature = [UInt8](repeating: 0, count: signatureLength)
+        guard EVP_PKEY_sign(signer, &signature, &signatureLength, digest, 32) == 1 else { throw BenchFailure("EVP_PKEY_sign failed") }
+        signature.removeLast(signature.count - signatureLength)
+
+        // Bare: one context, verified again and again.
+        guard let verifier = EVP_PKEY_CTX_new_from_pkey(nil, key, nil), EVP_PKEY_verify_init(verifier) == 1 else {
+            throw BenchFailure("EVP_PKEY_verify_init failed")
+        }
+        defer { EVP_PKEY_CTX_free(verifier) }
+        var failures = 0
+        let bare = timed([0], seconds: seconds, minimum: 200) { _ in
+            if EVP_PKEY_verify(verifier, signature, signature.count, digest, 32) != 1 { failures += 1 }
+        }
+        guard failures == 0 else { throw BenchFailure("bare ECDSA verification failed \(failures) times") }
+
+        // A new context per verification.
+        let fresh = timed([0], seconds: seconds / 2, minimum: 100) { _ in
+            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { failures += 1; return }
+            defer { EVP_PKEY_CTX_free(context) }
+            if EVP_PKEY_verify_init(context) != 1 || EVP_PKEY_verify(context, signature, signature.count, digest, 32) != 1 {
+                failures += 1
+            }
+        }
+        guard failures == 0 else { throw BenchFailure("ECDSA verification with a fresh context failed \(failures) times") }
+
+        // SHA-256 of a typical signing input (a transaction JWS: ~3.3 KB of header.payload).
+        let input = [UInt8](repeating: 0x41, count: 3_300)
+        let md = EVP_sha256()
+        let hashing = timed([0], seconds: seconds / 4, minimum: 100) { _ in
+            var out = [UInt8](repeating: 0, count: 32)
+            var length: UInt32 = 0
+            _ = EVP_Digest(input, input.count, &out, &length, md, nil)
+        }
+
+        let version = OpenSSL_version(Int32(OPENSSL_VERSION)).map { String(cString: $0) } ?? "unknown"
+        return Figures(
+            bareRate: Double(bare.count) / bare.seconds, bareCount: bare.count,
+            freshContextRate: Double(fresh.count) / fresh.seconds,
+            sha256Rate: Double(hashing.count) / hashing.seconds, openSSLVersion: version)
+    }
+}

@@ -1,0 +1,141 @@
+import EntitlementCore
+import Entitlements
+import Foundation
+import TestPKI
+
+/// Point lookups through ``Engine/query(_:at:)``: customers drawn at random (a fixed
+/// seed), one thread, each call timed on its own.
+enum QueryBench {
+    struct Figures {
+        var queries: Int
+        var seconds: Double
+        var rate: Double
+        var p50: Double
+        var p99: Double
+        var max: Double
+        var byOriginalTransactionIdRate: Double
+    }
+
+    /// The moment queries ask about: mid-history, when some subscriptions are active.
+    static let at: Int64 = TestPayloads.january2025 + 150 * 86_400_000
+
+    static func measure(path: String, plan: HistoryPlan, queries: Int) throws -> Figures {
+        let engine = try Engine(configuration: replayConfiguration, databasePath: path)
+        var random = SplitMix64(seed: 0x5EED)
+        let pool = (0..<min(queries, 65_536)).map { _ in HistoryPlan.appTransactionId(random.below(plan.customers)) }
+        // Warm up SQLite's page cache and the code paths.
+        for id in pool.prefix(1_000) { _ = try engine.query(.appTransactionId(id), at: at) }
+
+        var latencies = [UInt64](repeating: 0, count: queries)
+        var missing = 0
+        let start = Clock.now()
+        for index in 0..<queries {
+            let id = pool[index % pool.count]
+            let begin = Clock.nanoseconds()
+            let answer = try engine.query(.appTransactionId(id), at: at)
+            latencies[index] = Clock.nanoseconds() - begin
+            if case .customer(let view) = answer {
+                if view.subscriptions.isEmpty { missing += 1 }
+            } else {
+                missing += 1
+            }
+        }
+        let seconds = Clock.now() - start
+        guard missing == 0 else { throw BenchFailure("\(missing) of \(queries) queries found no customer or no subscription") }
+        latencies.sort()
+        func percentile(_ p: Double) -> Double {
+            Double(latencies[min(latencies.count - 1, Int((Double(latencies.count) * p).rounded(.down)))]) / 1e6
+        }
+
+        // By originalTransactionId (one lookup more), fewer calls.
+        let otids = (0..<min(queries, 20_000)).map { _ in HistoryPlan.originalTransactionId(random.below(plan.customers)) }
+        let otidStart = Clock.now()
+        for otid in otids {
+            guard case .customer = try engine.query(.originalTransactionId(otid), at: at) else {
+                throw BenchFailure("query by originalTransactionId \(otid) found nobody")
+            }
+        }
+        let otidRate = Double(otids.count) / (Clock.now() - otidStart)
+        return Figures(
+            queries: queries, seconds: seconds, rate: Double(queries) / seconds, p50: percentile(0.50), p99: percentile(0.99),
+            max: Double(latencies.last ?? 0) / 1e6, byOriginalTransactionIdRate: otidRate)
+    }
+
+    /// The configuration used on the big database: the benchmark's rules; the root
+    /// does not matter (nothing is verified), so the embedded Apple root stands.
+    static var replayConfiguration: EngineConfiguration {
+        EngineConfiguration(
+            bundleId: TestPayloads.bundleId, appAppleId: TestPayloads.appAppleId, environment: .sandbox, rules: BenchRules.rules)
+    }
+}
+
+/// Replay through ``Engine/replay(diff:now:progress:)`` in a child process (this
+/// program re-run with a hidden subcommand), so that its peak RSS (`VmHWM`) is the
+/// replay's alone, not the corpus building's.
+enum ReplayBench {
+    static let childCommand = "__replay-child"
+
+    struct Figures {
+        var events: Int64
+        var customers: Int64
+        var changed: Int64
+        var seconds: Double
+        var rate: Double
+        var peakRSS: Int64
+        var baselineRSS: Int64
+    }
+
+    /// In the child: replay and print one JSON line.
+    static func child(path: String) -> Int32 {
+        let baseline = Machine.statusBytes("VmHWM")
+        do {
+            let engine = try Engine(configuration: QueryBench.replayConfiguration, databasePath: path)
+            let start = Clock.now()
+            let report = try engine.replay(now: QueryBench.at)
+            let seconds = Clock.now() - start
+            let peak = Machine.statusBytes("VmHWM")
+            let line: JSONValue = [
+                "events": .int(report.events), "customers": .int(report.customers), "changed": .int(report.changed),
+                "seconds": .double(seconds), "vmHWM": .int(peak), "vmHWMBefore": .int(baseline),
+            ]
+            print(JSONWriter.string(line))
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("replay child: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    /// In the parent: run the child and read its line.
+    static func measure(path: String) throws -> Figures {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Machine.executablePath)
+        process.arguments = [childCommand, path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchFailure("the replay child exited with \(process.terminationStatus)") }
+        let text = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        guard let json = try? JSONParser().parse(text) else { throw BenchFailure("the replay child printed no JSON: \(text)") }
+        func int(_ key: String) -> Int64 {
+            switch json[key] {
+            case .int(let value)?: return value
+            case .double(let value)?: return Int64(value)
+            default: return 0
+            }
+        }
+        func double(_ key: String) -> Double {
+            switch json[key] {
+            case .int(let value)?: return Double(value)
+            case .double(let value)?: return value
+            default: return 0
+            }
+        }
+        let seconds = double("seconds")
+        return Figures(
+            events: int("events"), customers: int("customers"), changed: int("changed"), seconds: seconds,
+            rate: seconds > 0 ? Double(int("events")) / seconds : 0, peakRSS: int("vmHWM"), baselineRSS: int("vmHWMBefore"))
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Monotonic time, in seconds.
+enum Clock {
+    static func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+
+    /// Monotonic time in nanoseconds (for per-call latencies).
+    static func nanoseconds() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+    }
+
+    /// CPU time this process has used (user + system), in seconds.
+    static func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
+            + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+}
+
+/// Facts about this machine and this process, read from /proc.
+enum Machine {
+    static func procLines(_ path: String) -> [Substring] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n")
+    }
+
+    /// A `Key: value` line of a /proc file, the value trimmed.
+    static func field(_ path: String, _ key: String) -> String? {
+        for line in procLines(path) where line.hasPrefix(key) {
+            let rest = line.dropFirst(key.count).drop { $0 == " " || $0 == "\t" }
+            guard rest.first == ":" else { continue }
+            return rest.dropFirst().trimmingCharacters(in: .whitespaces)
+        }
+        return nil
+    }
+
+    /// A kB figure of /proc/self/status (`VmHWM`, `VmRSS`), in bytes.
+    static func statusBytes(_ key: String) -> Int64 {
+        guard let value = field("/proc/self/status", key) else { return 0 }
+        return (Int64(value.split(separator: " ").first ?? "0") ?? 0) * 1024
+    }
+
+    static var cpuModel: String { field("/proc/cpuinfo", "model name") ?? "unknown" }
+    static var cores: Int { Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+    static var memoryBytes: Int64 {
+        guard let value = field("/proc/meminfo", "MemTotal") else { return 0 }
+        return (Int64(value.split(separator: " ").first ?? "0") ?? 0) * 1024
+    }
+    static var loadAverage: String {
+        guard let data = FileManager.default.contents(atPath: "/proc/loadavg") else { return "" }
+        return String(decoding: data, as: UTF8.self).split(separator: " ").prefix(3).joined(separator: " ")
+    }
+
+    /// The path of this executable, for re-running it as a child process.
+    static var executablePath: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    static func fileSize(_ path: String) -> Int64 {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return 0 }
+        return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+    }
+}
+
+/// Writes progress to standard error (the table and JSON go to standard output and the file).
+func note(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// Zero-padded decimal digits, without Foundation's formatter.
+func padded(_ value: Int, _ width: Int) -> String {
+    let digits = String(value)
+    return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+}
+
+/// Zero-padded lowercase hexadecimal digits.
+func paddedHex(_ value: Int, _ width: Int) -> String {
+    let digits = String(value, radix: 16)
+    return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+}
+
+/// A small deterministic generator (SplitMix64), so runs pick the same queries.
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}
+
+/// Runs `body` over `items`, cycling, until at least `minimum` calls were made and
+/// `seconds` have passed (or `maximum` calls). Returns calls and elapsed seconds.
+func timed<T>(_ items: [T], seconds: Double, minimum: Int = 1, maximum: Int = .max, _ body: (T) -> Void) -> (count: Int, seconds: Double) {
+    precondition(!items.isEmpty)
+    let start = Clock.now()
+    var count = 0
+    var index = 0
+    var elapsed = 0.0
+    while count < maximum {
+        let chunk = min(32, maximum - count)
+        for _ in 0..<chunk {
+            body(items[index])
+            index += 1
+            if index == items.count { index = 0 }
+        }
+        count += chunk
+        elapsed = Clock.now() - start
+        if elapsed >= seconds && count >= minimum { break }
+    }
+    return (count, elapsed)
+}
+
+/// A failed check of a stage (the smoke run exits non-zero on any).
+struct BenchFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

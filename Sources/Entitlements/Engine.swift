@@ -96,7 +96,7 @@ public final class Engine: Sendable {
                     try store.append(items, rules: configuration.rules, rulesJSON: rulesJSON, receivedAt: receivedAt)
                 }
             } catch {
-                let busy = error.code == .sqlite && (error.message.contains("database is locked") || error.message.contains("busy"))
+                let busy = error.code == .busy
                 attempt += 1
                 if busy && attempt < 50 {
                     usleep(UInt32(20_000 * min(attempt, 10)))

@@ -11,6 +11,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case corrupt = "DATABASE_CORRUPT"
         /// The log holds something the engine cannot read back.
         case unreadable = "LOG_UNREADABLE"
+        /// Another writer held the database past the busy timeout; retrying the batch is safe.
+        case busy = "DATABASE_BUSY"
         /// Anything else SQLite reported.
         case sqlite = "DATABASE_ERROR"
     }
@@ -34,6 +36,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             self.init(code: .full, message: "the disk holding \(path) is full; the batch was rolled back and nothing was written (\(error.message))")
         case ResultCode.corrupt, ResultCode.notADatabase:
             self.init(code: .corrupt, message: "\(path) is not a valid engine database or is damaged (\(error.message))")
+        case ResultCode.busy, ResultCode.locked:
+            self.init(code: .busy, message: "the database \(path) stayed locked by another writer past the busy timeout (\(error.message))")
         case ResultCode.cantOpen:
             self.init(code: .cannotOpen, message: "cannot open the database \(path) (\(error.message))")
         default:

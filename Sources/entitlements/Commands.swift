@@ -98,6 +98,9 @@ enum Commands {
     /// The file's content when it is a single JSON document spanning lines;
     /// `nil` when it should be read as NDJSON (one document per line).
     static func wholeDocument(path: String, limit: Int) -> InputBytes? {
+        // Larger than one input may be: it can only be NDJSON.
+        var info = stat()
+        guard stat(path, &info) == 0, Int(info.st_size) <= limit else { return nil }
         guard var reader = InputReader(path: path, limit: limit) else { return nil }
         defer { reader.close() }
         let all = reader.readAll()

@@ -77,7 +77,6 @@ struct CompactJWS {
 struct PresentedChain {
     let leaf: X509Certificate
     let intermediate: X509Certificate
-    let root: X509Certificate
     let intermediateDER: [UInt8]
     let rootDER: [UInt8]
 
@@ -86,7 +85,9 @@ struct PresentedChain {
     /// - Throws: `VERIFICATION_FAILURE` when `alg` is not `ES256`, `x5c` is absent or `crit` is
     ///   present; `INVALID_CHAIN_LENGTH` when `x5c` does not hold exactly 3 entries;
     ///   `INVALID_CERTIFICATE` when an entry is not standard base64 of a DER X.509 certificate.
-    init(header: JSONObject) throws(VerificationError) {
+    /// - Parameter knownRoots: DER of certificates known to parse (the configured roots): an
+    ///   `x5c` entry equal to one of them is not parsed again.
+    init(header: JSONObject, knownRoots: [[UInt8]] = []) throws(VerificationError) {
         switch header["alg"] {
         case .string("ES256"): break
         case .string(let alg):
@@ -107,7 +108,7 @@ struct PresentedChain {
                 .invalidChainLength,
                 "x5c holds \(entries.count) certificate\(entries.count == 1 ? "" : "s"); Apple's chain has exactly 3 (leaf, intermediate, root)")
         }
-        var certificates: [(X509Certificate, [UInt8])] = []
+        var certificates: [(X509Certificate?, [UInt8])] = []
         for (index, entry) in entries.enumerated() {
             let name = ["leaf", "intermediate", "root"][index]
             guard case .string(let text) = entry else {
@@ -116,14 +117,17 @@ struct PresentedChain {
             guard let der = Base64.decodeStandardPadded(text) else {
                 throw .invalidCertificate("x5c[\(index)] (\(name)) is not standard base64 with padding")
             }
+            if index == 2 && knownRoots.contains(der) {
+                certificates.append((nil, der))  // the root is only ever compared, byte for byte
+                continue
+            }
             guard let certificate = X509Certificate.parse(der) else {
                 throw .invalidCertificate("x5c[\(index)] (\(name)) is not a DER X.509 certificate")
             }
             certificates.append((certificate, der))
         }
-        leaf = certificates[0].0
-        intermediate = certificates[1].0
-        root = certificates[2].0
+        leaf = certificates[0].0!
+        intermediate = certificates[1].0!
         intermediateDER = certificates[1].1
         rootDER = certificates[2].1
     }

@@ -35,7 +35,7 @@ extension SignedDataVerifier {
         if let cached {
             key = cached.key
         } else {
-            let chain = try PresentedChain(header: jws.decodedHeader())
+            let chain = try PresentedChain(header: jws.decodedHeader(), knownRoots: trust.rootsDER)
             guard let leafKey = chain.leaf.p256PublicKey else {
                 throw .verificationFailure("the leaf certificate's key is not an EC P-256 key, which ES256 requires")
             }
@@ -59,7 +59,7 @@ extension SignedDataVerifier {
         // 4. Chain, valid at the signing time.
         if cached == nil || !cached!.isValid(atMillis: decoded.date) {
             let chain: PresentedChain
-            if let presented { chain = presented } else { chain = try PresentedChain(header: jws.decodedHeader()) }
+            if let presented { chain = presented } else { chain = try PresentedChain(header: jws.decodedHeader(), knownRoots: trust.rootsDER) }
             let verified = try trust.verify(chain, atMillis: decoded.date, dateField: decoded.dateField)
             cache.insert(header: jws.header, hash: headerHash, chain: verified)
         }

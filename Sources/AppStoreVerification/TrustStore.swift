@@ -9,6 +9,8 @@ internal import COpenSSL
 final class TrustStore: @unchecked Sendable {
     private let store: OpaquePointer
     let roots: [X509Certificate]
+    /// The configured roots' DER, as configured.
+    let rootsDER: [[UInt8]]
 
     init(rootsDER: [[UInt8]]) throws(VerificationError) {
         var parsed: [X509Certificate] = []
@@ -25,6 +27,7 @@ final class TrustStore: @unchecked Sendable {
         X509_STORE_set_flags(store, UInt(X509_V_FLAG_X509_STRICT))
         self.store = store
         self.roots = parsed
+        self.rootsDER = rootsDER
     }
 
     deinit { X509_STORE_free(store) }

@@ -7,6 +7,11 @@ public enum Migrator {
     /// - Returns: the identifiers applied by this call.
     @discardableResult
     public static func migrate(_ connection: Connection, migrations: [SchemaMigrations.Migration]) throws -> [String] {
+        // Up to date already (every open but the first): a read, no write lock. Opening
+        // must not queue behind writers, or a query could fail on a busy database.
+        if let done = try? appliedIdentifiers(connection), migrations.allSatisfy({ done.contains($0.identifier) }) {
+            return []
+        }
         try connection.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (identifier TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT")
         var applied: [String] = []
@@ -27,5 +32,14 @@ public enum Migrator {
             if didApply { applied.append(migration.identifier) }
         }
         return applied
+    }
+
+    /// The identifiers recorded as applied (throws when there is no record table yet).
+    private static func appliedIdentifiers(_ connection: Connection) throws -> Set<String> {
+        let statement = try connection.prepare("SELECT identifier FROM schema_migrations")
+        defer { statement.reset() }
+        var identifiers: Set<String> = []
+        while try statement.step() { identifiers.insert(statement.string(0) ?? "") }
+        return identifiers
     }
 }

@@ -1,0 +1,98 @@
+import EntitlementCore
+import Entitlements
+import EventStore
+import Foundation
+import Testing
+
+extension Reliability {
+    /// Several processes ingest overlapping inputs into one database at once, while
+    /// queries keep being answered: no event lost or doubled, no SQLITE_BUSY reaches
+    /// anyone as a failure, and the state equals a replay.
+    @Suite("Concurrent writers")
+    struct ConcurrentWriters {
+        @Test("writers racing on one fresh database lose nothing, double nothing; queries answer throughout")
+        func racingWritersLoseAndDoubleNothing() throws {
+            let seed = Reliability.seed(0xD1CE)
+            let writerCount = parameter("RELIABILITY_WRITERS", 4)
+            let workspace = try Workspace(name: "race")
+            let history = History.generate(lines: parameter("RELIABILITY_RACE_INPUTS", 1_200), seed: seed)
+            let all = try workspace.write(lines: history.lines.map(\.text), to: "all.ndjson")
+            let reference = try workspace.cli("ingest", db: "reference.sqlite", [all.path])
+            #expect(reference.status == 1, "\(reference.stderr)")
+
+            // Each writer gets an overlapping share (every line goes to all writers but one), in its own order.
+            var rng = RNG(seed: seed)
+            var shares: [[InputLine]] = []
+            for writer in 0..<writerCount {
+                var share = history.lines.enumerated().filter { writerCount == 1 || $0.offset % writerCount != writer }.map(\.element)
+                share.shuffle(using: &rng)
+                shares.append(share)
+            }
+            var writers: [(Tool.Running, [InputLine])] = []
+            for (writer, share) in shares.enumerated() {
+                let file = try workspace.write(lines: share.map(\.text), to: "writer\(writer).ndjson")
+                let viaStdin = writer % 2 == 1
+                let batch = ["16", "64", "512", "3"][writer % 4]
+                writers.append((
+                    try workspace.start(
+                        "ingest", db: "shared.sqlite", ["--batch", batch] + (viaStdin ? [] : [file.path]),
+                        stdin: viaStdin ? file : nil, label: "writer\(writer)"),
+                    share))
+            }
+
+            // Queries while the writers write: each answers (0, or 1 for a customer not known yet).
+            var answered = 0
+            var queryFailures: [String] = []
+            while writers.contains(where: { $0.0.process.isRunning }) {
+                let customer = rng.pick(history.customers)
+                let query = try workspace.cli("query", db: "shared.sqlite", ["--app-transaction-id", customer], timeout: 60)
+                let parsed = try? JSONParser().parse(query.stdout)
+                if (query.status == 0 && parsed?["appTransactionId"] != nil)
+                    || (query.status == 1 && text(parsed?["error"]?["code"]) == "NOT_FOUND")
+                {
+                    if writers.contains(where: { $0.0.process.isRunning }) { answered += 1 }
+                } else {
+                    queryFailures.append("exit \(query.status): \(query.stdout) \(query.stderr)")
+                }
+            }
+            #expect(queryFailures.isEmpty, "queries failed while writers wrote: \(queryFailures.prefix(3))")
+            #expect(answered > 0, "no query was answered while the writers were writing")
+
+            for (index, (running, share)) in writers.enumerated() {
+                let outcome = running.wait()
+                #expect(outcome.status == 1 && !outcome.signaled, "writer \(index) exit \(outcome.status): \(outcome.stderr)")
+                #expect(!outcome.stderr.contains("DATABASE") && !outcome.stderr.lowercased().contains("locked")
+                        && !outcome.stderr.lowercased().contains("busy"), "writer \(index): \(outcome.stderr)")
+                expectOutcomes(outcome.stdout, for: share)
+            }
+            try expectSameAsReference(workspace: workspace, database: "shared.sqlite", reference: "reference.sqlite", history: history)
+            print("concurrent writers: \(writerCount) writers, \(history.lines.count) lines, \(answered) queries answered meanwhile")
+        }
+
+        @Test("a writer finding the database locked past the busy timeout retries, and neither fails nor loses a line")
+        func lockedDatabaseIsWaitedForNotReported() throws {
+            let workspace = try Workspace(name: "busy")
+            let history = History.generate(lines: 40, seed: 7)
+            let first = try workspace.write(lines: Array(history.lines.prefix(10)).map(\.text), to: "first.ndjson")
+            let rest = try workspace.write(lines: Array(history.lines.dropFirst(10)).map(\.text), to: "rest.ndjson")
+            try workspace.cli("ingest", db: "busy.sqlite", [first.path])
+
+            // Another writer holds the write lock longer than the engine's busy timeout (10 s).
+            let holder = try Connection(path: workspace.path("busy.sqlite"), mode: .readWrite)
+            try holder.execute("BEGIN IMMEDIATE")
+            let ingest = try workspace.start("ingest", db: "busy.sqlite", [rest.path])
+            let query = try workspace.start("query", db: "busy.sqlite", ["--app-transaction-id", history.customers[0]])
+            let queryOutcome = query.wait(timeout: 30)
+            #expect(queryOutcome.status == 0, "a query must not wait for a writer: \(queryOutcome.stderr)")
+            #expect(queryOutcome.seconds < 5, "a query waited \(queryOutcome.seconds)s for the write lock")
+            Thread.sleep(forTimeInterval: max(0, 11.5 - Date().timeIntervalSince(ingest.started)))
+            #expect(ingest.process.isRunning, "ingest gave up while the database was locked")
+            try holder.execute("COMMIT")
+            let outcome = ingest.wait(timeout: 60)
+            #expect(outcome.status == 0 || outcome.status == 1, "exit \(outcome.status): \(outcome.stderr)")
+            #expect(!outcome.stderr.contains("DATABASE"), "\(outcome.stderr)")
+            expectOutcomes(outcome.stdout, for: Array(history.lines.dropFirst(10)))
+            #expect(try Probe(workspace.path("busy.sqlite")).eventCount() == Int64(history.identities.count))
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import EntitlementCore
+import Entitlements
+import EventStore
+import Foundation
+import TestPKI
+
+extension Reliability {
+    /// Reads a database file directly, behind the engine's back.
+    struct Probe {
+        let connection: Connection
+
+        init(_ path: String) throws {
+            connection = try Connection(path: path, mode: .readWrite)
+        }
+
+        func strings(_ sql: String) throws -> [String] {
+            let statement = try connection.prepare(sql)
+            var values: [String] = []
+            while try statement.step() { values.append(statement.string(0) ?? "") }
+            return values
+        }
+
+        func int(_ sql: String) throws -> Int64 { try connection.scalarInt(sql) ?? -1 }
+
+        /// Every event identity, once per row (so a doubled event would show twice).
+        func identities() throws -> [String] { try strings("SELECT identity FROM events ORDER BY seq") }
+        func eventIds() throws -> Set<String> { Set(try strings("SELECT event_id FROM events")) }
+        func eventCount() throws -> Int64 { try int("SELECT count(*) FROM events") }
+        func quarantineCount() throws -> Int64 { try int("SELECT count(*) FROM quarantine") }
+        /// `hex(input_hash) code` of every quarantined input, once per row.
+        func quarantine() throws -> [String] { try strings("SELECT hex(input_hash) || ' ' || code FROM quarantine ORDER BY 1") }
+        /// Every customer with at least one event.
+        func customers() throws -> [String] { try strings("SELECT DISTINCT customer_key FROM event_facts ORDER BY 1") }
+        func execute(_ sql: String) throws { try connection.execute(sql) }
+    }
+
+    /// The moments at which states are compared: across the histories' lifetimes and now.
+    static let moments: [Int64] = {
+        let base = TestPayloads.january2025
+        let day: Int64 = 86_400_000
+        return [base - day, base + 10 * day, base + 40 * day, base + 100 * day, base + 200 * day, base + 400 * day,
+                base + 3 * 365 * day, 4_102_444_800_000]
+    }()
+
+    /// The answer (`query` JSON) for every customer at every moment in ``moments``:
+    /// what the engine would tell an app server.
+    static func answers(_ engine: Engine, customers: [String]) throws -> [String: String] {
+        var answers: [String: String] = [:]
+        for customer in customers {
+            for at in moments {
+                answers["\(customer)@\(at)"] = JSONWriter.string(try engine.query(.appTransactionId(customer), at: at).json())
+            }
+        }
+        return answers
+    }
+
+    /// The first few differences between two sets of answers, for a readable failure.
+    static func differences(_ a: [String: String], _ b: [String: String], limit: Int = 3) -> String {
+        var out: [String] = []
+        for key in Set(a.keys).union(b.keys).sorted() where a[key] != b[key] {
+            out.append("\(key):\n  \(a[key] ?? "nil")\n  \(b[key] ?? "nil")")
+            if out.count >= limit { break }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    /// Parses NDJSON output lines; an incomplete last line (a process killed mid-write) is dropped.
+    static func outputObjects(_ stdout: String) -> [JSONValue] {
+        var lines = stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if let last = lines.last, !stdout.hasSuffix("\n") || last.isEmpty { lines.removeLast() }
+        return lines.compactMap { try? JSONParser().parse($0) }
+    }
+
+    static func text(_ value: JSONValue?) -> String? {
+        if case .string(let text)? = value { return text }
+        return nil
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Reliability {
+    /// The `entitlements` command line, run as a separate process, as production runs it.
+    enum Tool {
+        /// The built `entitlements` executable: `ENTITLEMENTS_BIN`, else the one beside
+        /// the test bundle (`swift test` builds every product into the same folder).
+        static let executable: URL? = {
+            let fileManager = FileManager.default
+            var candidates: [URL] = []
+            if let path = ProcessInfo.processInfo.environment["ENTITLEMENTS_BIN"] { candidates.append(URL(fileURLWithPath: path)) }
+            var folders: [URL] = []
+            if let url = Bundle.main.executableURL { folders.append(url.deletingLastPathComponent()) }
+            folders.append(Bundle.main.bundleURL.deletingLastPathComponent())
+            folders.append(Bundle.main.bundleURL)
+            folders.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+            for bundle in Bundle.allBundles { folders.append(bundle.bundleURL.deletingLastPathComponent()) }
+            for folder in folders {
+                candidates.append(folder.appendingPathComponent("entitlements"))
+                // Inside an .xctest bundle (Darwin layout): Contents/MacOS -> up three.
+                candidates.append(folder.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                    .appendingPathComponent("entitlements"))
+            }
+            return candidates.first { url in
+                var isDirectory: ObjCBool = false
+                return fileManager.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
+                    && fileManager.isExecutableFile(atPath: url.path)
+            }
+        }()
+
+        struct Outcome {
+            var status: Int32
+            var stdout: String
+            var stderr: String
+            var seconds: Double
+            /// Killed by a signal (the status is then the signal number).
+            var signaled: Bool
+
+            var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+        }
+
+        struct Missing: Error, CustomStringConvertible {
+            var description: String {
+                "the entitlements executable was not found beside the test bundle (\(Bundle.main.bundleURL.path)); build it or set ENTITLEMENTS_BIN"
+            }
+        }
+
+        /// A process started and not waited for; its output goes to files.
+        final class Running {
+            let process: Process
+            let stdoutURL: URL
+            let stderrURL: URL
+            let started = Date()
+            var pid: Int32 { process.processIdentifier }
+
+            init(process: Process, stdoutURL: URL, stderrURL: URL) {
+                self.process = process
+                self.stdoutURL = stdoutURL
+                self.stderrURL = stderrURL
+            }
+
+            /// `kill -9`.
+            func kill9() { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
+
+            /// Waits for the process (killing it after `timeout` seconds) and collects its output.
+            func wait(timeout: Double = 300) -> Outcome {
+                let deadline = Date().addingTimeInterval(timeout)
+                while process.isRunning {
+                    if Date() > deadline {
+                        kill9()
+                        break
+                    }
+                    usleep(2_000)
+                }
+                process.waitUntilExit()
+                let out = (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? ""
+                let err = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+                return Outcome(
+                    status: process.terminationStatus, stdout: out, stderr: err,
+                    seconds: Date().timeIntervalSince(started), signaled: process.terminationReason == .uncaughtSignal)
+            }
+        }
+
+        /// Starts `entitlements ARGUMENTS` (or, with `shell`, `/bin/sh -c SCRIPT` with
+        /// `$ENTITLEMENTS` set), output to files in `folder`, standard input from `stdin`
+        /// (a file) or nothing.
+        static func start(
+            _ arguments: [String], in folder: URL, stdin: URL? = nil, shell: String? = nil, label: String = "run"
+        ) throws -> Running {
+            guard let executable else { throw Missing() }
+            let process = Process()
+            if let shell {
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", shell, "sh"] + arguments
+                var environment = ProcessInfo.processInfo.environment
+                environment["ENTITLEMENTS"] = executable.path
+                process.environment = environment
+            } else {
+                process.executableURL = executable
+                process.arguments = arguments
+            }
+            process.currentDirectoryURL = folder
+            let tag = "\(label)-\(UUID().uuidString.prefix(8))"
+            let stdoutURL = folder.appendingPathComponent("\(tag).out")
+            let stderrURL = folder.appendingPathComponent("\(tag).err")
+            FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+            FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
+            process.standardError = try FileHandle(forWritingTo: stderrURL)
+            if let stdin {
+                process.standardInput = try FileHandle(forReadingFrom: stdin)
+            } else {
+                process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+            }
+            try process.run()
+            return Running(process: process, stdoutURL: stdoutURL, stderrURL: stderrURL)
+        }
+
+        /// Runs `entitlements ARGUMENTS` to completion.
+        @discardableResult
+        static func run(_ arguments: [String], in folder: URL, stdin: URL? = nil, shell: String? = nil, timeout: Double = 300) throws -> Outcome {
+            try start(arguments, in: folder, stdin: stdin, shell: shell).wait(timeout: timeout)
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import EntitlementCore
+import Entitlements
+import EventStore
+import Foundation
+import TestPKI
+
+extension Reliability {
+    /// A scratch folder with a configuration trusting ``Reliability/pki``'s root,
+    /// removed when released (unless `RELIABILITY_KEEP` is set, for post-mortems).
+    final class Workspace {
+        let folder: URL
+        let configURL: URL
+
+        init(name: String = "reliability", maxInputBytes: Int? = nil, environment: String = "Sandbox") throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data(Reliability.pki.rootPEM.utf8).write(to: folder.appendingPathComponent("root.pem"))
+            configURL = folder.appendingPathComponent("config.json")
+            try Data(Self.configText(maxInputBytes: maxInputBytes, environment: environment).utf8).write(to: configURL)
+        }
+
+        deinit {
+            if ProcessInfo.processInfo.environment["RELIABILITY_KEEP"] == nil {
+                try? FileManager.default.removeItem(at: folder)
+            }
+        }
+
+        static func configText(maxInputBytes: Int? = nil, environment: String = "Sandbox", root: String = "root.pem") -> String {
+            var object = JSONObject([
+                ("bundleId", .string(TestPayloads.bundleId)),
+                ("appAppleId", .int(TestPayloads.appAppleId)),
+                ("environment", .string(environment)),
+                ("rootCertificates", [.string(root)]),
+                ("rules", Reliability.rulesJSON),
+            ])
+            if let maxInputBytes { object["maxInputBytes"] = .int(Int64(maxInputBytes)) }
+            return JSONWriter.string(.object(object))
+        }
+
+        var configPath: String { configURL.path }
+        func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
+        func url(_ name: String) -> URL { folder.appendingPathComponent(name) }
+
+        /// Writes `lines` as NDJSON.
+        @discardableResult
+        func write(lines: [String], to name: String) throws -> URL {
+            let url = self.url(name)
+            var text = lines.joined(separator: "\n")
+            text += "\n"
+            try Data(text.utf8).write(to: url)
+            return url
+        }
+
+        func configuration() throws -> EngineConfiguration { try EngineConfiguration.load(path: configPath) }
+
+        /// An engine (library) on the database `name`.
+        func engine(_ name: String) throws -> Engine { try Engine(configuration: configuration(), databasePath: path(name)) }
+
+        /// `entitlements COMMAND --db DB --config CONFIG ARGS...` run in this folder.
+        @discardableResult
+        func cli(_ command: String, db: String, _ arguments: [String] = [], stdin: URL? = nil, timeout: Double = 300) throws -> Tool.Outcome {
+            try Tool.run([command, "--db", db, "--config", configPath] + arguments, in: folder, stdin: stdin, timeout: timeout)
+        }
+
+        func start(_ command: String, db: String, _ arguments: [String] = [], stdin: URL? = nil, label: String = "run") throws -> Tool.Running {
+            try Tool.start([command, "--db", db, "--config", configPath] + arguments, in: folder, stdin: stdin, label: label)
+        }
+
+        /// Copies a database (and its WAL, if any) to `name`, as a backup tool that copies files would.
+        func copyDatabase(_ source: String, to name: String) throws -> String {
+            let target = path(name)
+            for suffix in ["", "-wal"] {
+                let from = source + suffix
+                guard FileManager.default.fileExists(atPath: from) else { continue }
+                try? FileManager.default.removeItem(atPath: target + suffix)
+                try FileManager.default.copyItem(atPath: from, toPath: target + suffix)
+            }
+            return target
+        }
+    }
+}

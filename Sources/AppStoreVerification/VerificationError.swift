@@ -17,6 +17,7 @@ public struct VerificationError: Error, Sendable, Equatable, CustomStringConvert
         /// The code as printed and stored, for example `INVALID_CHAIN`.
         public let rawValue: String
 
+        /// A code from its printed form; prefer the static members.
         public init(rawValue: String) { self.rawValue = rawValue }
 
         /// The JWS does not verify: wrong `alg`, missing or malformed `x5c`, a signature that
@@ -37,6 +38,7 @@ public struct VerificationError: Error, Sendable, Equatable, CustomStringConvert
         /// App Store object it must be.
         public static let malformedInput = Code(rawValue: "MALFORMED_INPUT")
 
+        /// The raw value.
         public var description: String { rawValue }
     }
 
@@ -45,11 +47,13 @@ public struct VerificationError: Error, Sendable, Equatable, CustomStringConvert
     /// What was wrong, in words a person can act on.
     public var message: String
 
+    /// An error with `code` and a `message` for people.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
+    /// An error with `code` and a `message` for people.
     public init(code: Code, message: String) {
         self.code = code
         self.message = message

@@ -18,6 +18,7 @@ public struct VerifierConfiguration: Sendable {
     /// a known chain costs one P-256 signature check per JWS. `0` disables the cache.
     public var chainCacheCapacity: Int
 
+    /// A configuration; `trustedRootsDER` defaults to the embedded Apple Root CA - G3.
     public init(
         bundleId: String,
         appAppleId: Int64? = nil,

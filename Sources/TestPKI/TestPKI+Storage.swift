@@ -4,8 +4,11 @@ import Foundation
 extension TestPKI {
     /// Why a saved PKI could not be loaded.
     public struct LoadError: Error, Sendable, CustomStringConvertible {
+        /// The file (or folder) that could not be used.
         public var file: String
+        /// What was wrong with it.
         public var reason: String
+        /// `file: reason`.
         public var description: String { "\(file): \(reason)" }
     }
 

@@ -15,8 +15,11 @@ extension TestPKI {
     /// let noOID = TestPKI(.leafWithoutAppleOID)
     /// ```
     public struct Options: Sendable {
+        /// When the root is valid.
         public var rootValidity: Validity
+        /// When the intermediate is valid.
         public var intermediateValidity: Validity
+        /// When the leaf is valid (App Store payloads are checked at their signedDate).
         public var leafValidity: Validity
         /// Whether the leaf carries Apple's receipt-signing extension 1.2.840.113635.100.6.11.1.
         public var leafHasAppleOID: Bool
@@ -24,11 +27,14 @@ extension TestPKI {
         public var intermediateHasAppleOID: Bool
         /// The leaf key's curve; Apple's is P-256 (anything else cannot sign ES256).
         public var leafCurve: Curve
-        /// Common names of the certificates.
+        /// Common name of the root.
         public var rootName: String
+        /// Common name of the intermediate.
         public var intermediateName: String
+        /// Common name of the leaf.
         public var leafName: String
 
+        /// Options; every default is Apple-shaped.
         public init(
             rootValidity: Validity = .standard,
             intermediateValidity: Validity = .standard,

@@ -2,9 +2,12 @@
 ///
 /// X.509 stores whole seconds: milliseconds are truncated.
 public struct Validity: Sendable, Hashable {
+    /// The first valid moment (ms since 1970).
     public var notBefore: Int64
+    /// The moment the certificate expires (ms since 1970).
     public var notAfter: Int64
 
+    /// A validity period from `notBefore` to `notAfter`.
     public init(notBefore: Int64, notAfter: Int64) {
         self.notBefore = notBefore
         self.notAfter = notAfter

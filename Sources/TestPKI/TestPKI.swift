@@ -16,7 +16,9 @@ public import EntitlementCore
 ///
 /// For tests of refusals, ``Options`` builds broken variants (a leaf without the OID, an
 /// expired leaf, ...), ``init(_:sharingRootWith:)`` issues a new intermediate and leaf under
-/// another PKI's root, and ``sign(payloadJSON:header:)`` signs with any header.
+/// another PKI's root (so the variant chains to the trusted root), any other `TestPKI()` is an
+/// unrelated root, and ``sign(payloadJSON:header:)`` signs with any header (other `alg`,
+/// other certificates in `x5c`).
 public struct TestPKI: Sendable {
     let material: Material
     /// The options this PKI was made with (for a loaded PKI: the defaults, with the loaded validity).

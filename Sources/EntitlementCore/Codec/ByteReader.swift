@@ -15,6 +15,7 @@ struct ByteReader {
         CodecError(code: code, offset: offset, message: message)
     }
 
+    @inline(__always)
     mutating func byte() throws(CodecError) -> UInt8 {
         guard offset < buffer.count else { throw fail(.truncated, "expected a byte") }
         let value = buffer[offset]
@@ -22,29 +23,57 @@ struct ByteReader {
         return value
     }
 
+    @inline(__always)
     mutating func varint() throws(CodecError) -> UInt64 {
+        // One byte is the common case: flags, lengths, codes.
+        if offset < buffer.count {
+            let first = buffer[offset]
+            if first < 0x80 {
+                offset += 1
+                return UInt64(first)
+            }
+        }
+        return try longVarint()
+    }
+
+    private mutating func longVarint() throws(CodecError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
-        while true {
-            guard offset < buffer.count else { throw fail(.truncated, "expected an integer") }
-            let byte = buffer[offset]
-            offset += 1
-            if shift == 63, byte > 1 { throw fail(.malformedInteger, "integer longer than 64 bits") }
-            result |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 {
-                if byte == 0, shift > 0 { throw fail(.malformedInteger, "integer not minimally encoded") }
+        var index = offset
+        let end = buffer.count
+        while index < end {
+            let byte = buffer[index]
+            index += 1
+            result |= UInt64(byte & 0x7F) &<< shift
+            if byte < 0x80 {
+                guard shift < 63 || byte <= 1 else { throw fail(.malformedInteger, "integer longer than 64 bits") }
+                guard byte != 0 || shift == 0 else { throw fail(.malformedInteger, "integer not minimally encoded") }
+                offset = index
                 return result
             }
             shift += 7
+            guard shift <= 63 else { throw fail(.malformedInteger, "integer longer than 64 bits") }
         }
+        throw fail(.truncated, "expected an integer")
     }
 
+    @inline(__always)
     mutating func int() throws(CodecError) -> Int64 {
         let zigzag = try varint()
         return Int64(bitPattern: (zigzag >> 1) ^ (0 &- (zigzag & 1)))
     }
 
+    /// A date: 8 bytes little-endian.
+    @inline(__always)
+    mutating func date() throws(CodecError) -> Int64 {
+        guard buffer.count - offset >= 8 else { throw fail(.truncated, "expected a date") }
+        let value = buffer.loadUnaligned(fromByteOffset: offset, as: Int64.self)
+        offset += 8
+        return Int64(littleEndian: value)
+    }
+
     /// A count of items that each take at least one byte: never more than the bytes left.
+    @inline(__always)
     mutating func count() throws(CodecError) -> Int {
         let value = try varint()
         guard value <= UInt64(remaining) else { throw fail(.truncated, "count \(value) exceeds the bytes left") }
@@ -57,12 +86,42 @@ struct ByteReader {
         offset += length
         if length == 0 { return "" }
         let slice = UnsafeRawBufferPointer(rebasing: buffer[start..<start + length])
-        let text = slice.withMemoryRebound(to: UInt8.self) { String(validating: $0, as: UTF8.self) }
+        let text = slice.withMemoryRebound(to: UInt8.self) { Self.utf8String($0) }
         guard let text else {
             offset = start
             throw fail(.invalidUTF8, "string is not valid UTF-8")
         }
         return text
+    }
+
+    /// The string of `bytes`, or `nil` if they are not valid UTF-8.
+    ///
+    /// `String(validating:as:)` is generic and, unspecialized, costs several
+    /// times more than the copy itself; ids and product names are ASCII, so
+    /// ASCII takes the direct path and anything else is decoded and checked
+    /// against its bytes (decoding replaces invalid sequences).
+    private static func utf8String(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        if isASCII(bytes) { return text }
+        return text.utf8.elementsEqual(bytes) ? text : nil
+    }
+
+    /// Whether every byte is below 0x80, eight bytes at a time.
+    @inline(__always)
+    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var index = 0
+        var high: UInt64 = 0
+        while index + 8 <= bytes.count {
+            high |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < bytes.count {
+            high |= UInt64(bytes[index])
+            index += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     mutating func bool() throws(CodecError) -> Bool {
@@ -97,6 +156,17 @@ struct ByteReader {
     func finish() throws(CodecError) {
         guard isAtEnd else { throw fail(.trailingBytes, "\(remaining) bytes after the end of the value") }
     }
+}
+
+/// Runs `body` over the bytes of an array, without copying.
+@inline(__always)
+func withRawBytes<Result>(
+    _ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(CodecError) -> Result
+) throws(CodecError) -> Result {
+    let result: Swift.Result<Result, CodecError> = bytes.withUnsafeBytes { buffer in
+        do throws(CodecError) { return .success(try body(buffer)) } catch { return .failure(error) }
+    }
+    return try result.get()
 }
 
 /// Runs `body` over the contiguous bytes of `bytes`, copying only when the

@@ -1,7 +1,8 @@
 /// Appends the codec's primitive values to a byte array.
 ///
 /// Unsigned integers are LEB128 varints; signed ones are zigzag varints;
-/// strings are a varint byte count and their UTF-8 bytes.
+/// dates are 8 bytes little-endian; strings are a varint byte count and
+/// their UTF-8 bytes.
 struct ByteWriter {
     private(set) var bytes: [UInt8]
 
@@ -25,6 +26,11 @@ struct ByteWriter {
 
     mutating func int(_ value: Int64) {
         varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    /// A date (milliseconds since 1970): 8 bytes little-endian, read with one load.
+    mutating func date(_ value: Int64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
     mutating func string(_ value: String) {

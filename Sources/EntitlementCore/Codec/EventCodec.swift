@@ -7,7 +7,7 @@
 /// ```
 /// u8 version = 1
 /// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction
-/// notification: flags, string notificationUUID, type, [subtype], int signedDate,
+/// notification: flags, string notificationUUID, type, [subtype], date signedDate,
 ///               [string appTransactionId], [transaction facts], [renewal facts], [app transaction facts]
 /// otherwise:    the facts of that kind
 /// ```
@@ -43,10 +43,12 @@ public enum EventCodec {
             writer.string(notification.notificationUUID)
             writer.notificationType(notification.type)
             if let subtype = notification.subtype { writer.notificationSubtype(subtype) }
-            writer.int(notification.signedDate)
+            writer.date(notification.signedDate)
             if let value = notification.appTransactionId { writer.string(value) }
             if let value = notification.transaction { writer.transactionFacts(value.facts) }
-            if let value = notification.renewalInfo { writer.renewalFacts(value.facts) }
+            if let value = notification.renewalInfo {
+                writer.renewalFacts(value.facts, sharing: notification.transaction?.facts)
+            }
             if let value = notification.appTransaction { writer.appTransactionFacts(value.facts) }
         case .transaction(let transaction):
             writer.byte(KindCode.transaction)
@@ -71,7 +73,6 @@ public enum EventCodec {
             throw CodecError(code: .unsupportedVersion, offset: 0, message: "event format version \(version)")
         }
         let kind = try reader.byte()
-        let body: EventBody
         switch kind {
         case KindCode.notification:
             typealias F = FactsLayout.Notification
@@ -79,34 +80,44 @@ public enum EventCodec {
             let uuid = try reader.string()
             let type = try reader.notificationType()
             let subtype = flags & F.subtype != 0 ? try reader.notificationSubtype() : nil
-            let signedDate = try reader.int()
+            let signedDate = try reader.date()
             let appTransactionId = flags & F.appTransactionId != 0 ? try reader.string() : nil
-            let transaction =
-                flags & F.transaction != 0
-                ? Signed(try reader.transactionFacts(), ref: RawRef(eventSeq: seq, slot: .nestedTransaction)) : nil
-            let renewalInfo =
-                flags & F.renewalInfo != 0
-                ? Signed(try reader.renewalFacts(), ref: RawRef(eventSeq: seq, slot: .nestedRenewalInfo)) : nil
-            let appTransaction =
-                flags & F.appTransaction != 0
-                ? Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction))
-                : nil
-            body = .notification(
-                NotificationFacts(
-                    notificationUUID: uuid, type: type, subtype: subtype, signedDate: signedDate,
-                    appTransactionId: appTransactionId, transaction: transaction, renewalInfo: renewalInfo,
-                    appTransaction: appTransaction))
+            let transaction = flags & F.transaction != 0 ? try reader.transactionFacts() : nil
+            let renewalInfo = flags & F.renewalInfo != 0 ? try reader.renewalFacts(sharing: transaction) : nil
+            let appTransaction = flags & F.appTransaction != 0 ? try reader.appTransactionFacts() : nil
+            try reader.finish()
+            return Event(
+                seq: seq,
+                body: .notification(
+                    NotificationFacts(
+                        notificationUUID: uuid, type: type, subtype: subtype, signedDate: signedDate,
+                        appTransactionId: appTransactionId,
+                        transaction: transaction.map { Signed($0, ref: RawRef(eventSeq: seq, slot: .nestedTransaction)) },
+                        renewalInfo: renewalInfo.map { Signed($0, ref: RawRef(eventSeq: seq, slot: .nestedRenewalInfo)) },
+                        appTransaction: appTransaction.map {
+                            Signed($0, ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction))
+                        })))
         case KindCode.transaction:
-            body = .transaction(Signed(try reader.transactionFacts(), ref: RawRef(eventSeq: seq, slot: .own)))
+            let facts = try reader.transactionFacts()
+            try reader.finish()
+            return Event(seq: seq, body: .transaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
         case KindCode.renewalInfo:
-            body = .renewalInfo(Signed(try reader.renewalFacts(), ref: RawRef(eventSeq: seq, slot: .own)))
+            let facts = try reader.renewalFacts()
+            try reader.finish()
+            return Event(seq: seq, body: .renewalInfo(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
         case KindCode.appTransaction:
-            body = .appTransaction(Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .own)))
+            let facts = try reader.appTransactionFacts()
+            try reader.finish()
+            return Event(seq: seq, body: .appTransaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
         default:
             throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(kind)")
         }
-        try reader.finish()
-        return Event(seq: seq, body: body)
+    }
+
+    /// The event at `seq` whose facts are `bytes` (see the `UnsafeRawBufferPointer` overload).
+    /// - Throws: ``CodecError``.
+    public static func decode(_ bytes: [UInt8], seq: Int64) throws(CodecError) -> Event {
+        try withRawBytes(bytes) { buffer throws(CodecError) in try decode(buffer, seq: seq) }
     }
 
     /// The event at `seq` whose facts are `bytes` (see the `UnsafeRawBufferPointer` overload).

@@ -33,7 +33,14 @@ enum FactsLayout {
         static let appAccountToken: UInt64 = 1 << 8
         /// `autoRenewProductId` equals `productId` and is not repeated.
         static let autoRenewIsProduct: UInt64 = 1 << 9
-        static let known: UInt64 = (1 << 10) - 1
+        // In a notification, fields equal to the nested transaction's are not
+        // repeated (sharing the string saves an allocation on decoding).
+        static let originalFromTransaction: UInt64 = 1 << 10
+        static let productFromTransaction: UInt64 = 1 << 11
+        static let appTransactionIdFromTransaction: UInt64 = 1 << 12
+        static let tokenFromTransaction: UInt64 = 1 << 13
+        static let shared: UInt64 = originalFromTransaction | productFromTransaction | appTransactionIdFromTransaction | tokenFromTransaction
+        static let known: UInt64 = (1 << 14) - 1
     }
 
     enum AppTransaction {
@@ -72,24 +79,32 @@ extension ByteWriter {
         if !originalIsSelf { string(facts.originalTransactionId) }
         string(facts.productId)
         productType(facts.type)
-        int(facts.purchaseDate)
-        int(facts.signedDate)
+        date(facts.purchaseDate)
+        date(facts.signedDate)
         if facts.quantity != 1 { int(facts.quantity) }
         if let value = facts.appTransactionId { string(value) }
         if let value = facts.subscriptionGroupIdentifier { string(value) }
-        if let value = facts.expiresDate { int(value) }
-        if let value = facts.revocationDate { int(value) }
+        if let value = facts.expiresDate { date(value) }
+        if let value = facts.revocationDate { date(value) }
         if let value = facts.revocationType { revocationType(value) }
         if let value = facts.revocationPercentage { int(value) }
         if let value = facts.ownership { ownership(value) }
         if let value = facts.appAccountToken { string(value) }
     }
 
-    mutating func renewalFacts(_ facts: RenewalFacts) {
+    /// - Parameter transaction: In a notification, the nested transaction,
+    ///   whose equal fields are then not repeated.
+    mutating func renewalFacts(_ facts: RenewalFacts, sharing transaction: TransactionFacts? = nil) {
         typealias F = FactsLayout.Renewal
         var flags: UInt64 = 0
-        if facts.appTransactionId != nil { flags |= F.appTransactionId }
-        if facts.productId != nil { flags |= F.productId }
+        let originalShared = transaction?.originalTransactionId == facts.originalTransactionId
+        let productShared = facts.productId != nil && transaction?.productId == facts.productId
+        let appShared = facts.appTransactionId != nil && transaction?.appTransactionId == facts.appTransactionId
+        let tokenShared = facts.appAccountToken != nil && transaction?.appAccountToken == facts.appAccountToken
+        if originalShared { flags |= F.originalFromTransaction }
+        if productShared { flags |= F.productFromTransaction } else if facts.productId != nil { flags |= F.productId }
+        if appShared { flags |= F.appTransactionIdFromTransaction } else if facts.appTransactionId != nil { flags |= F.appTransactionId }
+        if tokenShared { flags |= F.tokenFromTransaction } else if facts.appAccountToken != nil { flags |= F.appAccountToken }
         let autoRenewIsProduct = facts.autoRenewProductId != nil && facts.autoRenewProductId == facts.productId
         if autoRenewIsProduct { flags |= F.autoRenewIsProduct } else if facts.autoRenewProductId != nil { flags |= F.autoRenewProductId }
         if let status = facts.autoRenewStatus {
@@ -99,24 +114,23 @@ extension ByteWriter {
         if facts.isInBillingRetryPeriod { flags |= F.isInBillingRetryPeriod }
         if facts.gracePeriodExpiresDate != nil { flags |= F.gracePeriodExpiresDate }
         if facts.expirationIntent != nil { flags |= F.expirationIntent }
-        if facts.appAccountToken != nil { flags |= F.appAccountToken }
         varint(flags)
-        string(facts.originalTransactionId)
-        int(facts.signedDate)
-        if let value = facts.appTransactionId { string(value) }
-        if let value = facts.productId { string(value) }
+        if !originalShared { string(facts.originalTransactionId) }
+        date(facts.signedDate)
+        if !appShared, let value = facts.appTransactionId { string(value) }
+        if !productShared, let value = facts.productId { string(value) }
         if !autoRenewIsProduct, let value = facts.autoRenewProductId { string(value) }
-        if let value = facts.gracePeriodExpiresDate { int(value) }
+        if let value = facts.gracePeriodExpiresDate { date(value) }
         if let value = facts.expirationIntent { int(value) }
-        if let value = facts.appAccountToken { string(value) }
+        if !tokenShared, let value = facts.appAccountToken { string(value) }
     }
 
     mutating func appTransactionFacts(_ facts: AppTransactionFacts) {
         typealias F = FactsLayout.AppTransaction
         varint(facts.originalPurchaseDate != nil ? F.originalPurchaseDate : 0)
         string(facts.appTransactionId)
-        int(facts.signedDate)
-        if let value = facts.originalPurchaseDate { int(value) }
+        date(facts.signedDate)
+        if let value = facts.originalPurchaseDate { date(value) }
     }
 }
 
@@ -128,13 +142,13 @@ extension ByteReader {
         let originalTransactionId = flags & F.originalIsSelf != 0 ? transactionId : try string()
         let productId = try string()
         let type = try productType()
-        let purchaseDate = try int()
-        let signedDate = try int()
+        let purchaseDate = try date()
+        let signedDate = try date()
         let quantity = flags & F.quantity != 0 ? try int() : 1
         let appTransactionId = flags & F.appTransactionId != 0 ? try string() : nil
         let subscriptionGroupIdentifier = flags & F.subscriptionGroupIdentifier != 0 ? try string() : nil
-        let expiresDate = flags & F.expiresDate != 0 ? try int() : nil
-        let revocationDate = flags & F.revocationDate != 0 ? try int() : nil
+        let expiresDate = flags & F.expiresDate != 0 ? try date() : nil
+        let revocationDate = flags & F.revocationDate != 0 ? try date() : nil
         let revocationType = flags & F.revocationType != 0 ? try revocationType() : nil
         let revocationPercentage = flags & F.revocationPercentage != 0 ? try int() : nil
         let ownership = flags & F.ownership != 0 ? try ownership() : nil
@@ -148,25 +162,47 @@ extension ByteReader {
             isUpgraded: flags & F.isUpgraded != 0, ownership: ownership, appAccountToken: appAccountToken)
     }
 
-    mutating func renewalFacts() throws(CodecError) -> RenewalFacts {
+    /// - Parameter transaction: In a notification, the nested transaction
+    ///   whose fields the renewal info may share.
+    mutating func renewalFacts(sharing transaction: TransactionFacts? = nil) throws(CodecError) -> RenewalFacts {
         typealias F = FactsLayout.Renewal
         let start = offset
         let flags = try self.flags(known: F.known)
-        if flags & F.autoRenewIsProduct != 0, flags & (F.productId | F.autoRenewProductId) != F.productId {
-            throw CodecError(code: .invalidTag, offset: start, message: "renewal info flags contradict each other")
+        func contradiction() -> CodecError {
+            CodecError(code: .invalidTag, offset: start, message: "renewal info flags contradict each other")
         }
-        if flags & F.autoRenewStatus != 0, flags & F.autoRenewStatusKnown == 0 {
-            throw CodecError(code: .invalidTag, offset: start, message: "renewal info flags contradict each other")
+        let shared = flags & F.shared
+        if shared != 0 {
+            guard let transaction else { throw contradiction() }
+            if flags & F.productFromTransaction != 0, flags & F.productId != 0 { throw contradiction() }
+            if flags & F.appTransactionIdFromTransaction != 0,
+                flags & F.appTransactionId != 0 || transaction.appTransactionId == nil
+            {
+                throw contradiction()
+            }
+            if flags & F.tokenFromTransaction != 0, flags & F.appAccountToken != 0 || transaction.appAccountToken == nil {
+                throw contradiction()
+            }
         }
-        let originalTransactionId = try string()
-        let signedDate = try int()
-        let appTransactionId = flags & F.appTransactionId != 0 ? try string() : nil
-        let productId = flags & F.productId != 0 ? try string() : nil
+        let hasProduct = flags & (F.productId | F.productFromTransaction) != 0
+        if flags & F.autoRenewIsProduct != 0, !hasProduct || flags & F.autoRenewProductId != 0 { throw contradiction() }
+        if flags & F.autoRenewStatus != 0, flags & F.autoRenewStatusKnown == 0 { throw contradiction() }
+
+        let originalTransactionId =
+            flags & F.originalFromTransaction != 0 ? transaction!.originalTransactionId : try string()
+        let signedDate = try date()
+        let appTransactionId =
+            flags & F.appTransactionIdFromTransaction != 0
+            ? transaction!.appTransactionId : flags & F.appTransactionId != 0 ? try string() : nil
+        let productId =
+            flags & F.productFromTransaction != 0 ? transaction!.productId : flags & F.productId != 0 ? try string() : nil
         let autoRenewProductId =
             flags & F.autoRenewIsProduct != 0 ? productId : flags & F.autoRenewProductId != 0 ? try string() : nil
-        let gracePeriodExpiresDate = flags & F.gracePeriodExpiresDate != 0 ? try int() : nil
+        let gracePeriodExpiresDate = flags & F.gracePeriodExpiresDate != 0 ? try date() : nil
         let expirationIntent = flags & F.expirationIntent != 0 ? try int() : nil
-        let appAccountToken = flags & F.appAccountToken != 0 ? try string() : nil
+        let appAccountToken =
+            flags & F.tokenFromTransaction != 0
+            ? transaction!.appAccountToken : flags & F.appAccountToken != 0 ? try string() : nil
         return RenewalFacts(
             originalTransactionId: originalTransactionId, appTransactionId: appTransactionId, productId: productId,
             autoRenewProductId: autoRenewProductId,
@@ -180,9 +216,9 @@ extension ByteReader {
         typealias F = FactsLayout.AppTransaction
         let flags = try self.flags(known: F.known)
         let appTransactionId = try string()
-        let signedDate = try int()
+        let signedDate = try date()
         return AppTransactionFacts(
             appTransactionId: appTransactionId,
-            originalPurchaseDate: flags & F.originalPurchaseDate != 0 ? try int() : nil, signedDate: signedDate)
+            originalPurchaseDate: flags & F.originalPurchaseDate != 0 ? try date() : nil, signedDate: signedDate)
     }
 }

@@ -11,11 +11,11 @@
 /// count, then per transaction (sorted by transactionId): ref, transaction facts
 /// count, then per originalTransactionId (sorted): count, then per version (ascending signedDate): ref, renewal facts
 /// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype
-/// [ref, app transaction facts] [string token, int signedDate, ref] [string uuid, type, [subtype], int signedDate]
+/// [ref, app transaction facts] [string token, date signedDate, ref] [string uuid, type, [subtype], date signedDate]
 /// ```
 ///
-/// Integers are LEB128 varints (signed ones zigzag), strings a byte count and
-/// UTF-8. The dictionary keys are not written: a transaction is keyed by its
+/// Integers are LEB128 varints (signed ones zigzag), dates 8 bytes
+/// little-endian, strings a byte count and UTF-8. The dictionary keys are not written: a transaction is keyed by its
 /// `transactionId` and renewal versions by their `originalTransactionId`, as
 /// the reducer keys them.
 public enum StateCodec {
@@ -69,14 +69,14 @@ public enum StateCodec {
         }
         if let claim = state.accountToken {
             writer.string(claim.token)
-            writer.int(claim.signedDate)
+            writer.date(claim.signedDate)
             writer.ref(claim.ref)
         }
         if let notification = state.lastNotification {
             writer.string(notification.notificationUUID)
             writer.notificationType(notification.type)
             if let subtype = notification.subtype { writer.notificationSubtype(subtype) }
-            writer.int(notification.signedDate)
+            writer.date(notification.signedDate)
         }
         return writer.bytes
     }
@@ -145,7 +145,7 @@ public enum StateCodec {
         }
         if flags & hasAccountToken != 0 {
             let token = try reader.string()
-            let signedDate = try reader.int()
+            let signedDate = try reader.date()
             state.accountToken = AccountTokenClaim(token: token, signedDate: signedDate, ref: try reader.ref())
         }
         if flags & hasLastNotification != 0 {
@@ -153,10 +153,16 @@ public enum StateCodec {
             let type = try reader.notificationType()
             let subtype = flags & lastNotificationHasSubtype != 0 ? try reader.notificationSubtype() : nil
             state.lastNotification = NotificationSummaryFacts(
-                notificationUUID: uuid, type: type, subtype: subtype, signedDate: try reader.int())
+                notificationUUID: uuid, type: type, subtype: subtype, signedDate: try reader.date())
         }
         try reader.finish()
         return state
+    }
+
+    /// The state in `bytes` (see the `UnsafeRawBufferPointer` overload).
+    /// - Throws: ``CodecError``.
+    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> CustomerState {
+        try withRawBytes(bytes) { buffer throws(CodecError) in try decode(buffer) }
     }
 
     /// The state in `bytes` (see the `UnsafeRawBufferPointer` overload).

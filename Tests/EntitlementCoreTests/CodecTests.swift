@@ -1,0 +1,242 @@
+import EntitlementCore
+import Testing
+
+@Suite("Codecs")
+struct CodecTests {
+    /// Every field of the state that `==` does not compare: the refs.
+    static func refs(_ state: CustomerState) -> [String] {
+        var refs: [String] = []
+        for (id, version) in state.transactions.sorted(by: { $0.key < $1.key }) { refs.append("t \(id) \(version.ref)") }
+        for (id, versions) in state.renewalInfos.sorted(by: { $0.key < $1.key }) {
+            for version in versions { refs.append("r \(id) \(version.ref)") }
+        }
+        refs.append("a \(String(describing: state.appTransaction?.ref))")
+        refs.append("k \(String(describing: state.accountToken?.ref))")
+        return refs
+    }
+
+    static func randomStates(seeds: ClosedRange<UInt64>) throws -> [CustomerState] {
+        var states: [CustomerState] = []
+        for seed in seeds { states.append(contentsOf: try reduceAll(RandomHistory.events(seed: seed)).values) }
+        return states
+    }
+
+    @Test func stateRoundTrips() throws {
+        let states = try Self.randomStates(seeds: 1...30)
+        #expect(states.count > 60)
+        for state in states {
+            let bytes = StateCodec.encode(state)
+            #expect(bytes.first == StateCodec.formatVersion)
+            let decoded = try StateCodec.decode(bytes)
+            #expect(decoded == state)
+            #expect(decoded.key == state.key)
+            #expect(decoded.accountToken?.token == state.accountToken?.token)
+            #expect(decoded.lastNotification == state.lastNotification)
+            #expect(Self.refs(decoded) == Self.refs(state))
+            // Raws are not stored: every version needs its raw again.
+            let versions = state.transactions.count + state.renewalInfos.values.map(\.count).reduce(0, +)
+            #expect(decoded.refsMissingRaw.count == versions + (state.appTransaction == nil ? 0 : 1))
+            #expect(StateCodec.encode(decoded) == bytes)
+            // The other overloads read the same bytes.
+            #expect(try bytes.withUnsafeBytes { buffer throws(CodecError) in try StateCodec.decode(buffer) } == state)
+            #expect(try StateCodec.decode(bytes[...]) == state)
+        }
+    }
+
+    @Test func equalStatesGiveEqualBytesWhateverTheInsertionOrder() throws {
+        let events = RandomHistory.events(seed: 42)
+        let reference = try reduceAll(events)
+        var rebuilt: [CustomerKey: CustomerState] = [:]
+        for (key, state) in reference {
+            var copy = CustomerState(key: key)
+            for (id, version) in state.transactions.reversed() { copy.transactions[id] = version }
+            for (id, versions) in state.renewalInfos.reversed() { copy.renewalInfos[id] = versions }
+            copy.appTransaction = state.appTransaction
+            copy.accountToken = state.accountToken
+            copy.lastNotification = state.lastNotification
+            rebuilt[key] = copy
+        }
+        for key in reference.keys {
+            #expect(StateCodec.encode(rebuilt[key]!) == StateCodec.encode(reference[key]!))
+        }
+    }
+
+    @Test func eventRoundTrips() throws {
+        for seed in 1...30 as ClosedRange<UInt64> {
+            for event in RandomHistory.events(seed: seed) {
+                let bytes = EventCodec.encode(event)
+                let decoded = try EventCodec.decode(bytes, seq: event.seq)
+                #expect(decoded == event)
+                #expect(decoded.seq == event.seq)
+                #expect(decoded.refs == event.refs)
+                #expect(decoded.customerKey == event.customerKey)
+                #expect(EventCodec.encode(decoded) == bytes)
+                if case .notification(let n) = decoded.body {
+                    #expect(n.transaction?.raw == nil && n.renewalInfo?.raw == nil && n.appTransaction?.raw == nil)
+                }
+            }
+        }
+    }
+
+    @Test func everyEnumerationCaseRoundTrips() throws {
+        let subtypes: [NotificationSubtype?] = [nil, .unknown("NEW_SUBTYPE")] + NotificationSubtype.known
+        let types = NotificationType.known + [.unknown("NEW_TYPE"), .unknown("REFUND")]
+        let productTypes: [ProductType] = [.autoRenewable, .nonConsumable, .consumable, .nonRenewing, .unknown("Bundle")]
+        let revocationTypes: [RevocationType?] = [nil, .refundFull, .refundProrated, .familyRevoke, .unknown("X")]
+        let ownerships: [OwnershipType?] = [nil, .purchased, .familyShared, .unknown("OTHER")]
+        var seq: Int64 = 1
+        for (index, type) in types.enumerated() {
+            let subtype = subtypes[index % subtypes.count]
+            let facts = TransactionFacts(
+                transactionId: "t\(index)", originalTransactionId: index % 2 == 0 ? "t\(index)" : "o\(index)",
+                appTransactionId: index % 3 == 0 ? nil : "app", productId: "p", subscriptionGroupIdentifier: "g",
+                type: productTypes[index % productTypes.count], purchaseDate: Int64.min, expiresDate: Int64.max,
+                quantity: index % 4 == 0 ? 1 : -7, signedDate: 0, revocationDate: -1,
+                revocationType: revocationTypes[index % revocationTypes.count], revocationPercentage: 100_000,
+                isUpgraded: index % 2 == 1, ownership: ownerships[index % ownerships.count], appAccountToken: "tok é 🎉")
+            let renewal = RenewalFacts(
+                originalTransactionId: "o", appTransactionId: nil, productId: index % 2 == 0 ? "p" : nil,
+                autoRenewProductId: index % 3 == 0 ? "p" : "q", autoRenewStatus: [nil, true, false][index % 3],
+                isInBillingRetryPeriod: index % 2 == 0, gracePeriodExpiresDate: Int64.max, expirationIntent: 5,
+                signedDate: Int64.min, appAccountToken: "")
+            let event = Event(
+                seq: seq,
+                body: .notification(
+                    NotificationFacts(
+                        notificationUUID: "", type: type, subtype: subtype, signedDate: Int64.max, appTransactionId: "a",
+                        transaction: Signed(facts, ref: RawRef(eventSeq: seq, slot: .nestedTransaction)),
+                        renewalInfo: Signed(renewal, ref: RawRef(eventSeq: seq, slot: .nestedRenewalInfo)),
+                        appTransaction: Signed(
+                            AppTransactionFacts(appTransactionId: "a", originalPurchaseDate: 5, signedDate: 6),
+                            ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction)))))
+            let decoded = try EventCodec.decode(EventCodec.encode(event), seq: seq)
+            #expect(decoded == event)
+            guard case .notification(let n) = decoded.body else { Issue.record("not a notification"); continue }
+            #expect(n.type == type && n.subtype == subtype)
+            #expect(n.transaction?.facts == facts)
+            #expect(n.renewalInfo?.facts == renewal)
+
+            var state = CustomerState(key: "k\(index)")
+            state.transactions[facts.transactionId] = Signed(facts, ref: RawRef(eventSeq: Int64.min, slot: .own))
+            state.renewalInfos["o"] = [Signed(renewal, ref: RawRef(eventSeq: Int64.max, slot: .nestedRenewalInfo))]
+            state.lastNotification = NotificationSummaryFacts(notificationUUID: "u", type: type, subtype: subtype, signedDate: -5)
+            state.accountToken = AccountTokenClaim(token: "tok", signedDate: 9, ref: RawRef(eventSeq: 3, slot: .nestedTransaction))
+            let decodedState = try StateCodec.decode(StateCodec.encode(state))
+            #expect(decodedState == state)
+            #expect(Self.refs(decodedState) == Self.refs(state))
+            seq += 1
+        }
+        for kind in [
+            EventBody.renewalInfo(Signed(RenewalFacts(originalTransactionId: "o", signedDate: 1), ref: RawRef(eventSeq: 9, slot: .own))),
+            .appTransaction(Signed(AppTransactionFacts(appTransactionId: "a", signedDate: 1), ref: RawRef(eventSeq: 9, slot: .own))),
+        ] {
+            let event = Event(seq: 9, body: kind)
+            let decoded = try EventCodec.decode(EventCodec.encode(event), seq: 9)
+            #expect(decoded == event && decoded.refs == event.refs)
+        }
+    }
+
+    @Test func truncatedInputThrows() throws {
+        var samples: [[UInt8]] = []
+        for state in try Self.randomStates(seeds: 1...4) { samples.append(StateCodec.encode(state)) }
+        for sample in samples {
+            for length in 0..<sample.count {
+                #expect(throws: CodecError.self) { try StateCodec.decode(sample[..<length]) }
+            }
+        }
+        for event in RandomHistory.events(seed: 5) {
+            let bytes = EventCodec.encode(event)
+            for length in 0..<bytes.count {
+                #expect(throws: CodecError.self) { try EventCodec.decode(bytes[..<length], seq: 1) }
+            }
+        }
+    }
+
+    @Test func garbageNeverTraps() throws {
+        var rng = SplitMix64(seed: 2026)
+        // Random bytes, half of them behind a valid version byte (and event kind) to get past the first check.
+        for round in 0..<20_000 {
+            var bytes = (0..<rng.index(120)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            if round % 2 == 0 { bytes.insert(contentsOf: [1, UInt8(round % 8)], at: 0) }
+            if let state = try? StateCodec.decode(bytes) { _ = StateCodec.encode(state) }
+            if let event = try? EventCodec.decode(bytes, seq: 1) { _ = EventCodec.encode(event) }
+        }
+        // Valid encodings with one byte changed.
+        let states = try Self.randomStates(seeds: 6...8)
+        let events = RandomHistory.events(seed: 9)
+        for sample in states.map(StateCodec.encode) + events.map(EventCodec.encode) {
+            for index in sample.indices {
+                var damaged = sample
+                damaged[index] ^= UInt8.random(in: 1...255, using: &rng)
+                if let state = try? StateCodec.decode(damaged) { _ = StateCodec.encode(state) }
+                if let event = try? EventCodec.decode(damaged, seq: 1) { _ = EventCodec.encode(event) }
+            }
+        }
+    }
+
+    @Test func damageIsNamed() throws {
+        func eventError(_ bytes: [UInt8]) -> CodecError.Code? {
+            do throws(CodecError) {
+                _ = try EventCodec.decode(bytes, seq: 1)
+                return nil
+            } catch {
+                return error.code
+            }
+        }
+        func stateError(_ bytes: [UInt8]) -> CodecError.Code? {
+            do throws(CodecError) {
+                _ = try StateCodec.decode(bytes)
+                return nil
+            } catch {
+                return error.code
+            }
+        }
+        let event = Event(seq: 1, body: .renewalInfo(Signed(RenewalFacts(originalTransactionId: "o", signedDate: 1), ref: RawRef(eventSeq: 1, slot: .own))))
+        let bytes = EventCodec.encode(event)
+        #expect(eventError([UInt8]()) == .truncated)
+        #expect(eventError([2] + Array(bytes.dropFirst())) == .unsupportedVersion)
+        #expect(eventError(bytes + [0]) == .trailingBytes)
+        #expect(eventError([1, 9]) == .invalidTag)
+        // Flags 0x80 0x00: a varint that is not minimal.
+        #expect(eventError([1, 1, 0x80, 0x00]) == .malformedInteger)
+        // Eleven bytes of varint.
+        #expect(eventError([1, 1] + [UInt8](repeating: 0xFF, count: 10) + [1]) == .malformedInteger)
+        // A transaction id that is not UTF-8.
+        #expect(eventError([1, 1, 0, 2, 0xC3, 0x28]) == .invalidUTF8)
+        // Unknown flag bits.
+        #expect(eventError([1, 1, 0x80, 0x40]) == .invalidTag)
+        // A count larger than the bytes left.
+        #expect(stateError([1, 1, 0x6B, 0xFF, 0xFF, 0x03]) == .truncated)
+        // The same transaction twice.
+        var state = CustomerState(key: "k")
+        state.transactions["t"] = Signed(
+            TransactionFacts(transactionId: "t", originalTransactionId: "t", productId: "p", type: .consumable, purchaseDate: 1, signedDate: 1),
+            ref: RawRef(eventSeq: 1, slot: .own))
+        let one = StateCodec.encode(state)
+        // version, key "k" (2 bytes), count 1, then the transaction record up to the trailing flags byte.
+        let record = Array(one[4..<(one.count - 2)])
+        let twice = [one[0], one[1], one[2], 2] + record + record + [0, 0]
+        #expect(stateError(twice) == .inconsistent)
+    }
+
+    @Test func eventDecodingIsFast() throws {
+        let events = (1...8 as ClosedRange<UInt64>).flatMap { RandomHistory.events(seed: $0) }
+        let blobs = events.map(EventCodec.encode)
+        let clock = ContinuousClock()
+        var decoded = 0
+        let rounds = 20
+        let elapsed = try clock.measure {
+            for _ in 0..<rounds {
+                for (index, blob) in blobs.enumerated() {
+                    let event = try blob.withUnsafeBytes { buffer throws(CodecError) in try EventCodec.decode(buffer, seq: Int64(index)) }
+                    decoded &+= Int(event.seq)
+                }
+            }
+        }
+        let perEvent = elapsed / (rounds * blobs.count)
+        print("EventCodec.decode: \(perEvent) per event over \(rounds * blobs.count) events (\(blobs.map(\.count).reduce(0, +) / blobs.count) bytes on average)")
+        // A guard against pathological slowness only: generous for a debug build under parallel tests.
+        #expect(perEvent < .microseconds(200))
+        #expect(decoded != 0)
+    }
+}

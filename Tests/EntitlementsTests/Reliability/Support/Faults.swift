@@ -1,0 +1,60 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Reliability {
+    /// Ways to make the disk misbehave under the engine.
+    enum Faults {
+        /// Runs a shell command, returning its exit status.
+        @discardableResult
+        static func sh(_ command: String) -> Int32 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", command]
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            do { try process.run() } catch { return -1 }
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+
+        static var isRoot: Bool { geteuid() == 0 }
+
+        /// Whether this machine lets the tests mount a small tmpfs (root, and not forbidden by a container).
+        static let canMount: Bool = {
+            guard isRoot else { return false }
+            let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(UUID().uuidString.prefix(8))")
+            try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: probe) }
+            guard sh("mount -t tmpfs -o size=64k tmpfs '\(probe.path)'") == 0 else { return false }
+            let remount = sh("mount -o remount,ro '\(probe.path)'") == 0
+            sh("umount '\(probe.path)'")
+            return remount
+        }()
+
+        /// Whether the tests can run a command as an unprivileged user (root drops to nobody with setpriv),
+        /// so file permissions apply to it.
+        static let canDropPrivileges: Bool = isRoot && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+
+        /// A tmpfs of `size` (e.g. "1m") mounted at `folder`, unmounted when released.
+        final class SmallDisk {
+            let folder: URL
+            init(at folder: URL, size: String) throws {
+                self.folder = folder
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                guard sh("mount -t tmpfs -o size=\(size),mode=1777 tmpfs '\(folder.path)'") == 0 else {
+                    throw Failure(description: "cannot mount a tmpfs at \(folder.path)")
+                }
+            }
+            func remount(_ options: String) throws {
+                guard sh("mount -o remount,\(options) '\(folder.path)'") == 0 else {
+                    throw Failure(description: "cannot remount \(folder.path) with \(options)")
+                }
+            }
+            deinit { sh("umount -l '\(folder.path)'") }
+        }
+
+        struct Failure: Error, CustomStringConvertible { var description: String }
+    }
+}

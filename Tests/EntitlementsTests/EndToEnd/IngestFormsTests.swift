@@ -81,7 +81,7 @@ import Testing
             ("{\"unexpected\": 1}", "MALFORMED_INPUT"),
             (TestPayloads.body(signedTransactionInfo: E2E.pki.sign(TestPayloads.transaction(bundleId: "com.other.app"))), "INVALID_APP_IDENTIFIER"),
             (TestPayloads.body(signedTransactionInfo: E2E.pki.sign(TestPayloads.transaction(environment: "Production"))), "INVALID_ENVIRONMENT"),
-            (TestPayloads.body(signedTransactionInfo: other.sign(tx)), "INVALID_CERTIFICATE"),
+            (TestPayloads.body(signedTransactionInfo: other.sign(tx)), "INVALID_CHAIN"),
         ]
         let results = try engine.ingest(cases.map { InputBytes($0.0) })
         #expect(results.map(\.outcome) == Array(repeating: .rejected, count: cases.count))

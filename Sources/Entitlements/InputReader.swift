@@ -47,7 +47,9 @@ public struct InputReader {
             drainLines(into: &lines, maxLines: maxLines)
             if !lines.isEmpty { break }
             if atEnd {
-                if currentSize > 0 { lines.append(takeCurrent()) }
+                // A last line without its newline, skipped when blank like any other blank line.
+                let blank = currentSize == current.count && current.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
+                if currentSize > 0 && !blank { lines.append(takeCurrent()) } else { current = []; currentSize = 0 }
                 return lines.isEmpty ? nil : lines
             }
             fill()

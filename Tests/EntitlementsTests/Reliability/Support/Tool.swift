@@ -65,6 +65,17 @@ extension Reliability {
             /// `kill -9`.
             func kill9() { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
 
+            /// The highest resident set size seen so far (VmHWM), in KiB, while it runs.
+            private(set) var peakKiB = 0
+
+            private func samplePeak() {
+                guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return }
+                for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+                    let digits = line.filter(\.isNumber)
+                    if let value = Int(digits) { peakKiB = max(peakKiB, value) }
+                }
+            }
+
             /// Waits for the process (killing it after `timeout` seconds) and collects its output.
             func wait(timeout: Double = 300) -> Outcome {
                 let deadline = Date().addingTimeInterval(timeout)
@@ -73,6 +84,7 @@ extension Reliability {
                         kill9()
                         break
                     }
+                    samplePeak()
                     usleep(2_000)
                 }
                 process.waitUntilExit()

@@ -34,6 +34,24 @@ struct TieBreakTests {
         #expect(state.transactions[Customer.otid]?.facts.expiresDate == Time.day(41))
     }
 
+    @Test func rawComparisonIsByteOrderAtAnyLength() throws {
+        var rng = SplitMix64(seed: 77)
+        let alphabet: [String] = ["a", "b", "Z", "0", ".", "-", "é", "\u{10FFFF}"]
+        for _ in 0..<2_000 {
+            let prefix = String(repeating: "eyJhbGciOiJFUzI1NiJ9", count: rng.index(4))
+            let left = prefix + (0..<rng.index(20)).map { _ in rng.pick(alphabet) }.joined()
+            let right = prefix + (0..<rng.index(20)).map { _ in rng.pick(alphabet) }.joined()
+            guard left != right else { continue }
+            let expected = Array(left.utf8).lexicographicallyPrecedes(Array(right.utf8)) ? Time.day(31) : Time.day(30)
+            let a = Self.transactionEvent(seq: 1, expires: Time.day(30), raw: left)
+            let b = Self.transactionEvent(seq: 2, expires: Time.day(31), raw: right)
+            for order in [[a, b], [b, a]] {
+                let state = try Reducer.reduce(key: Customer.app, events: order, rules: testRules)
+                #expect(state.transactions[Customer.otid]?.facts.expiresDate == expected)
+            }
+        }
+    }
+
     @Test func laterSignedDateWinsWithoutRaws() throws {
         let early = Self.transactionEvent(seq: 1, expires: Time.day(30), raw: nil)
         var late = Self.transactionEvent(seq: 2, expires: Time.day(37), raw: nil)

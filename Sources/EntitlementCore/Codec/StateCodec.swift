@@ -35,7 +35,7 @@ public enum StateCodec {
         writer.string(state.key)
 
         let transactions = state.transactions.values.sorted {
-            $0.facts.transactionId.utf8.lexicographicallyPrecedes($1.facts.transactionId.utf8)
+            $0.facts.transactionId.utf8Precedes($1.facts.transactionId)
         }
         writer.count(transactions.count)
         for version in transactions {
@@ -44,7 +44,7 @@ public enum StateCodec {
         }
 
         let groups = state.renewalInfos.filter { !$0.value.isEmpty }.sorted {
-            $0.key.utf8.lexicographicallyPrecedes($1.key.utf8)
+            $0.key.utf8Precedes($1.key)
         }
         writer.count(groups.count)
         for (_, versions) in groups {

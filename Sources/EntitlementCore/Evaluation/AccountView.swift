@@ -42,8 +42,8 @@ public struct AccountView: Sendable, Hashable {
             case .until(let date)?: return EntitlementView(name: name, active: true, expiresDate: date)
             }
         }
-        .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-        let ids = Set(views.map(\.appTransactionId)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        .sorted { $0.name.utf8Precedes($1.name) }
+        let ids = Set(views.map(\.appTransactionId)).sorted { $0.utf8Precedes($1) }
         return AccountView(appAccountToken: token, at: at, appTransactionIds: ids, entitlements: entitlements)
     }
 

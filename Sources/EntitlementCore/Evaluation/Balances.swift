@@ -40,6 +40,6 @@ struct BalanceSheet {
         amounts.map { currency, amount in
             CurrencyBalance(currency: currency, amount: Int64(clamping: amount))
         }
-        .sorted { $0.currency.utf8.lexicographicallyPrecedes($1.currency.utf8) }
+        .sorted { $0.currency.utf8Precedes($1.currency) }
     }
 }

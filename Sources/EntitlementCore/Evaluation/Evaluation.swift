@@ -172,6 +172,6 @@ struct EntitlementLedger {
             case .until(let date)?: return EntitlementView(name: name, active: true, expiresDate: date)
             }
         }
-        .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        .sorted { $0.name.utf8Precedes($1.name) }
     }
 }

@@ -150,7 +150,7 @@ extension CustomerState {
         if incoming.signedDate != existing.signedDate {
             if incoming.signedDate > existing.signedDate { accountToken = incoming }
         } else if incoming.token != existing.token {
-            if existing.token.utf8.lexicographicallyPrecedes(incoming.token.utf8) { accountToken = incoming }
+            if existing.token.utf8Precedes(incoming.token) { accountToken = incoming }
         } else if incoming.ref < existing.ref {
             accountToken = incoming
         }
@@ -167,7 +167,7 @@ extension CustomerState {
         }
         if summary.signedDate != existing.signedDate {
             if summary.signedDate > existing.signedDate { lastNotification = summary }
-        } else if existing.notificationUUID.utf8.lexicographicallyPrecedes(summary.notificationUUID.utf8) {
+        } else if existing.notificationUUID.utf8Precedes(summary.notificationUUID) {
             lastNotification = summary
         }
     }

@@ -47,7 +47,7 @@ extension Signed where Facts: SignedDated {
         if incoming.ref == existing.ref { return .keepExisting }
         if incoming.facts == existing.facts {
             if let existingRaw = existing.raw, let incomingRaw = incoming.raw, existingRaw != incomingRaw {
-                return existingRaw.utf8.lexicographicallyPrecedes(incomingRaw.utf8) ? .takeIncoming : .keepExisting
+                return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting
             }
             return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
         }
@@ -62,7 +62,7 @@ extension Signed where Facts: SignedDated {
             // facts); decide by position so that the order stays total.
             return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
         }
-        return existingRaw.utf8.lexicographicallyPrecedes(incomingRaw.utf8) ? .takeIncoming : .keepExisting
+        return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting
     }
 }
 

@@ -26,6 +26,7 @@ public struct CodecError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The values read contradict each other (duplicates, disorder).
         public static let inconsistent = Code(.inconsistent)
 
+        /// A short name of the damage.
         public var description: String {
             switch kind {
             case .truncated: return "truncated"
@@ -39,16 +40,20 @@ public struct CodecError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What kind of damage was found.
     public var code: Code
     /// The byte offset where the problem was found.
     public var offset: Int
+    /// What was wrong, for a person.
     public var message: String
 
+    /// An error with exactly these fields.
     public init(code: Code, offset: Int, message: String) {
         self.code = code
         self.offset = offset
         self.message = message
     }
 
+    /// The error in one line: offset, code and message.
     public var description: String { "cannot decode at byte \(offset): \(code): \(message)" }
 }

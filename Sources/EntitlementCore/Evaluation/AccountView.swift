@@ -2,13 +2,16 @@
 /// customer (`appTransactionId`) that carries the token, merged (the
 /// `query --app-account-token` output of contract section 6).
 public struct AccountView: Sendable, Hashable {
+    /// The token queried.
     public var appAccountToken: String
+    /// The moment evaluated, in milliseconds since 1970.
     public var at: Int64
     /// The customers merged, sorted.
     public var appTransactionIds: [CustomerKey]
     /// The merged entitlements, sorted by name.
     public var entitlements: [EntitlementView]
 
+    /// A merged view with exactly these fields (see ``merge(token:at:views:)``).
     public init(appAccountToken: String, at: Int64, appTransactionIds: [CustomerKey], entitlements: [EntitlementView]) {
         self.appAccountToken = appAccountToken
         self.at = at

@@ -16,6 +16,7 @@ public struct CustomerView: Sendable, Hashable {
     /// Consumable balances, sorted by currency.
     public var balances: [CurrencyBalance]
 
+    /// A view with exactly these fields (``Evaluation/evaluate(_:rules:at:)`` makes them).
     public init(
         appTransactionId: CustomerKey, at: Int64, appAccountToken: String? = nil, entitlements: [EntitlementView] = [],
         subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [], balances: [CurrencyBalance] = []
@@ -53,6 +54,7 @@ public struct CustomerView: Sendable, Hashable {
 
 /// One entitlement at a moment.
 public struct EntitlementView: Sendable, Hashable {
+    /// The entitlement, as the rules name it.
     public var name: String
     /// Whether some source grants it at the moment evaluated.
     public var active: Bool
@@ -62,6 +64,7 @@ public struct EntitlementView: Sendable, Hashable {
     /// when nothing grants it.
     public var expiresDate: Int64?
 
+    /// An entitlement with exactly these fields.
     public init(name: String, active: Bool, expiresDate: Int64?) {
         self.name = name
         self.active = active
@@ -86,10 +89,13 @@ public enum SubscriptionStatus: String, Sendable, Hashable, CaseIterable {
 
 /// One auto-renewable subscription (one `originalTransactionId`) at a moment.
 public struct SubscriptionView: Sendable, Hashable {
+    /// The subscription: the `originalTransactionId` all its renewals share.
     public var originalTransactionId: String
     /// The current transaction's product.
     public var productId: String
+    /// The current transaction's subscription group.
     public var subscriptionGroupIdentifier: String?
+    /// The status at the moment evaluated.
     public var status: SubscriptionStatus
     /// The current transaction's `expiresDate`.
     public var expiresDate: Int64?
@@ -108,6 +114,7 @@ public struct SubscriptionView: Sendable, Hashable {
     /// Whether the subscription grants its product's entitlements at the moment (not in the query JSON).
     public var grants: Bool
 
+    /// A subscription with exactly these fields.
     public init(
         originalTransactionId: String, productId: String, subscriptionGroupIdentifier: String?,
         status: SubscriptionStatus, expiresDate: Int64?, gracePeriodExpiresDate: Int64?, autoRenewStatus: Bool?,
@@ -132,10 +139,13 @@ public struct SubscriptionView: Sendable, Hashable {
 /// One counted transaction that is not an auto-renewable subscription:
 /// consumable, non-consumable or non-renewing subscription (pass).
 public struct PurchaseView: Sendable, Hashable {
+    /// The transaction.
     public var transactionId: String
+    /// The product bought.
     public var productId: String
     /// Apple's `type` string, e.g. `Non-Consumable`.
     public var type: String
+    /// How many were bought in this transaction.
     public var quantity: Int64
     /// Whether its `revocationDate` is at or before the moment.
     public var revoked: Bool
@@ -148,6 +158,7 @@ public struct PurchaseView: Sendable, Hashable {
     /// For a pass: its window's start (not in the query JSON).
     public var startsDate: Int64?
 
+    /// A purchase with exactly these fields.
     public init(
         transactionId: String, productId: String, type: String, quantity: Int64, revoked: Bool,
         revocationType: String?, revocationPercentage: Int64?, expiresDate: Int64?, startsDate: Int64? = nil
@@ -166,9 +177,12 @@ public struct PurchaseView: Sendable, Hashable {
 
 /// A consumable currency's balance.
 public struct CurrencyBalance: Sendable, Hashable {
+    /// The currency, as the rules name it (else the consumable's `productId`).
     public var currency: String
+    /// Units granted by counted purchases, minus units revoked by the moment evaluated.
     public var amount: Int64
 
+    /// A balance with exactly these fields.
     public init(currency: String, amount: Int64) {
         self.currency = currency
         self.amount = amount

@@ -18,13 +18,14 @@ extension Engine {
         }
     }
 
-    /// Recomputes the log's hash chain and re-verifies every stored JWS
-    /// against the configured trust store, stopping at the first mismatch.
+    /// Recomputes the log's hash chain, re-verifies every stored JWS against the
+    /// configured trust store, and checks that the facts the reducers read are
+    /// exactly what each signed JWS says, stopping at the first mismatch.
     public func audit(progress: (Int64) -> Void = { _ in }) throws(EngineError) -> AuditReport {
         do {
             return try store.withLock { store throws(StoreError) in
                 try store.audit(
-                    verify: { kind, raw in
+                    reverify: { kind, raw in
                         let expected: InputItem.Expected
                         switch kind {
                         case .notification: expected = .notification
@@ -33,8 +34,8 @@ extension Engine {
                         case .appTransaction: expected = .appTransaction
                         }
                         switch documentVerifier.verify(InputItem(jws: raw, expected: expected)) {
-                        case .success: return nil
-                        case .failure(let error): return "\(error.code.rawValue): \(error.message)"
+                        case .success(let input): return (nil, input)
+                        case .failure(let error): return ("\(error.code.rawValue): \(error.message)", nil)
                         }
                     }, progress: progress)
             }

@@ -36,14 +36,32 @@ extension EventStore {
     public func audit(
         verify: (EventKind, String) -> String?, progress: (Int64) -> Void = { _ in }
     ) throws(StoreError) -> AuditReport {
+        try audit(reverify: { kind, raw in (verify(kind, raw), nil) }, progress: progress)
+    }
+
+    /// Recomputes the hash chain over the whole log and, through `reverify`,
+    /// re-checks every stored JWS; where `reverify` also returns the verified
+    /// input, checks that the facts the reducers read (`event_facts`) and the
+    /// event's customer are exactly what that signed input says, and that no
+    /// facts belong to no event: the reducers' input is covered, not only the log.
+    /// Stops at the first event that does not match.
+    ///
+    /// - Parameter reverify: given the event's kind and raw JWS, returns what is
+    ///   wrong (`nil` when it verifies) and, when it verifies, the verified input.
+    public func audit(
+        reverify: (EventKind, String) -> (problem: String?, input: VerifiedInput?), progress: (Int64) -> Void = { _ in }
+    ) throws(StoreError) -> AuditReport {
         try mapped {
             let triggers = try connection.scalarInt(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('events_are_immutable_update', 'events_are_immutable_delete')") ?? 0
             var report = AuditReport(events: 0, firstMismatch: nil, triggersPresent: triggers == 2)
             try connection.read {
-                let scan = try connection.prepare("SELECT seq, identity, kind, raw, prev_hash, hash FROM events ORDER BY seq")
+                let scan = try connection.prepare("SELECT seq, identity, kind, raw, prev_hash, hash, customer_key FROM events ORDER BY seq")
+                let factsOf = try connection.prepare("SELECT facts FROM event_facts WHERE customer_key = ? AND seq = ?")
                 var expectedPrev = [UInt8](repeating: 0, count: 32)
                 var expectedSeq: Int64 = 1
+                var factsChecked: Int64 = 0
+                var everyFactChecked = true
                 while try scan.step() {
                     let seq = scan.int64(0)
                     let identity = scan.string(1) ?? ""
@@ -51,6 +69,7 @@ extension EventStore {
                     let raw = scan.string(3) ?? ""
                     let prev = scan.blob(4) ?? []
                     let stored = scan.blob(5) ?? []
+                    let storedKey = scan.string(6)
                     report.events += 1
                     func mismatch(_ problem: String) { report.firstMismatch = AuditFinding(seq: seq, identity: identity, problem: problem) }
                     if seq != expectedSeq {
@@ -70,13 +89,53 @@ extension EventStore {
                         mismatch("unknown kind \(kind)")
                         return
                     }
-                    if let problem = verify(eventKind, raw) {
+                    let (problem, input) = reverify(eventKind, raw)
+                    if let problem {
                         mismatch("stored JWS no longer verifies: \(problem)")
                         return
+                    }
+                    if let input {
+                        // What the reducers read must be what was signed.
+                        let event = Event(seq: seq, input: input)
+                        if storedKey != event.customerKey {
+                            mismatch("the event's customer \(storedKey ?? "none") is not the signed data's \(event.customerKey ?? "none"): it was altered")
+                            return
+                        }
+                        if let key = event.customerKey {
+                            factsOf.reset()
+                            try factsOf.bind(1, key)
+                            try factsOf.bind(2, seq)
+                            guard try factsOf.step() else {
+                                mismatch("the facts the reducers read for this event are missing")
+                                return
+                            }
+                            let matches = factsOf.withBlob(0) { bytes in
+                                (try? EventCodec.decode(bytes, seq: seq)).map(EventCodec.encode) == EventCodec.encode(event)
+                            }
+                            factsOf.reset()
+                            if !matches {
+                                mismatch("the facts the reducers read do not match the signed JWS: they were altered")
+                                return
+                            }
+                            factsChecked += 1
+                        }
+                    } else {
+                        everyFactChecked = false
                     }
                     expectedPrev = stored
                     expectedSeq = seq + 1
                     if report.events & 0x3FFF == 0 { progress(report.events) }
+                }
+                // Facts that belong to no event (inserted behind the engine's back) would count on replay.
+                if everyFactChecked, (try connection.scalarInt("SELECT count(*) FROM event_facts") ?? 0) != factsChecked {
+                    let stray = try connection.prepare(
+                        "SELECT f.seq, f.customer_key FROM event_facts f WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = f.seq AND e.customer_key = f.customer_key) ORDER BY f.seq LIMIT 1")
+                    if try stray.step() {
+                        report.firstMismatch = AuditFinding(
+                            seq: stray.int64(0), identity: "",
+                            problem: "facts for customer \(stray.string(1) ?? "") at seq \(stray.int64(0)) belong to no event: they were inserted")
+                    }
+                    stray.reset()
                 }
             }
             return report

@@ -34,7 +34,7 @@ struct PropertyTests {
     @Test(arguments: 100...111 as ClosedRange<UInt64>)
     func replayWithoutRawsHydratingOnDemandGivesTheIngestState(seed: UInt64) throws {
         // Events as replay reads them: facts from the codec, raws left in the log.
-        let events = RandomHistory.events(seed: seed, resign: false)
+        let events = RandomHistory.events(seed: seed)
         var log: [RawRef: String] = [:]
         for event in events {
             switch event.body {

@@ -65,16 +65,34 @@ struct TieBreakTests {
         }
     }
 
-    @Test func sameContentNeedsNoRaw() throws {
+    @Test func sameContentTwiceIsOrderedByRawThenByPosition() throws {
         let first = Self.transactionEvent(seq: 1, expires: Time.day(30), raw: nil)
         let copy = Self.transactionEvent(seq: 5, expires: Time.day(30), raw: nil)
-        let forward = try Reducer.reduce(key: Customer.app, events: [first, copy], rules: testRules)
-        let backward = try Reducer.reduce(key: Customer.app, events: [copy, first], rules: testRules)
-        #expect(forward == backward)
-        // The copy logged first is kept, whatever the order.
+        // The same event applied again needs nothing.
+        let once = try Reducer.reduce(key: Customer.app, events: [first, first], rules: testRules)
+        #expect(once.transactions[Customer.otid]?.ref.eventSeq == 1)
+        // Equal facts under two refs: the raws decide (the same content may be signed twice).
+        var state = once
+        #expect(throws: MissingRawJWS(refs: [RawRef(eventSeq: 1, slot: .own), RawRef(eventSeq: 5, slot: .own)])) {
+            try state.apply(copy, rules: testRules)
+        }
+        // The same JWS twice: the copy logged first is kept, whatever the order.
+        let same = [RawRef(eventSeq: 1, slot: .own): "eyJ.SAME.sig", RawRef(eventSeq: 5, slot: .own): "eyJ.SAME.sig"]
+        var a = first, b = copy
+        a.hydrate(same)
+        b.hydrate(same)
+        let forward = try Reducer.reduce(key: Customer.app, events: [a, b], rules: testRules)
+        let backward = try Reducer.reduce(key: Customer.app, events: [b, a], rules: testRules)
         #expect(forward.transactions[Customer.otid]?.ref.eventSeq == 1)
         #expect(backward.transactions[Customer.otid]?.ref.eventSeq == 1)
         #expect(StateCodec.encode(forward) == StateCodec.encode(backward))
+        // Re-signed: the greater raw is kept, whatever the order.
+        let resigned = [RawRef(eventSeq: 1, slot: .own): "eyJ.AAAA.sig", RawRef(eventSeq: 5, slot: .own): "eyJ.BBBB.sig"]
+        a.hydrate(resigned)
+        b.hydrate(resigned)
+        for order in [[a, b], [b, a]] {
+            #expect(try Reducer.reduce(key: Customer.app, events: order, rules: testRules).transactions[Customer.otid]?.ref.eventSeq == 5)
+        }
     }
 
     @Test func missingRawIsThrownAndHydrateResolvesIt() throws {

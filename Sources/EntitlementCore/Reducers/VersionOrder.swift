@@ -20,24 +20,23 @@ enum VersionVerdict: Sendable, Hashable {
 }
 
 extension Signed where Facts: SignedDated {
-    /// Orders `incoming` against `existing` (contract section 5).
+    /// Orders `incoming` against `existing` (contract section 5): the total
+    /// order (`signedDate`, raw JWS bytes, earlier ``RawRef``).
     ///
     /// 1. The later `signedDate` wins.
-    /// 2. On equal `signedDate` with different facts, the greater raw JWS wins,
-    ///    comparing the UTF-8 bytes lexicographically. When either raw is not at
-    ///    hand the verdict names the missing refs.
-    /// 3. On equal `signedDate` with equal facts the two are the same content
-    ///    and no raw JWS is needed: when both raws are at hand and differ (the
-    ///    same content signed twice in one millisecond) the greater raw is
-    ///    kept, as in 2; otherwise the copy with the smaller ``RawRef`` (the one
-    ///    logged first), so that even the stored reference does not depend on
-    ///    the order in which copies were applied.
+    /// 2. On equal `signedDate`, the greater raw JWS wins, comparing UTF-8
+    ///    bytes lexicographically; equal raws (the same JWS logged twice) keep
+    ///    the copy with the smaller ``RawRef``, the one logged first, so that
+    ///    even the stored reference does not depend on the order of application.
+    /// 3. The same ref is the same object applied again: nothing changes.
     ///
-    /// With every raw at hand this is the total order (`signedDate`, raw,
-    /// earlier ref), so the version kept is the same whatever the order of
-    /// application. Without raws, only one case can differ: the same content
-    /// signed twice in the same millisecond under two different JWS *and* a
-    /// third, different version signed in that same millisecond.
+    /// When a raw needed by 2 is not at hand the verdict names the missing
+    /// refs. That includes equal facts under different refs: the same content
+    /// may have been signed twice in one millisecond under two JWS, and only
+    /// the raws tell which one a third version signed in that millisecond must
+    /// beat. Being a total order, the version kept is the same whatever the
+    /// order of application and whether raws were at hand from the start or
+    /// loaded on demand, so replay gives exactly the bytes ingest gave.
     static func verdict(existing: Signed, incoming: Signed) -> VersionVerdict {
         let existingDate = existing.facts.signedDate
         let incomingDate = incoming.facts.signedDate
@@ -45,12 +44,6 @@ extension Signed where Facts: SignedDated {
             return incomingDate > existingDate ? .takeIncoming : .keepExisting
         }
         if incoming.ref == existing.ref { return .keepExisting }
-        if incoming.facts == existing.facts {
-            if let existingRaw = existing.raw, let incomingRaw = incoming.raw, existingRaw != incomingRaw {
-                return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting
-            }
-            return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
-        }
         guard let existingRaw = existing.raw, let incomingRaw = incoming.raw else {
             var missing = Set<RawRef>()
             if existing.raw == nil { missing.insert(existing.ref) }
@@ -58,8 +51,6 @@ extension Signed where Facts: SignedDated {
             return .needsRaws(missing)
         }
         if existingRaw == incomingRaw {
-            // Cannot happen for genuinely signed objects (one JWS has one set of
-            // facts); decide by position so that the order stays total.
             return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
         }
         return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting

@@ -28,10 +28,11 @@ public struct RawRef: Sendable, Hashable, Comparable {
 /// One version of a signed object: its facts, and where its raw JWS is.
 ///
 /// Two versions compare by `signedDate`, then (contract section 5) by the raw
-/// JWS string. The raw is carried when at hand (at ingest) and left out of
-/// stored projections; the rare tie between different contents then asks the
-/// caller for it (see ``MissingRawJWS``). Equality is of the facts alone, so
-/// that state does not depend on which copy of identical content arrived first.
+/// JWS string, then by ``ref`` (the copy logged first). The raw is carried
+/// when at hand (at ingest) and left out of stored projections; the rare tie
+/// on `signedDate` between two versions logged apart then asks the caller for
+/// it (see ``MissingRawJWS``). Equality is of the facts alone, so that state
+/// does not depend on which copy of identical content arrived first.
 public struct Signed<Facts: Sendable & Hashable>: Sendable, Hashable {
     public var facts: Facts
     public var ref: RawRef

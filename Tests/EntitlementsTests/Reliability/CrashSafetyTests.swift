@@ -13,7 +13,7 @@ extension Reliability {
     struct CrashSafety {
         @Test("ingest killed with SIGKILL at random moments, then resumed: nothing lost, nothing doubled")
         func killedIngestLosesNothing() throws {
-            let inputs = parameter("RELIABILITY_CRASH_INPUTS", 2_500)
+            let inputs = parameter("RELIABILITY_CRASH_INPUTS", 2_000)
             let kills = parameter("RELIABILITY_CRASH_KILLS", 5)
             let seed = Reliability.seed(0xC0FFEE)
             let workspace = try Workspace(name: "crash")
@@ -30,31 +30,50 @@ extension Reliability {
             let fullRun = max(reference.seconds, 0.2)
             lap("reference")
 
+            // Kill rounds. Like a webhook sender, each round resends from the first line that was
+            // not acknowledged (with some overlap, so duplicates arrive too); kills are timed to
+            // land throughout the input, and a few rounds start over from the very beginning.
             var rng = RNG(seed: seed ^ 0x5EED)
             var killedWhileRunning = 0
             var acknowledged: Set<String> = []
+            var nextLine = 0
+            let perLine = fullRun / Double(history.lines.count)
             for round in 0..<kills {
-                // Vary how input arrives and how big each committed batch is.
+                let start = rng.chance(0.15) ? 0 : max(0, nextLine - rng.int(0...50))
+                let chunk = try workspace.write(lines: history.lines[start...].map(\.text), to: "round.ndjson")
                 let batch = rng.pick(["1", "7", "64", "512"])
                 let viaStdin = rng.chance(0.5)
                 let running = try workspace.start(
-                    "ingest", db: "crashed.sqlite", ["--batch", batch] + (viaStdin ? [] : [file.path]),
-                    stdin: viaStdin ? file : nil, label: "kill\(round)")
-                let delay = Double.random(in: 0.01...(fullRun * 1.2), using: &rng)
+                    "ingest", db: "crashed.sqlite", ["--batch", batch] + (viaStdin ? [] : [chunk.path]),
+                    stdin: viaStdin ? chunk : nil, label: "kill\(round)")
+                let remaining = Double(history.lines.count - start) * perLine
+                let share = remaining / Double(max(1, kills - round))
+                let catchUp = start == 0 ? Double(nextLine) * perLine * Double.random(in: 0.3...1.0, using: &rng) : 0
+                let delay = min(catchUp + Double.random(in: 0.3...1.7, using: &rng) * share + 0.05, remaining * 1.2 + 0.05)
                 usleep(UInt32(delay * 1_000_000))
                 running.kill9()
                 let outcome = running.wait()
                 if outcome.signaled { killedWhileRunning += 1 }
                 // Every line printed is an acknowledgment: what it acknowledged must be stored.
+                let results = outputObjects(outcome.stdout)
                 let stored = try Probe(workspace.path("crashed.sqlite")).eventIds()
-                for object in outputObjects(outcome.stdout) where text(object["result"]) != "rejected" {
+                for object in results where text(object["result"]) != "rejected" {
                     guard let id = text(object["eventId"]) else { continue }
                     acknowledged.insert(id)
                     #expect(stored.contains(id), "round \(round): acknowledged \(id) is not in the log after kill -9")
                 }
+                // The first line not acknowledged: resend from there next round.
+                var items = 0, line = start
+                while line < history.lines.count, items + history.lines[line].items.count <= results.count {
+                    items += history.lines[line].items.count
+                    line += 1
+                }
+                nextLine = max(nextLine, line)
+                if ProcessInfo.processInfo.environment["RELIABILITY_VERBOSE"] != nil {
+                    print("  round \(round): lines \(start)..., batch \(batch)\(viaStdin ? " stdin" : ""), killed after \(String(format: "%.2f", delay))s, acknowledged up to line \(line)\(outcome.signaled ? "" : " (had finished)")")
+                }
             }
             #expect(killedWhileRunning > 0, "no kill landed while ingest was running (runs take \(fullRun)s)")
-
             lap("kills")
             // Ingest the same input again, to the end.
             let resumed = try workspace.cli("ingest", db: "crashed.sqlite", [file.path])
@@ -63,7 +82,7 @@ extension Reliability {
             lap("resume")
             try expectSameAsReference(workspace: workspace, database: "crashed.sqlite", reference: "reference.sqlite", history: history)
             lap("checks")
-            print("crash safety: \(history.lines.count) lines, \(history.identities.count) events, \(kills) kills (\(killedWhileRunning) mid-run), \(acknowledged.count) acknowledged before the last run, seed \(seed)")
+            print("crash safety: \(history.lines.count) lines, \(history.identities.count) events, \(kills) kills (\(killedWhileRunning) mid-run), \(nextLine) lines acknowledged before the last run, seed \(seed)")
         }
 
         @Test("replay killed with SIGKILL before its swap leaves the previous state intact")

@@ -32,18 +32,23 @@ extension EventStore {
 
     /// The stored projection of a customer in the current generation.
     public func projection(of key: CustomerKey) throws(StoreError) -> StoredProjection? {
-        try mapped {
-            try connection.read { () throws -> StoredProjection? in
-                let generation = try currentEngineState().generation
-                let statement = try connection.cached(
-                    "SELECT state, rules_version, last_event_seq FROM projections WHERE generation = ? AND customer_key = ?")
-                defer { statement.reset() }
-                try statement.bind(1, generation)
-                try statement.bind(2, key)
-                guard try statement.step() else { return nil }
-                let state = try statement.withBlob(0) { bytes in try StateCodec.decode(bytes) }
-                return StoredProjection(state: state, rulesVersion: statement.string(1) ?? "", lastEventSeq: statement.int64(2))
+        try mapped { () throws -> StoredProjection? in
+            // One statement reads the current generation and the projection from one
+            // snapshot, without a BEGIN/COMMIT around it (a third of a query's SQLite work).
+            let statement = try connection.cached(
+                """
+                SELECT state, rules_version, last_event_seq FROM projections
+                WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) AND customer_key = ?
+                """)
+            defer { statement.reset() }
+            try statement.bind(1, key)
+            guard try statement.step() else {
+                statement.reset()
+                _ = try currentEngineState()  // a database without its engine_state row is corrupt
+                return nil
             }
+            let state = try statement.withBlob(0) { bytes in try StateCodec.decode(bytes) }
+            return StoredProjection(state: state, rulesVersion: statement.string(1) ?? "", lastEventSeq: statement.int64(2))
         }
     }
 

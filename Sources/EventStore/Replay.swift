@@ -1,4 +1,9 @@
 import EntitlementCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Progress of a replay, reported every few thousand events.
 public struct ReplayProgress: Sendable {
@@ -88,7 +93,10 @@ extension EventStore {
                     var oldState: CustomerState? = nil
                     var differs = true
                     if oldHasRow, old.string(0) == key {
-                        let same = old.withBlob(1) { bytes in bytes.elementsEqual(newBytes) }
+                        let same = old.withBlob(1) { bytes in
+                            bytes.count == newBytes.count
+                                && newBytes.withUnsafeBytes { new in bytes.count == 0 || memcmp(bytes.baseAddress!, new.baseAddress!, bytes.count) == 0 }
+                        }
                         differs = !same
                         if rulesChanged || collectDiff || differs {
                             oldState = try? old.withBlob(1) { bytes in try StateCodec.decode(bytes) }

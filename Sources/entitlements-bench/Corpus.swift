@@ -16,16 +16,25 @@ struct HistoryPlan: Sendable {
     var customers: Int
     var eventsPerCustomer: Int
     var total: Int
+    /// Log order: by month (every customer's first notification, then every second, ...)
+    /// or, with `customerMajor`, one customer's whole history after another.
+    var customerMajor: Bool
 
-    init(total: Int, customers: Int) {
+    init(total: Int, customers: Int, customerMajor: Bool = false) {
         self.total = total
         self.customers = max(1, customers)
         self.eventsPerCustomer = max(1, (total + self.customers - 1) / self.customers)
+        self.customerMajor = customerMajor
+    }
+
+    /// How many customers the log's `total` notifications reach.
+    var customersPresent: Int {
+        customerMajor ? (total + eventsPerCustomer - 1) / eventsPerCustomer : min(customers, total)
     }
 
     /// The customer and its event number of the `index`-th notification of the log.
     func position(_ index: Int) -> (customer: Int, event: Int) {
-        (index % customers, index / customers)
+        customerMajor ? (index / eventsPerCustomer, index % eventsPerCustomer) : (index % customers, index / customers)
     }
 
     static let productId = "com.example.pro.monthly"

@@ -12,10 +12,9 @@ import COpenSSL
 /// one key across threads does), to show what that costs.
 enum ECDSALimit {
     struct Figures {
-        var bareRate: Double
-        var bareCount: Int
-        var freshContextRate: Double
-        var sha256Rate: Double
+        var bare: Rate
+        var freshContext: Rate
+        var sha256: Rate
         var openSSLVersion: String
     }
 
@@ -78,9 +77,6 @@ enum ECDSALimit {
         }
 
         let version = OpenSSL_version(Int32(OPENSSL_VERSION)).map { String(cString: $0) } ?? "unknown"
-        return Figures(
-            bareRate: Double(bare.count) / bare.seconds, bareCount: bare.count,
-            freshContextRate: Double(fresh.count) / fresh.seconds,
-            sha256Rate: Double(hashing.count) / hashing.seconds, openSSLVersion: version)
+        return Figures(bare: Rate(bare), freshContext: Rate(fresh), sha256: Rate(hashing), openSSLVersion: version)
     }
 }

@@ -9,7 +9,9 @@ enum PeerBench {
         var rate: Double
         var notifications: Int
         var seconds: Double
+        var cpuSeconds: Double
         var version: String
+        var ratePerCPUSecond: Double { cpuSeconds > 0 ? Double(notifications) / cpuSeconds : 0 }
         var details: JSONValue
     }
 
@@ -60,8 +62,10 @@ enum PeerBench {
         if case .int(let n)? = json["notifications"] { notifications = Int(n) }
         var seconds = 0.0
         if case .double(let s)? = json["seconds"] { seconds = s }
+        var cpuSeconds = 0.0
+        if case .double(let s)? = json["cpuSeconds"] { cpuSeconds = s }
         var version = "?"
         if case .string(let v)? = json["version"] { version = v }
-        return .measured(Figures(rate: rate, notifications: notifications, seconds: seconds, version: version, details: json))
+        return .measured(Figures(rate: rate, notifications: notifications, seconds: seconds, cpuSeconds: cpuSeconds, version: version, details: json))
     }
 }

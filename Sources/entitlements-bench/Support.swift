@@ -18,6 +18,13 @@ enum Clock {
         return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
     }
 
+    /// CPU time the calling thread has used, in seconds.
+    static func threadCPU() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+
     /// CPU time this process has used (user + system), in seconds.
     static func processCPU() -> Double {
         var usage = rusage()
@@ -104,9 +111,11 @@ struct SplitMix64 {
 }
 
 /// Runs `body` over `items`, cycling, until at least `minimum` calls were made and
-/// `seconds` have passed (or `maximum` calls). Returns calls and elapsed seconds.
-func timed<T>(_ items: [T], seconds: Double, minimum: Int = 1, maximum: Int = .max, _ body: (T) -> Void) -> (count: Int, seconds: Double) {
+/// `seconds` have passed (or `maximum` calls). Returns calls, elapsed seconds and the
+/// calling thread's CPU seconds.
+func timed<T>(_ items: [T], seconds: Double, minimum: Int = 1, maximum: Int = .max, _ body: (T) -> Void) -> (count: Int, seconds: Double, cpuSeconds: Double) {
     precondition(!items.isEmpty)
+    let cpu = Clock.threadCPU()
     let start = Clock.now()
     var count = 0
     var index = 0
@@ -122,11 +131,29 @@ func timed<T>(_ items: [T], seconds: Double, minimum: Int = 1, maximum: Int = .m
         elapsed = Clock.now() - start
         if elapsed >= seconds && count >= minimum { break }
     }
-    return (count, elapsed)
+    return (count, elapsed, Clock.threadCPU() - cpu)
 }
 
 /// A failed check of a stage (the smoke run exits non-zero on any).
 struct BenchFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// Calls counted over a time: per second of wall-clock time, and per second of the
+/// measuring thread's CPU time (which leaves out time the thread sat descheduled on a
+/// busy machine).
+struct Rate {
+    var count: Int
+    var seconds: Double
+    var cpuSeconds: Double
+
+    init(_ run: (count: Int, seconds: Double, cpuSeconds: Double)) {
+        count = run.count
+        seconds = run.seconds
+        cpuSeconds = run.cpuSeconds
+    }
+
+    var perSecond: Double { seconds > 0 ? Double(count) / seconds : 0 }
+    var perCPUSecond: Double { cpuSeconds > 0 ? Double(count) / cpuSeconds : 0 }
 }

@@ -11,11 +11,10 @@ import TestPKI
 /// as Apple's own libraries do for every JWS when online checks are off.
 enum VerificationBench {
     struct Figures {
-        var singleWarm: Double
-        var singleCold: Double
-        var notificationWarm: Double
-        var notificationCold: Double
-        var notificationWarmCount: Int
+        var singleWarm: Rate
+        var singleCold: Rate
+        var notificationWarm: Rate
+        var notificationCold: Rate
     }
 
     static func verifier(_ corpus: Corpus, cache: Int) throws -> SignedDataVerifier {
@@ -41,24 +40,20 @@ enum VerificationBench {
         }
         if let first = failures.first { throw BenchFailure("verification failed: \(first)") }
 
-        func rate(_ verifier: SignedDataVerifier, _ items: [String], notification: Bool, seconds: Double) -> (Double, Int) {
-            var errors = 0
-            let run = timed(items, seconds: seconds, minimum: 20) { jws in
-                do {
-                    if notification { _ = try verifier.verifyNotification(jws) } else { _ = try verifier.verifyTransaction(jws) }
-                } catch { errors += 1 }
-            }
-            return errors == 0 ? (Double(run.count) / run.seconds, run.count) : (-1, run.count)
+        var errors = 0
+        func rate(_ verifier: SignedDataVerifier, _ items: [String], notification: Bool, seconds: Double) -> Rate {
+            Rate(
+                timed(items, seconds: seconds, minimum: 20) { jws in
+                    do {
+                        if notification { _ = try verifier.verifyNotification(jws) } else { _ = try verifier.verifyTransaction(jws) }
+                    } catch { errors += 1 }
+                })
         }
         let singleWarm = rate(warm, transactions, notification: false, seconds: seconds)
         let singleCold = rate(cold, transactions, notification: false, seconds: seconds / 2)
         let notificationWarm = rate(warm, notifications, notification: true, seconds: seconds)
         let notificationCold = rate(cold, notifications, notification: true, seconds: seconds / 2)
-        for figure in [singleWarm, singleCold, notificationWarm, notificationCold] where figure.0 < 0 {
-            throw BenchFailure("a JWS of the corpus did not verify during the timed run")
-        }
-        return Figures(
-            singleWarm: singleWarm.0, singleCold: singleCold.0, notificationWarm: notificationWarm.0,
-            notificationCold: notificationCold.0, notificationWarmCount: notificationWarm.1)
+        guard errors == 0 else { throw BenchFailure("\(errors) JWS of the corpus did not verify during the timed runs") }
+        return Figures(singleWarm: singleWarm, singleCold: singleCold, notificationWarm: notificationWarm, notificationCold: notificationCold)
     }
 }

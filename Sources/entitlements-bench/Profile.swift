@@ -1,0 +1,103 @@
+import AppStoreVerification
+import EntitlementCore
+import Entitlements
+import EventStore
+import Foundation
+
+/// `entitlements-bench __profile WHAT [N]`: one stage's work alone, inside
+/// ``profiledRegion(_:)``, for an instruction-counting profiler:
+///
+///     valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*profiledRegion*' \
+///         .build-bench/release/entitlements-bench __profile verify-warm 1000
+///
+/// WHAT: verify-warm, verify-cold, ingest, append, query, replay, ecdsa.
+enum Profile {
+    static let command = "__profile"
+
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let what = arguments.first else {
+            note("usage: entitlements-bench __profile verify-warm|verify-cold|ingest|append|query|replay|ecdsa [N]")
+            return 2
+        }
+        let n = arguments.count > 1 ? Int(arguments[1]) ?? 1_000 : 1_000
+        do {
+            switch what {
+            case "verify-warm", "verify-cold":
+                let corpus = Corpus(count: n, customers: max(1, n / 4))
+                let verifier = try VerificationBench.verifier(corpus, cache: what == "verify-warm" ? 64 : 0)
+                let notifications = corpus.samples.map(\.notification)
+                _ = try verifier.verifyNotification(notifications[0])
+                try profiledRegion {
+                    for jws in notifications { _ = try verifier.verifyNotification(jws) }
+                }
+            case "ingest":
+                let corpus = Corpus(count: n, customers: max(1, n / 4))
+                let path = NSTemporaryDirectory() + "/entitlements-bench-profile.sqlite"
+                Storage.remove(path)
+                defer { Storage.remove(path) }
+                let engine = try Engine(configuration: corpus.configuration, databasePath: path)
+                let documents = corpus.samples.map { InputBytes($0.body) }
+                try profiledRegion {
+                    var index = 0
+                    while index < documents.count {
+                        let end = min(index + 256, documents.count)
+                        _ = try engine.ingest(Array(documents[index..<end]), workers: 1, receivedAt: TestPayloads_january2026)
+                        index = end
+                    }
+                }
+            case "append":
+                let corpus = Corpus(count: n, customers: max(1, n / 4))
+                let path = NSTemporaryDirectory() + "/entitlements-bench-profile.sqlite"
+                Storage.remove(path)
+                defer { Storage.remove(path) }
+                let verifier = try DocumentVerifier(configuration: corpus.configuration)
+                var batches: [[AppendItem]] = []
+                var index = 0
+                while index < corpus.samples.count {
+                    let end = min(index + 256, corpus.samples.count)
+                    batches.append(corpus.samples[index..<end].flatMap { verifier.verifiedItems(InputBytes($0.body)) })
+                    index = end
+                }
+                let store = try EventStore(path: path, hash: { SHA256.hash($0) })
+                try profiledRegion {
+                    for items in batches {
+                        _ = try store.append(items, rules: BenchRules.rules, rulesJSON: BenchRules.rulesJSON, receivedAt: TestPayloads_january2026)
+                    }
+                }
+            case "query", "replay":
+                let customers = max(1, n / 10)
+                let plan = HistoryPlan(total: n, customers: customers, customerMajor: true)
+                let path = NSTemporaryDirectory() + "/entitlements-bench-profile-big.sqlite"
+                defer { Storage.remove(path) }
+                let corpus = Corpus(count: 8, customers: 2)
+                _ = try BigDatabase.build(path: path, plan: plan, header: .compact, pki: corpus.pki) { _ in }
+                let engine = try Engine(configuration: QueryBench.replayConfiguration, databasePath: path)
+                if what == "query" {
+                    var random = SplitMix64(seed: 1)
+                    let ids = (0..<n).map { _ in HistoryPlan.appTransactionId(random.below(customers)) }
+                    _ = try engine.query(.appTransactionId(ids[0]), at: QueryBench.at)
+                    try profiledRegion {
+                        for id in ids { _ = try engine.query(.appTransactionId(id), at: QueryBench.at) }
+                    }
+                } else {
+                    try profiledRegion { _ = try engine.replay(now: QueryBench.at) }
+                }
+            case "ecdsa":
+                try profiledRegion { _ = try ECDSALimit.measure(seconds: 0.5) }
+            default:
+                note("unknown profile \(what)")
+                return 2
+            }
+            return 0
+        } catch {
+            note("profile \(what): \(error)")
+            return 1
+        }
+    }
+}
+
+/// The region an instruction-counting profiler collects (`--toggle-collect='*profiledRegion*'`).
+@inline(never)
+func profiledRegion(_ body: () throws -> Void) throws {
+    try body()
+}

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Why the event store could not do what was asked, in words a person can act on.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable {
@@ -38,10 +44,22 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             self.init(code: .corrupt, message: "\(path) is not a valid engine database or is damaged (\(error.message))")
         case ResultCode.busy, ResultCode.locked:
             self.init(code: .busy, message: "the database \(path) stayed locked by another writer past the busy timeout (\(error.message))")
+        case ResultCode.cantOpen where Self.existsButCannotBeWritten(path):
+            // A WAL database needs its folder writable too (for -wal and -shm): say so, not just "cannot open".
+            self.init(
+                code: .readOnly,
+                message: "the database \(path) is on a read-only file system, or it or its folder is not writable (SQLite creates \(path)-wal and -shm beside it); nothing was written (\(error.message))")
         case ResultCode.cantOpen:
             self.init(code: .cannotOpen, message: "cannot open the database \(path) (\(error.message))")
         default:
             self.init(code: .sqlite, message: error.description)
         }
+    }
+
+    /// Whether `path` is an existing file that this process cannot write, or whose folder it cannot write.
+    static func existsButCannotBeWritten(_ path: String) -> Bool {
+        guard access(path, F_OK) == 0 else { return false }
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        return access(path, W_OK) != 0 || access(folder.isEmpty ? "/" : folder, W_OK) != 0
     }
 }

@@ -89,7 +89,7 @@ extension Reliability {
         func killedReplayChangesNothing() throws {
             let seed = Reliability.seed(0xBEEF)
             let workspace = try Workspace(name: "crash-replay")
-            let history = History.generate(lines: parameter("RELIABILITY_REPLAY_INPUTS", 1_500), seed: seed)
+            let history = History.generate(lines: parameter("RELIABILITY_REPLAY_INPUTS", 1_000), seed: seed)
             let file = try workspace.write(lines: history.lines.map(\.text), to: "inputs.ndjson")
             try workspace.cli("ingest", db: "reference.sqlite", [file.path])
             try workspace.cli("ingest", db: "crashed.sqlite", [file.path])

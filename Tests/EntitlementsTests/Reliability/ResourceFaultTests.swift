@@ -138,7 +138,7 @@ extension Reliability {
             let common = ["--db", path, "--config", workspace.configPath]
             let ingest = try run(["ingest"] + common + [newInputs.path])
             #expect(ingest.status == 3, "ingest into a read-only database: exit \(ingest.status) \(ingest.stdout.prefix(300)) \(ingest.stderr)")
-            #expect(ingest.stderr.contains("DATABASE_"), "\(ingest.stderr)")
+            #expect(ingest.stderr.contains("DATABASE_READ_ONLY"), "\(ingest.stderr)")
             #expect(ingest.stdout.isEmpty, "a refused batch was acknowledged")
             let replay = try run(["replay"] + common + ["--quiet"])
             #expect(replay.status == 3, "replay of a read-only database: exit \(replay.status) \(replay.stderr)")

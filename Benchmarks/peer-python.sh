@@ -15,7 +15,7 @@
 #   --bundle-id ID       default com.example.app
 #   --app-apple-id N     default 1234567890
 #   --environment ENV    default Sandbox
-#   --limit N            notifications to time (default 2000)
+#   --limit N            notifications to time (default 2000; entitlements-bench passes 1000)
 #   --venv DIR           where to make the virtual environment
 # Environment: APP_STORE_SERVER_LIBRARY_VERSION (default 3.1.2) picks the version.
 #

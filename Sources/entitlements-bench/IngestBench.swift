@@ -13,6 +13,7 @@ enum IngestBench {
         var notifications: Int
         var seconds: Double
         var cpuSeconds: Double
+        var systemSeconds: Double = 0
         var rate: Double { Double(notifications) / seconds }
     }
 
@@ -53,7 +54,7 @@ enum IngestBench {
         let store = try EventStore(path: path, hash: { SHA256.hash($0) })
         let rulesJSON = BenchRules.rulesJSON
         var appended = 0
-        let cpu = Clock.processCPU()
+        let cpu = Clock.processUserSystem()
         let start = Clock.now()
         for items in batches {
             for outcome in try store.append(items, rules: BenchRules.rules, rulesJSON: rulesJSON, receivedAt: TestPayloads_january2026) {
@@ -62,7 +63,10 @@ enum IngestBench {
         }
         let seconds = Clock.now() - start
         guard appended == documents.count else { throw BenchFailure("append-only run appended \(appended) of \(documents.count)") }
-        return Run(workers: 1, notifications: documents.count, seconds: seconds, cpuSeconds: Clock.processCPU() - cpu)
+        let end = Clock.processUserSystem()
+        return Run(
+            workers: 1, notifications: documents.count, seconds: seconds,
+            cpuSeconds: end.user - cpu.user + end.system - cpu.system, systemSeconds: end.system - cpu.system)
     }
 }
 

@@ -9,7 +9,7 @@ struct Options {
     var events = 1_000_000
     var queries = 200_000
     var seconds = 3.0
-    var peerLimit = 2_000
+    var peerLimit = 1_000
     var peer = true
     var peerScript: String? = nil
     var smoke = false
@@ -52,7 +52,7 @@ struct Options {
           --events N            events in the query/replay database (default 1000000)
           --queries N           timed point lookups (default 200000)
           --seconds S           time for each rate measured by repetition (default 3)
-          --peer-limit N        notifications the Python peer verifies (default 2000)
+          --peer-limit N        notifications the Python peer verifies (default 1000)
           --no-peer             skip the Python peer
           --peer-script PATH    the peer script (default Benchmarks/peer-python.sh)
           --raw-header compact|full

@@ -82,6 +82,28 @@ enum Profile {
                 } else {
                     try profiledRegion { _ = try engine.replay(now: QueryBench.at) }
                 }
+            case "micro":
+                // Real-time cost of the pieces of one notification's ingest, on one thread.
+                let corpus = Corpus(count: max(n, 64), customers: max(1, n / 4))
+                let verifier = try DocumentVerifier(configuration: corpus.configuration)
+                let inputs: [VerifiedInput] = corpus.samples.compactMap {
+                    if case .verified(let input)? = verifier.verifiedItems(InputBytes($0.body)).first { return input }
+                    return nil
+                }
+                let payloads: [JSONValue] = inputs.map { if case .notification(let n) = $0 { return n.payload.json }; return .null }
+                let raws = inputs.map { Array($0.jws.utf8) }
+                let events = inputs.enumerated().map { Event(seq: Int64($0.offset + 1), input: $0.element) }
+                func micro(_ name: String, _ body: (Int) -> Void) {
+                    let run = Rate(timed(Array(0..<inputs.count), seconds: 1, minimum: 100, body))
+                    print("\(name): \(Format.fixed(run.cpuSeconds / Double(run.count) * 1e6, 2)) µs per notification (CPU)")
+                }
+                print("notification raw JWS \(raws[0].count) bytes, payload JSON \(JSONWriter.string(payloads[0]).utf8.count) bytes")
+                micro("JSONWriter.string(notification payload)") { _ = JSONWriter.string(payloads[$0]) }
+                micro("SHA256 of the raw JWS") { _ = SHA256.hash(raws[$0]) }
+                micro("EventCodec.encode") { _ = EventCodec.encode(events[$0]) }
+                micro("Event(seq:input:)") { _ = Event(seq: 1, input: inputs[$0]) }
+                micro("DocumentVerifier.verifiedItems(body)") { _ = verifier.verifiedItems(InputBytes(corpus.samples[$0].body)) }
+                micro("InputDocument.items(body)") { _ = InputDocument.items(Array(corpus.samples[$0].body.utf8)[...]) }
             case "ecdsa":
                 try profiledRegion { _ = try ECDSALimit.measure(seconds: 0.5) }
             default:

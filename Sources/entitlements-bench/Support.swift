@@ -25,6 +25,16 @@ enum Clock {
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 
+    /// CPU time this process has used in user and in system (kernel) mode, in seconds.
+    static func processUserSystem() -> (user: Double, system: Double) {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return (
+            Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6,
+            Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        )
+    }
+
     /// CPU time this process has used (user + system), in seconds.
     static func processCPU() -> Double {
         var usage = rusage()

@@ -159,9 +159,17 @@ struct Bench {
                         ])
                 }
                 let store = try IngestBench.appendOnly(corpus, documents: documents, batch: options.batch, path: workFolder + "/append-only.sqlite")
-                report.row("ingest", "of which EventStore.append alone (pre-verified)", Format.count(store.rate) + " notifications/s")
+                report.row(
+                    "ingest", "EventStore.append alone (pre-verified), 1 thread",
+                    Format.count(store.rate) + " /s (" + Format.count(Double(store.notifications) / store.cpuSeconds) + " per CPU-s, "
+                        + Format.fixed(store.systemSeconds / max(store.cpuSeconds, 1e-9) * 100, 0) + "% in kernel)")
                 report.section(
-                    "appendOnly", ["notifications": .int(Int64(store.notifications)), "seconds": .double(store.seconds), "notificationsPerSecond": .double(store.rate)])
+                    "appendOnly",
+                    [
+                        "notifications": .int(Int64(store.notifications)), "seconds": .double(store.seconds),
+                        "cpuSeconds": .double(store.cpuSeconds), "systemSeconds": .double(store.systemSeconds),
+                        "notificationsPerSecond": .double(store.rate),
+                    ])
 
                 let storage = try Storage.measure(workFolder + "/ingest-1.sqlite")
                 guard storage.events == Int64(documents.count) else { throw BenchFailure("the ingest database holds \(storage.events) events") }

@@ -132,13 +132,18 @@ extension EventStore {
     }
 
     func writeProjection(key: CustomerKey, state: CustomerState, generation: Int64, rulesVersion: String, lastSeq: Int64) throws {
+        try writeProjection(key: key, stateBytes: StateCodec.encode(state), generation: generation, rulesVersion: rulesVersion, lastSeq: lastSeq)
+    }
+
+    /// Writes a projection whose state is already encoded (``StateCodec/encode(_:)``).
+    func writeProjection(key: CustomerKey, stateBytes: [UInt8], generation: Int64, rulesVersion: String, lastSeq: Int64) throws {
         let save = try connection.cached(
             "INSERT OR REPLACE INTO projections (generation, customer_key, rules_version, last_event_seq, state) VALUES (?, ?, ?, ?, ?)")
         try save.bind(1, generation)
         try save.bind(2, key)
         try save.bind(3, rulesVersion)
         try save.bind(4, lastSeq)
-        try save.bind(5, blob: StateCodec.encode(state))
+        try save.bind(5, blob: stateBytes)
         try save.step()
     }
 

@@ -82,7 +82,9 @@ extension EventStore {
                 var currentKey: CustomerKey? = nil
                 var state = CustomerState(key: "")
                 var lastSeq: Int64 = 0
-                var buffered: [(CustomerKey, CustomerState, Int64)] = []
+                // Encoded states waiting for their write: each state is encoded once, for
+                // the comparison with the previous generation and for the write alike.
+                var buffered: [(CustomerKey, [UInt8], Int64)] = []
                 buffered.reserveCapacity(chunkSize)
 
                 func finishCustomer() throws {
@@ -116,15 +118,15 @@ extension EventStore {
                     _ = entitlementsChanged
                     if differs { report.changed += 1 }
                     report.customers += 1
-                    buffered.append((key, state, lastSeq))
+                    buffered.append((key, newBytes, lastSeq))
                     if buffered.count >= chunkSize { try flush() }
                 }
 
                 func flush() throws {
                     guard !buffered.isEmpty else { return }
                     try connection.write { () throws -> ((), Connection.Completion) in
-                        for (key, state, seq) in buffered {
-                            try writeProjection(key: key, state: state, generation: next, rulesVersion: rules.version, lastSeq: seq)
+                        for (key, bytes, seq) in buffered {
+                            try writeProjection(key: key, stateBytes: bytes, generation: next, rulesVersion: rules.version, lastSeq: seq)
                         }
                         return ((), .commit)
                     }
@@ -134,12 +136,15 @@ extension EventStore {
                 while try facts.step() {
                     let seq = facts.int64(1)
                     if seq > snapshotSeq { continue }
-                    let key = facts.string(0) ?? ""
-                    if key != currentKey {
-                        try finishCustomer()
-                        currentKey = key
-                        state = CustomerState(key: key)
-                        lastSeq = 0
+                    // The same customer as the row before: compared in place, no String made.
+                    if currentKey == nil || !facts.text(0, equals: currentKey!) {
+                        let key = facts.string(0) ?? ""
+                        if key != currentKey {
+                            try finishCustomer()
+                            currentKey = key
+                            state = CustomerState(key: key)
+                            lastSeq = 0
+                        }
                     }
                     let event = try facts.withBlob(2) { bytes in try EventCodec.decode(bytes, seq: seq) }
                     try apply(event, to: &state, rules: rules)

@@ -10,7 +10,7 @@ import COpenSSL
 /// The second figure is the same verification with a new context per call
 /// (`EVP_PKEY_CTX_new_from_pkey` + `EVP_PKEY_verify_init`, as a verifier that shares
 /// one key across threads does), to show what that costs.
-enum ECDSALimit {
+final class ECDSALimit {
     struct Figures {
         var bare: Rate
         var freshContext: Rate
@@ -18,7 +18,13 @@ enum ECDSALimit {
         var openSSLVersion: String
     }
 
-    static func measure(seconds: Double) throws -> Figures {
+    private let key: OpaquePointer
+    private let verifier: OpaquePointer
+    private let digest: [UInt8]
+    private let signature: [UInt8]
+    let openSSLVersion: String
+
+    init() throws {
         guard let keygen = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw BenchFailure("OpenSSL has no EC") }
         defer { EVP_PKEY_CTX_free(keygen) }
         guard EVP_PKEY_keygen_init(keygen) == 1, EVP_PKEY_CTX_set_group_name(keygen, "P-256") == 1 else {
@@ -26,39 +32,58 @@ enum ECDSALimit {
         }
         var generated: OpaquePointer? = nil
         guard EVP_PKEY_generate(keygen, &generated) == 1, let key = generated else { throw BenchFailure("EVP_PKEY_generate failed") }
-        defer { EVP_PKEY_free(key) }
+        self.key = key
 
         var digest = [UInt8](repeating: 0, count: 32)
         let message = Array("entitlements-bench".utf8)
         var digestLength: UInt32 = 0
         guard EVP_Digest(message, message.count, &digest, &digestLength, EVP_sha256(), nil) == 1 else {
+            EVP_PKEY_free(key)
             throw BenchFailure("SHA-256 failed")
         }
+        self.digest = digest
 
         // Sign once.
-        guard let signer = EVP_PKEY_CTX_new_from_pkey(nil, key, nil), EVP_PKEY_sign_init(signer) == 1 else {
-            throw BenchFailure("EVP_PKEY_sign_init failed")
-        }
+        guard let signer = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { EVP_PKEY_free(key); throw BenchFailure("no signing context") }
         defer { EVP_PKEY_CTX_free(signer) }
         var signatureLength = 0
-        guard EVP_PKEY_sign(signer, nil, &signatureLength, digest, 32) == 1 else { throw BenchFailure("EVP_PKEY_sign failed") }
-        var signature = [UInt8](repeating: 0, count: signatureLength)
-        guard EVP_PKEY_sign(signer, &signature, &signatureLength, digest, 32) == 1 else { throw BenchFailure("EVP_PKEY_sign failed") }
-        signature.removeLast(signature.count - signatureLength)
+        var signature = [UInt8](repeating: 0, count: 80)
+        guard EVP_PKEY_sign_init(signer) == 1, EVP_PKEY_sign(signer, nil, &signatureLength, digest, 32) == 1,
+            EVP_PKEY_sign(signer, &signature, &signatureLength, digest, 32) == 1
+        else {
+            EVP_PKEY_free(key)
+            throw BenchFailure("EVP_PKEY_sign failed")
+        }
+        self.signature = Array(signature.prefix(signatureLength))
 
-        // Bare: one context, verified again and again.
+        // One context for the bare figure, initialised once.
         guard let verifier = EVP_PKEY_CTX_new_from_pkey(nil, key, nil), EVP_PKEY_verify_init(verifier) == 1 else {
+            EVP_PKEY_free(key)
             throw BenchFailure("EVP_PKEY_verify_init failed")
         }
-        defer { EVP_PKEY_CTX_free(verifier) }
+        self.verifier = verifier
+        openSSLVersion = OpenSSL_version(Int32(OPENSSL_VERSION)).map { String(cString: $0) } ?? "unknown"
+    }
+
+    deinit {
+        EVP_PKEY_CTX_free(verifier)
+        EVP_PKEY_free(key)
+    }
+
+    /// Verifications with the one context, again and again.
+    func bare(seconds: Double) throws -> Rate {
         var failures = 0
-        let bare = timed([0], seconds: seconds, minimum: 200) { _ in
+        let run = timed([0], seconds: seconds, minimum: 200) { _ in
             if EVP_PKEY_verify(verifier, signature, signature.count, digest, 32) != 1 { failures += 1 }
         }
         guard failures == 0 else { throw BenchFailure("bare ECDSA verification failed \(failures) times") }
+        return Rate(run)
+    }
 
-        // A new context per verification.
-        let fresh = timed([0], seconds: seconds / 2, minimum: 100) { _ in
+    /// A new context per verification.
+    func freshContext(seconds: Double) throws -> Rate {
+        var failures = 0
+        let run = timed([0], seconds: seconds, minimum: 100) { _ in
             guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { failures += 1; return }
             defer { EVP_PKEY_CTX_free(context) }
             if EVP_PKEY_verify_init(context) != 1 || EVP_PKEY_verify(context, signature, signature.count, digest, 32) != 1 {
@@ -66,17 +91,25 @@ enum ECDSALimit {
             }
         }
         guard failures == 0 else { throw BenchFailure("ECDSA verification with a fresh context failed \(failures) times") }
+        return Rate(run)
+    }
 
-        // SHA-256 of a typical signing input (a transaction JWS: ~3.3 KB of header.payload).
+    /// SHA-256 of a typical signing input (a transaction JWS: ~3.3 KB of header.payload).
+    func sha256(seconds: Double) -> Rate {
         let input = [UInt8](repeating: 0x41, count: 3_300)
         let md = EVP_sha256()
-        let hashing = timed([0], seconds: seconds / 4, minimum: 100) { _ in
-            var out = [UInt8](repeating: 0, count: 32)
-            var length: UInt32 = 0
-            _ = EVP_Digest(input, input.count, &out, &length, md, nil)
-        }
+        return Rate(
+            timed([0], seconds: seconds, minimum: 100) { _ in
+                var out = [UInt8](repeating: 0, count: 32)
+                var length: UInt32 = 0
+                _ = EVP_Digest(input, input.count, &out, &length, md, nil)
+            })
+    }
 
-        let version = OpenSSL_version(Int32(OPENSSL_VERSION)).map { String(cString: $0) } ?? "unknown"
-        return Figures(bare: Rate(bare), freshContext: Rate(fresh), sha256: Rate(hashing), openSSLVersion: version)
+    static func measure(seconds: Double) throws -> Figures {
+        let limit = try ECDSALimit()
+        return Figures(
+            bare: try limit.bare(seconds: seconds), freshContext: try limit.freshContext(seconds: seconds / 2),
+            sha256: limit.sha256(seconds: seconds / 4), openSSLVersion: limit.openSSLVersion)
     }
 }

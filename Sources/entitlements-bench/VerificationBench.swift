@@ -9,13 +9,19 @@ import TestPKI
 /// Cold is a verifier with `chainCacheCapacity: 0`: every JWS has its certificate
 /// chain parsed and verified again (two P-384 signatures, OpenSSL path validation),
 /// as Apple's own libraries do for every JWS when online checks are off.
-enum VerificationBench {
+final class VerificationBench {
     struct Figures {
         var singleWarm: Rate
         var singleCold: Rate
         var notificationWarm: Rate
         var notificationCold: Rate
     }
+
+    let warm: SignedDataVerifier
+    let cold: SignedDataVerifier
+    let transactions: [String]
+    let notifications: [String]
+    private(set) var errors = 0
 
     static func verifier(_ corpus: Corpus, cache: Int) throws -> SignedDataVerifier {
         try SignedDataVerifier(
@@ -24,36 +30,41 @@ enum VerificationBench {
                 trustedRootsDER: [corpus.pki.rootDER], chainCacheCapacity: cache))
     }
 
-    static func measure(_ corpus: Corpus, seconds: Double) throws -> Figures {
-        let warm = try verifier(corpus, cache: 64)
-        let cold = try verifier(corpus, cache: 0)
-        let transactions = corpus.samples.map(\.transaction)
-        let notifications = corpus.samples.map(\.notification)
-
-        // Every sample must verify, and the nested objects must come back.
-        var failures: [String] = []
+    /// Makes the verifiers and checks that the corpus verifies, nested objects included.
+    init(_ corpus: Corpus) throws {
+        warm = try Self.verifier(corpus, cache: 64)
+        cold = try Self.verifier(corpus, cache: 0)
+        transactions = corpus.samples.map(\.transaction)
+        notifications = corpus.samples.map(\.notification)
         for jws in notifications.prefix(50) {
             do {
                 let n = try warm.verifyNotification(jws)
-                if n.transaction == nil || n.renewalInfo == nil { failures.append("nested JWS missing") }
-            } catch { failures.append(error.description) }
+                if n.transaction == nil || n.renewalInfo == nil { throw BenchFailure("nested JWS missing") }
+            } catch {
+                throw BenchFailure("verification failed: \(error)")
+            }
         }
-        if let first = failures.first { throw BenchFailure("verification failed: \(first)") }
-
-        var errors = 0
-        func rate(_ verifier: SignedDataVerifier, _ items: [String], notification: Bool, seconds: Double) -> Rate {
-            Rate(
-                timed(items, seconds: seconds, minimum: 20) { jws in
-                    do {
-                        if notification { _ = try verifier.verifyNotification(jws) } else { _ = try verifier.verifyTransaction(jws) }
-                    } catch { errors += 1 }
-                })
-        }
-        let singleWarm = rate(warm, transactions, notification: false, seconds: seconds)
-        let singleCold = rate(cold, transactions, notification: false, seconds: seconds / 2)
-        let notificationWarm = rate(warm, notifications, notification: true, seconds: seconds)
-        let notificationCold = rate(cold, notifications, notification: true, seconds: seconds / 2)
-        guard errors == 0 else { throw BenchFailure("\(errors) JWS of the corpus did not verify during the timed runs") }
-        return Figures(singleWarm: singleWarm, singleCold: singleCold, notificationWarm: notificationWarm, notificationCold: notificationCold)
     }
+
+    func rate(_ verifier: SignedDataVerifier, notification: Bool, seconds: Double) -> Rate {
+        Rate(
+            timed(notification ? notifications : transactions, seconds: seconds, minimum: 20) { jws in
+                do {
+                    if notification { _ = try verifier.verifyNotification(jws) } else { _ = try verifier.verifyTransaction(jws) }
+                } catch { errors += 1 }
+            })
+    }
+
+    func notificationWarm(seconds: Double) -> Rate { rate(warm, notification: true, seconds: seconds) }
+
+    func checked() throws {
+        guard errors == 0 else { throw BenchFailure("\(errors) JWS of the corpus did not verify during the timed runs") }
+    }
+}
+
+extension Rate {
+    static let zero = Rate((0, 0, 0))
+
+    /// The better of two measurements of the same thing (the one less disturbed by others).
+    func best(_ other: Rate) -> Rate { other.perSecond > perSecond ? other : self }
 }

@@ -88,28 +88,45 @@ struct Bench {
         var verification: VerificationBench.Figures? = nil
         var ingestOne: IngestBench.Run? = nil
 
-        if wants(.ecdsa) {
-            stage("ecdsa") {
-                let figures = try ECDSALimit.measure(seconds: options.seconds)
-                ecdsa = figures
-                guard figures.bare.count > 0 else { throw BenchFailure("no ECDSA verification counted") }
-                report.row("limit", "P-256 ECDSA verify, OpenSSL, 1 core (ctx reused)", rate(figures.bare))
-                report.row("limit", "P-256 ECDSA verify, new EVP_PKEY_CTX per call", rate(figures.freshContext))
-                report.row("limit", "bound: notification with 3 signatures, 1 core", Format.count(figures.bare.perSecond / 3) + " /s")
-                report.section(
-                    "ecdsa",
-                    [
-                        "openssl": .string(figures.openSSLVersion), "verify": rateJSON(figures.bare),
-                        "verifyFreshContext": rateJSON(figures.freshContext), "sha256Of3300Bytes": rateJSON(figures.sha256),
-                        "threeSignatureBoundPerSecond": .double(figures.bare.perSecond / 3),
-                        "threeSignatureBoundPerCPUSecond": .double(figures.bare.perCPUSecond / 3),
-                    ])
-            }
-        }
-
-        if wants(.verify) {
-            stage("verify") {
-                let figures = try VerificationBench.measure(corpus, seconds: options.seconds)
+        if wants(.ecdsa) || wants(.verify) {
+            stage(wants(.verify) ? "verify" : "ecdsa") {
+                // The bound and the warm notification rate are measured in alternating
+                // rounds, best round of each kept, so that a passing load on a shared
+                // machine hits both alike.
+                let limit = wants(.ecdsa) ? try ECDSALimit() : nil
+                let bench = wants(.verify) ? try VerificationBench(corpus) : nil
+                let rounds = 3
+                var bare = Rate.zero
+                var warm = Rate.zero
+                for _ in 0..<rounds {
+                    if let limit { bare = bare.best(try limit.bare(seconds: options.seconds / Double(rounds))) }
+                    if let bench { warm = warm.best(bench.notificationWarm(seconds: options.seconds / Double(rounds))) }
+                }
+                if let limit {
+                    let figures = ECDSALimit.Figures(
+                        bare: bare, freshContext: try limit.freshContext(seconds: options.seconds / 2),
+                        sha256: limit.sha256(seconds: options.seconds / 4), openSSLVersion: limit.openSSLVersion)
+                    ecdsa = figures
+                    guard figures.bare.count > 0 else { throw BenchFailure("no ECDSA verification counted") }
+                    report.row("limit", "P-256 ECDSA verify, OpenSSL, 1 core (ctx reused)", rate(figures.bare))
+                    report.row("limit", "P-256 ECDSA verify, new EVP_PKEY_CTX per call", rate(figures.freshContext))
+                    report.row("limit", "bound: notification with 3 signatures, 1 core", Format.count(figures.bare.perSecond / 3) + " /s")
+                    report.section(
+                        "ecdsa",
+                        [
+                            "openssl": .string(figures.openSSLVersion), "verify": rateJSON(figures.bare),
+                            "verifyFreshContext": rateJSON(figures.freshContext), "sha256Of3300Bytes": rateJSON(figures.sha256),
+                            "threeSignatureBoundPerSecond": .double(figures.bare.perSecond / 3),
+                            "threeSignatureBoundPerCPUSecond": .double(figures.bare.perCPUSecond / 3),
+                        ])
+                }
+                guard let bench else { return }
+                let figures = VerificationBench.Figures(
+                    singleWarm: bench.rate(bench.warm, notification: false, seconds: options.seconds),
+                    singleCold: bench.rate(bench.cold, notification: false, seconds: options.seconds / 2),
+                    notificationWarm: warm,
+                    notificationCold: bench.rate(bench.cold, notification: true, seconds: options.seconds / 2))
+                try bench.checked()
                 verification = figures
                 guard figures.notificationWarm.count > 0, figures.singleWarm.count > 0 else { throw BenchFailure("no verification counted") }
                 report.row("verify", "single JWS, chain cache warm, 1 core", rate(figures.singleWarm))
@@ -118,19 +135,15 @@ struct Bench {
                     ("singleJWSWarm", rateJSON(figures.singleWarm)), ("singleJWSCold", rateJSON(figures.singleCold)),
                     ("notificationWarm", rateJSON(figures.notificationWarm)), ("notificationCold", rateJSON(figures.notificationCold)),
                 ])
+                report.row("verify", "notification + nested txn + renewal, warm, 1 core", rate(figures.notificationWarm))
                 if let ecdsa {
-                    // Both measured on one thread in this run: compare like with like (wall to wall, CPU to CPU).
                     let share = figures.notificationWarm.perSecond / (ecdsa.bare.perSecond / 3) * 100
                     let shareCPU = figures.notificationWarm.perCPUSecond / (ecdsa.bare.perCPUSecond / 3) * 100
                     report.row(
-                        "verify", "notification + nested txn + renewal, warm, 1 core", rate(figures.notificationWarm))
-                    report.row(
-                        "verify", "  as a share of the 3-signature bound", Format.fixed(share, 0) + "% (CPU time: " + Format.fixed(shareCPU, 0) + "%)",
-                        target: ">= 75%", met: share >= 75)
+                        "verify", "  as a share of the 3-signature bound",
+                        Format.fixed(share, 0) + "% (CPU time: " + Format.fixed(shareCPU, 0) + "%)", target: ">= 75%", met: share >= 75)
                     section["notificationWarmShareOfBoundPercent"] = .double(share)
                     section["notificationWarmShareOfBoundPercentCPU"] = .double(shareCPU)
-                } else {
-                    report.row("verify", "notification + nested txn + renewal, warm, 1 core", rate(figures.notificationWarm))
                 }
                 report.row("verify", "notification + nested txn + renewal, cold, 1 core", rate(figures.notificationCold))
                 report.section("verification", .object(section))

@@ -1,4 +1,9 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A prepared statement. Finalized when released; reset after each use by the
 /// ``Connection`` helpers so it can be reused from the connection's cache.
@@ -78,6 +83,16 @@ public final class Statement {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    /// Whether the column's text is exactly the UTF-8 of `text`, without making a String of it.
+    public func text(_ column: Int32, equals text: String) -> Bool {
+        guard let pointer = sqlite3_column_text(handle, column) else { return false }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        var copy = text
+        return copy.withUTF8 { utf8 in
+            utf8.count == count && (count == 0 || memcmp(utf8.baseAddress!, pointer, count) == 0)
+        }
     }
 
     public func blob(_ column: Int32) -> [UInt8]? {

@@ -134,7 +134,7 @@ extension Reliability {
         /// A database that cannot be written: every write is refused with exit 3 and the file is untouched.
         func expectRefusesWrites(workspace: Workspace, database: String, newInputs: URL, run: ([String]) throws -> Tool.Outcome) throws {
             let path = workspace.path(database)
-            let before = try Data(contentsOf: URL(fileURLWithPath: path))
+            let before = Tool.read(path)
             let common = ["--db", path, "--config", workspace.configPath]
             let ingest = try run(["ingest"] + common + [newInputs.path])
             #expect(ingest.status == 3, "ingest into a read-only database: exit \(ingest.status) \(ingest.stdout.prefix(300)) \(ingest.stderr)")
@@ -142,7 +142,7 @@ extension Reliability {
             #expect(ingest.stdout.isEmpty, "a refused batch was acknowledged")
             let replay = try run(["replay"] + common + ["--quiet"])
             #expect(replay.status == 3, "replay of a read-only database: exit \(replay.status) \(replay.stderr)")
-            let after = try Data(contentsOf: URL(fileURLWithPath: path))
+            let after = Tool.read(path)
             #expect(before == after, "a read-only database file was changed")
             print("read-only: ingest said \(ingest.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
@@ -211,7 +211,7 @@ extension Reliability {
         func expectUnusable(_ workspace: Workspace, database: String, code: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
             let input = try workspace.write(lines: History.generate(lines: 5, seed: 1).lines.map(\.text), to: "five.ndjson")
             let path = workspace.path(database)
-            let before = try? Data(contentsOf: URL(fileURLWithPath: path))
+            let before = Tool.read(path)
             let commands: [[String]] = [
                 ["ingest", input.path], ["query", "--app-transaction-id", "704000000000000000"], ["replay", "--quiet"], ["audit"],
             ]
@@ -222,7 +222,7 @@ extension Reliability {
                 #expect(outcome.stderr.contains(code), "\(command[0]) on \(database): \(outcome.stderr)", sourceLocation: sourceLocation)
                 #expect(!outcome.stdout.contains("\"appended\""), sourceLocation: sourceLocation)
             }
-            let after = try? Data(contentsOf: URL(fileURLWithPath: path))
+            let after = Tool.read(path)
             #expect(before == after, "the damaged file was changed", sourceLocation: sourceLocation)
         }
 
@@ -249,7 +249,7 @@ extension Reliability {
             let history = History.generate(lines: 200, seed: 0xD00D)
             let input = try workspace.write(lines: history.lines.map(\.text), to: "input.ndjson")
             try workspace.cli("ingest", db: "good.sqlite", [input.path])
-            var bytes = [UInt8](try Data(contentsOf: workspace.url("good.sqlite")))
+            var bytes = Tool.read(workspace.path("good.sqlite"))
             let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
             #expect(bytes.count > 4 * pageSize)
             var damaged = bytes

@@ -19,8 +19,9 @@ CREATE TABLE events (
     subtype                  TEXT,
     signed_date              INTEGER NOT NULL,
     received_at              INTEGER NOT NULL,
-    -- The decoded payload (JSON), and for a notification its nested JWS decoded.
+    -- The decoded payload (JSON); in a notification, the nested JWS are decoded in place.
     payload                  TEXT    NOT NULL,
+    -- Unused (NULL): kept so that databases made by earlier builds open unchanged.
     nested_payloads          TEXT,
     -- The JWS exactly as received.
     raw                      TEXT    NOT NULL,

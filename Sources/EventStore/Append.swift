@@ -170,7 +170,8 @@ extension EventStore {
         let raw = input.jws
         let digest = Self.chainHash(prevHash: prevHash, seq: event.seq, identity: identity, raw: raw, hash: hash)
 
-        let (payload, nested) = Self.storedPayloads(input)
+        // The decoded payload, nested JWS decoded in place (their raw text is in `raw` already).
+        let payload = JSONWriter.string(input.decodedJSON)
         let (notificationType, subtype): (String?, String?) = {
             if case .notification(let n) = input { return (n.payload.notificationType.rawValue, n.payload.subtype?.rawValue) }
             return (nil, nil)
@@ -195,27 +196,12 @@ extension EventStore {
         try insert.bind(11, event.signedDate)
         try insert.bind(12, receivedAt)
         try insert.bind(13, payload)
-        try insert.bind(14, nested)
+        try insert.bind(14, nil as String?)
         try insert.bind(15, raw)
         try insert.bind(16, blob: prevHash)
         try insert.bind(17, blob: digest)
         try insert.step()
         return digest
-    }
-
-    /// The decoded payload JSON, and for a notification its nested payloads decoded.
-    static func storedPayloads(_ input: VerifiedInput) -> (String, String?) {
-        switch input {
-        case .notification(let n):
-            var nested = JSONObject()
-            if let t = n.transaction { nested["signedTransactionInfo"] = t.payload.json }
-            if let r = n.renewalInfo { nested["signedRenewalInfo"] = r.payload.json }
-            if let a = n.appTransaction { nested["signedAppTransactionInfo"] = a.payload.json }
-            return (JSONWriter.string(n.payload.json), nested.isEmpty ? nil : JSONWriter.string(.object(nested)))
-        case .transaction(let t): return (JSONWriter.string(t.payload.json), nil)
-        case .renewalInfo(let r): return (JSONWriter.string(r.payload.json), nil)
-        case .appTransaction(let a): return (JSONWriter.string(a.payload.json), nil)
-        }
     }
 
     private func quarantine(_ rejection: Rejection, receivedAt: Int64) throws {

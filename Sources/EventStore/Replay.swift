@@ -1,4 +1,6 @@
+import Dispatch
 import EntitlementCore
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -79,17 +81,12 @@ extension EventStore {
                 try old.bind(1, previous.generation)
                 var oldHasRow = try old.step()
 
-                var currentKey: CustomerKey? = nil
-                var state = CustomerState(key: "")
-                var lastSeq: Int64 = 0
                 // Encoded states waiting for their write: each state is encoded once, for
                 // the comparison with the previous generation and for the write alike.
                 var buffered: [(CustomerKey, [UInt8], Int64)] = []
                 buffered.reserveCapacity(chunkSize)
 
-                func finishCustomer() throws {
-                    guard let key = currentKey else { return }
-                    let newBytes = StateCodec.encode(state)
+                func finishCustomer(_ key: CustomerKey, _ state: CustomerState, _ lastSeq: Int64, _ newBytes: [UInt8]) throws {
                     // Merge-join with the previous generation, both ordered by key.
                     while oldHasRow, let oldKey = old.string(0), oldKey < key { oldHasRow = try old.step() }
                     var oldState: CustomerState? = nil
@@ -133,6 +130,53 @@ extension EventStore {
                     buffered.removeAll(keepingCapacity: true)
                 }
 
+                // Rows are read here, whole customers at a time, into chunks; the reducers
+                // of a chunk's customers run on every core (customers are independent), then
+                // the chunk is finished here, customer by customer in key order, exactly as
+                // one thread would (progress, comparison, diffs, writes).
+                var chunk = ReplayChunk()
+                func finishChunk() throws {
+                    let results = chunk.reduce(rules: rules)
+                    for (customer, result) in zip(chunk.customers, results) {
+                        var counted = customer.rows.count
+                        var outcome: (CustomerState, Int64, [UInt8])? = nil
+                        switch result {
+                        case .reduced(let state, let lastSeq, let bytes):
+                            outcome = (state, lastSeq, bytes)
+                        case .failed(let index, _), .needsRawJWS(let index):
+                            counted = index
+                        }
+                        for _ in 0..<counted {
+                            report.events += 1
+                            if report.events & 0x3FFF == 0 {
+                                progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
+                            }
+                        }
+                        if outcome == nil {
+                            if case .failed(_, let error) = result { throw error }
+                            // A tie between two versions needs raw JWS from the log: this
+                            // customer goes through the one-thread path, which loads them.
+                            var state = CustomerState(key: customer.key)
+                            var lastSeq: Int64 = 0
+                            for (index, row) in customer.rows.enumerated() {
+                                let event = try chunk.decode(row).get()
+                                try apply(event, to: &state, rules: rules)
+                                lastSeq = max(lastSeq, row.seq)
+                                if index >= counted {
+                                    report.events += 1
+                                    if report.events & 0x3FFF == 0 {
+                                        progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
+                                    }
+                                }
+                            }
+                            outcome = (state, lastSeq, StateCodec.encode(state))
+                        }
+                        try finishCustomer(customer.key, outcome!.0, outcome!.1, outcome!.2)
+                    }
+                    chunk.removeAll()
+                }
+
+                var currentKey: CustomerKey? = nil
                 while try facts.step() {
                     let seq = facts.int64(1)
                     if seq > snapshotSeq { continue }
@@ -140,21 +184,14 @@ extension EventStore {
                     if currentKey == nil || !facts.text(0, equals: currentKey!) {
                         let key = facts.string(0) ?? ""
                         if key != currentKey {
-                            try finishCustomer()
+                            if chunk.events >= ReplayChunk.events { try finishChunk() }
                             currentKey = key
-                            state = CustomerState(key: key)
-                            lastSeq = 0
+                            chunk.customers.append(ReplayCustomer(key: key))
                         }
                     }
-                    let event = try facts.withBlob(2) { bytes in try EventCodec.decode(bytes, seq: seq) }
-                    try apply(event, to: &state, rules: rules)
-                    lastSeq = max(lastSeq, seq)
-                    report.events += 1
-                    if report.events & 0x3FFF == 0 {
-                        progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
-                    }
+                    facts.withBlob(2) { bytes in chunk.append(seq: seq, facts: bytes) }
                 }
-                try finishCustomer()
+                try finishChunk()
                 try flush()
                 progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
             }
@@ -197,4 +234,104 @@ extension EventStore {
             return report
         }
     }
+}
+
+/// Whole customers' facts rows, read for a replay, and their reduction off the reading thread.
+struct ReplayChunk: Sendable {
+    /// The facts of every row, one after the other.
+    var bytes: [UInt8] = []
+    var customers: [ReplayCustomer] = []
+    var events = 0
+
+    /// Events read before a chunk is reduced.
+    static let events = 8_192
+
+    mutating func append(seq: Int64, facts: UnsafeRawBufferPointer) {
+        customers[customers.count - 1].rows.append(ReplayCustomer.Row(seq: seq, start: bytes.count, count: facts.count))
+        bytes.append(contentsOf: facts)
+        events += 1
+    }
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        customers.removeAll(keepingCapacity: true)
+        events = 0
+    }
+
+    func decode(_ row: ReplayCustomer.Row) -> Result<Event, CodecError> {
+        bytes.withUnsafeBytes { all in
+            do throws(CodecError) {
+                return .success(try EventCodec.decode(UnsafeRawBufferPointer(rebasing: all[row.start..<(row.start + row.count)]), seq: row.seq))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    enum Outcome: Sendable {
+        /// The state, the last event's `seq`, the encoded state.
+        case reduced(CustomerState, Int64, [UInt8])
+        /// The row at `index` did not decode.
+        case failed(index: Int, error: CodecError)
+        /// The row at `index` ties two versions that only their raw JWS can order.
+        case needsRawJWS(index: Int)
+    }
+
+    /// Decodes and applies each customer's events, on as many threads as there are cores.
+    func reduce(rules: Rules) -> [Outcome] {
+        let lanes = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8, customers.count / 16))
+        if lanes == 1 { return customers.map { reduce($0, rules: rules) } }
+        let results = OutcomeSlots(count: customers.count)
+        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+            var index = lane
+            while index < customers.count {
+                results.set(index, reduce(customers[index], rules: rules))
+                index += lanes
+            }
+        }
+        return results.values()
+    }
+
+    func reduce(_ customer: ReplayCustomer, rules: Rules) -> Outcome {
+        var state = CustomerState(key: customer.key)
+        var lastSeq: Int64 = 0
+        for (index, row) in customer.rows.enumerated() {
+            let event: Event
+            switch decode(row) {
+            case .success(let decoded): event = decoded
+            case .failure(let error): return .failed(index: index, error: error)
+            }
+            do { try state.apply(event, rules: rules) } catch { return .needsRawJWS(index: index) }
+            lastSeq = max(lastSeq, row.seq)
+        }
+        return .reduced(state, lastSeq, StateCodec.encode(state))
+    }
+}
+
+/// One customer's rows in a ``ReplayChunk``.
+struct ReplayCustomer: Sendable {
+    struct Row: Sendable {
+        var seq: Int64
+        var start: Int
+        var count: Int
+    }
+
+    var key: CustomerKey
+    var rows: [Row] = []
+}
+
+/// Result slots that concurrent lanes fill, each slot written by one lane only.
+private final class OutcomeSlots: @unchecked Sendable {
+    private var slots: [ReplayChunk.Outcome?]
+    private let lock = NSLock()
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ outcome: ReplayChunk.Outcome) {
+        lock.lock()
+        slots[index] = outcome
+        lock.unlock()
+    }
+
+    func values() -> [ReplayChunk.Outcome] { slots.map { $0! } }
 }

@@ -81,6 +81,8 @@ enum ReplayBench {
         var changed: Int64
         var seconds: Double
         var cpuSeconds: Double
+        var systemSeconds: Double
+        var secondsToLastProgress: Double
         var rate: Double
         var peakRSS: Int64
         var baselineRSS: Int64
@@ -91,15 +93,22 @@ enum ReplayBench {
         let baseline = Machine.statusBytes("VmHWM")
         do {
             let engine = try Engine(configuration: QueryBench.replayConfiguration, databasePath: path)
-            let cpu = Clock.processCPU()
+            let cpu = Clock.processUserSystem()
             let start = Clock.now()
-            let report = try engine.replay(now: QueryBench.at)
+            var lastProgress = start
+            var eventsRead: Int64 = 0
+            let report = try engine.replay(now: QueryBench.at) { progress in
+                lastProgress = Clock.now()
+                eventsRead = progress.eventsDone
+            }
             let seconds = Clock.now() - start
-            let cpuSeconds = Clock.processCPU() - cpu
+            let end = Clock.processUserSystem()
+            let cpuSeconds = end.user - cpu.user + end.system - cpu.system
             let peak = Machine.statusBytes("VmHWM")
             let line: JSONValue = [
                 "events": .int(report.events), "customers": .int(report.customers), "changed": .int(report.changed),
-                "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds), "vmHWM": .int(peak), "vmHWMBefore": .int(baseline),
+                "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds), "systemSeconds": .double(end.system - cpu.system),
+                "secondsToLastProgress": .double(lastProgress - start), "eventsAtLastProgress": .int(eventsRead), "vmHWM": .int(peak), "vmHWMBefore": .int(baseline),
             ]
             print(JSONWriter.string(line))
             return 0
@@ -139,6 +148,7 @@ enum ReplayBench {
         let seconds = double("seconds")
         return Figures(
             events: int("events"), customers: int("customers"), changed: int("changed"), seconds: seconds, cpuSeconds: double("cpuSeconds"),
+            systemSeconds: double("systemSeconds"), secondsToLastProgress: double("secondsToLastProgress"),
             rate: seconds > 0 ? Double(int("events")) / seconds : 0, peakRSS: int("vmHWM"), baselineRSS: int("vmHWMBefore"))
     }
 }

@@ -297,7 +297,10 @@ struct Bench {
                         [
                             "events": .int(figures.events), "customers": .int(figures.customers), "seconds": .double(figures.seconds),
                             "eventsPerSecond": .double(figures.rate), "cpuSeconds": .double(figures.cpuSeconds),
-                            "eventsPerCPUSecond": .double(Double(figures.events) / max(figures.cpuSeconds, 1e-9)), "peakRSSBytes": .int(figures.peakRSS),
+                            "eventsPerCPUSecond": .double(Double(figures.events) / max(figures.cpuSeconds, 1e-9)),
+                            "systemSeconds": .double(figures.systemSeconds),
+                            "secondsUntilAllEventsApplied": .double(figures.secondsToLastProgress),
+                            "secondsForSwapAndCleanup": .double(figures.seconds - figures.secondsToLastProgress), "peakRSSBytes": .int(figures.peakRSS),
                             "rssBeforeReplayBytes": .int(figures.baselineRSS), "changed": .int(figures.changed),
                         ])
                 }

@@ -40,6 +40,12 @@ public final class Connection {
                 throw SQLiteError(code: .error, message: "database at \(path) refused WAL mode (journal_mode is \(journal ?? "unknown"))")
             }
             try execute("PRAGMA synchronous = NORMAL")
+            // Debian builds SQLite with SECURE_DELETE on, which rewrites every page a
+            // DELETE frees with zeros: a replay's removal of the previous projections
+            // generation then writes it all once more. FAST still zeroes deleted content
+            // on pages written anyway; only whole freed pages keep their bytes until reused
+            // (the only rows ever deleted are projections, derived from the log).
+            try execute("PRAGMA secure_delete = FAST")
         }
         try execute("PRAGMA foreign_keys = ON")
     }

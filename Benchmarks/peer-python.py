@@ -13,7 +13,6 @@ every JWS (its chain cache is only used with online checks on).
 Prints one JSON line: {"notifications": N, "seconds": S, "rate": N/S, ...}.
 """
 import argparse
-import base64
 import importlib.metadata
 import json
 import platform

@@ -17,13 +17,20 @@ shift || true
 out=.build-fuzz
 mkdir -p "$out/obj" "$out/corpus" "$out/seeds"
 
-# The fuzzer runtime ships with the Swift toolchain; fall back to the distribution's clang runtime.
-toolchain=$(dirname "$(dirname "$(command -v swiftc)")")
-if ! ls "$toolchain"/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a "$toolchain"/lib/swift/clang/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    echo "installing the clang fuzzer runtime"
-    apt-get update -qq && (apt-get install -y -qq libclang-rt-14-dev || apt-get install -y -qq libclang-rt-dev)
+# The fuzzer runtime (libFuzzer) ships with the swift.org toolchain, and -sanitize=fuzzer links it.
+# Without it, install the distribution's clang runtime and link its libFuzzer archive by hand
+# (FUZZ_RUNTIME=/path/to/libclang_rt.fuzzer-x86_64.a does the same with any archive).
+toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swiftc)")")")
+runtime=${FUZZ_RUNTIME:-}
+if [ -z "$runtime" ] && ! ls "$toolchain"/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
+   && ! ls "$toolchain"/lib/swift/clang/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  runtime=$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | tail -1 || true)
+  if [ -z "$runtime" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "the Swift toolchain has no libFuzzer runtime: installing the distribution's clang runtime"
+    apt-get update -qq && { apt-get install -y -qq libclang-rt-14-dev || apt-get install -y -qq libclang-rt-dev; }
+    runtime=$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | tail -1 || true)
   fi
+  [ -n "$runtime" ] || { echo "no libFuzzer runtime found (libclang_rt.fuzzer-x86_64.a); set FUZZ_RUNTIME" >&2; exit 2; }
 fi
 pkg-config --exists libcrypto || { echo "needs libssl-dev (OpenSSL 3 libcrypto)"; exit 2; }
 
@@ -37,7 +44,19 @@ pkg-config --exists libcrypto || { echo "needs libssl-dev (OpenSSL 3 libcrypto)"
   echo '}'
 } > "$out/FuzzRoots.swift"
 
-flags=(-swift-version 6 -O -g -sanitize=fuzzer,address -parse-as-library -enable-testing)
+flags=(-swift-version 6 -O -g -parse-as-library -enable-testing)
+if [ -z "$runtime" ]; then
+  flags+=(-sanitize=fuzzer,address)
+  link=()
+else
+  echo "libFuzzer: $runtime"
+  flags+=(-sanitize=address -sanitize-coverage=edge,indirect,trace-cmp)
+  link=(-Xlinker --whole-archive -Xlinker "$runtime" -Xlinker --no-whole-archive -lstdc++)
+fi
+# A change of runtime means a rebuild.
+echo "${flags[*]}" > "$out/flags.new"
+cmp -s "$out/flags.new" "$out/flags" || rm -f "$out/obj/"*.a
+mv "$out/flags.new" "$out/flags"
 crypto=$(pkg-config --libs-only-L libcrypto)
 # Rebuilt when a source is newer than its library.
 stale() { [ ! -f "$1" ] || [ -n "$(find "${@:2}" -name '*.swift' -newer "$1" | head -1)" ]; }
@@ -55,7 +74,7 @@ fi
 echo "building the fuzz target"
 swiftc "${flags[@]}" -module-name FuzzEntitlements -I "$out/obj" -I Sources/COpenSSL \
   Fuzz/FuzzTarget.swift Sources/Entitlements/InputDocument.swift "$out/FuzzRoots.swift" \
-  "$out/obj/libAppStoreVerification.a" "$out/obj/libEntitlementCore.a" $crypto -lcrypto -lm \
+  "$out/obj/libAppStoreVerification.a" "$out/obj/libEntitlementCore.a" $crypto -lcrypto -lm ${link[@]+"${link[@]}"} \
   -o "$out/fuzz-entitlements"
 
 # Seeds, one file per (mode, sample).

@@ -39,7 +39,9 @@ extension Reliability {
             var nextLine = 0
             let perLine = fullRun / Double(history.lines.count)
             for round in 0..<kills {
-                let start = rng.chance(0.15) ? 0 : max(0, nextLine - rng.int(0...50))
+                // Once everything was acknowledged, rounds resend from anywhere (all duplicates then).
+                let finished = nextLine >= history.lines.count
+                let start = finished ? rng.int(0...(history.lines.count - 1)) : rng.chance(0.15) ? 0 : max(0, nextLine - rng.int(0...50))
                 let chunk = try workspace.write(lines: history.lines[start...].map(\.text), to: "round.ndjson")
                 let batch = rng.pick(["1", "7", "64", "512"])
                 let viaStdin = rng.chance(0.5)
@@ -47,9 +49,12 @@ extension Reliability {
                     "ingest", db: "crashed.sqlite", ["--batch", batch] + (viaStdin ? [] : [chunk.path]),
                     stdin: viaStdin ? chunk : nil, label: "kill\(round)")
                 let remaining = Double(history.lines.count - start) * perLine
-                let share = remaining / Double(max(1, kills - round))
+                // Aim each round at a fair share of what is left, so kills spread over the whole input.
+                let share = 0.7 * Double(history.lines.count - nextLine) * perLine / Double(max(1, kills - round))
                 let catchUp = start == 0 ? Double(nextLine) * perLine * Double.random(in: 0.3...1.0, using: &rng) : 0
-                let delay = min(catchUp + Double.random(in: 0.3...1.7, using: &rng) * share + 0.05, remaining * 1.2 + 0.05)
+                let delay = finished
+                    ? Double.random(in: 0.05...max(0.06, remaining), using: &rng)
+                    : min(catchUp + Double.random(in: 0.3...1.7, using: &rng) * share + 0.05, remaining * 1.2 + 0.05)
                 usleep(UInt32(delay * 1_000_000))
                 running.kill9()
                 let outcome = running.wait()

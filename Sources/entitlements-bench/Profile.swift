@@ -99,6 +99,10 @@ enum Profile {
                 }
                 print("notification raw JWS \(raws[0].count) bytes, payload JSON \(JSONWriter.string(payloads[0]).utf8.count) bytes")
                 micro("JSONWriter.string(notification payload)") { _ = JSONWriter.string(payloads[$0]) }
+                let decoded = inputs.map(\.decodedJSON)
+                print("stored payload JSON \(JSONWriter.string(decoded[0]).utf8.count) bytes")
+                micro("input.decodedJSON") { _ = inputs[$0].decodedJSON }
+                micro("JSONWriter.string(decodedJSON) (the stored payload)") { _ = JSONWriter.string(decoded[$0]) }
                 micro("SHA256 of the raw JWS") { _ = SHA256.hash(raws[$0]) }
                 micro("EventCodec.encode") { _ = EventCodec.encode(events[$0]) }
                 micro("Event(seq:input:)") { _ = Event(seq: 1, input: inputs[$0]) }

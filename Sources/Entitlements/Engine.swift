@@ -49,15 +49,50 @@ public final class Engine: Sendable {
     ///   - receivedAt: time of receipt; now by default.
     /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
     public func ingest(_ documents: [InputBytes], workers: Int = 1, receivedAt: Int64? = nil) throws(EngineError) -> [IngestResult] {
-        let perDocument = verifyAll(documents, workers: workers)
-        let items = perDocument.flatMap { $0 }
-        let outcomes: [AppendOutcome]
-        do {
-            outcomes = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now())
-        } catch {
-            throw error
+        let items = verifyAll(documents, workers: workers).flatMap { $0 }
+        return Self.results(try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now()))
+    }
+
+    /// Ingests a stream of batches, each in one transaction, handing each
+    /// batch's results to `deliver` once it is committed.
+    ///
+    /// With `workers` of 2 or more, the next batch is verified while the
+    /// previous one is appended (verification and SQLite run on different
+    /// cores). `next` is called again before the previous batch is delivered,
+    /// so use this for files, not for a stream whose next line may be long in
+    /// coming (there, call ``ingest(_:workers:receivedAt:)`` per batch so each
+    /// acknowledgment goes out at once).
+    public func ingest(
+        batches next: () -> [InputBytes]?, workers: Int, receivedAt: Int64? = nil, deliver: ([IngestResult]) -> Void
+    ) throws(EngineError) {
+        guard workers >= 2 else {
+            while let batch = next() { deliver(try ingest(batch, workers: 1, receivedAt: receivedAt)) }
+            return
         }
-        return outcomes.map { outcome in
+        guard let first = next() else { return }
+        var current = verifyAll(first, workers: workers)
+        let group = DispatchGroup()
+        defer { group.wait() }
+        while true {
+            let upcoming = next()
+            let box = VerifiedBatch()
+            if let upcoming {
+                group.enter()
+                DispatchQueue.global().async {
+                    box.items = self.verifyAll(upcoming, workers: workers)
+                    group.leave()
+                }
+            }
+            let outcomes = try appendRetryingBusy(current.flatMap { $0 }, receivedAt: receivedAt ?? Self.now())
+            deliver(Self.results(outcomes))
+            guard upcoming != nil else { return }
+            group.wait()
+            current = box.items
+        }
+    }
+
+    static func results(_ outcomes: [AppendOutcome]) -> [IngestResult] {
+        outcomes.map { outcome in
             switch outcome {
             case .appended(let eventId, let kind, let key, _):
                 return IngestResult(outcome: .appended, kind: kind, eventId: eventId, appTransactionId: key)
@@ -117,6 +152,11 @@ public final class Engine: Sendable {
         return
             "warning: the stored projections were built under rules \"\(engine.rulesVersion)\" but the configuration has rules \"\(configuration.rules.version)\" with different content; run `entitlements replay` to rebuild them (answers below already apply the configuration's rules)"
     }
+}
+
+/// A batch verified on another thread, handed back after `DispatchGroup.wait()`.
+private final class VerifiedBatch: @unchecked Sendable {
+    var items: [[AppendItem]] = []
 }
 
 /// One input document as read, bounded: `bytes` holds at most the engine's

@@ -4,7 +4,7 @@ import Entitlements
 import EventStore
 import Foundation
 
-/// Ingest end to end through ``Engine/ingest(_:workers:receivedAt:)``: the notification
+/// Ingest end to end through ``Engine/ingest(batches:workers:receivedAt:deliver:)``: the notification
 /// bodies in batches, each batch verified (on `workers` threads), appended and
 /// projected in one transaction, into a fresh database.
 enum IngestBench {
@@ -25,12 +25,15 @@ enum IngestBench {
         let cpu = Clock.processCPU()
         let start = Clock.now()
         var index = 0
-        while index < documents.count {
-            let end = min(index + batch, documents.count)
-            let results = try engine.ingest(Array(documents[index..<end]), workers: workers, receivedAt: receivedAt)
-            for result in results where result.outcome == .appended { appended += 1 }
-            index = end
-        }
+        // With 2 workers the next batch is verified while the previous one is appended.
+        try engine.ingest(
+            batches: {
+                guard index < documents.count else { return nil }
+                let end = min(index + batch, documents.count)
+                defer { index = end }
+                return Array(documents[index..<end])
+            }, workers: workers, receivedAt: receivedAt,
+            deliver: { results in for result in results where result.outcome == .appended { appended += 1 } })
         let seconds = Clock.now() - start
         let cpuSeconds = Clock.processCPU() - cpu
         guard appended == documents.count else {

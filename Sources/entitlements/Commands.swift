@@ -87,8 +87,22 @@ enum Commands {
                 }
                 reader = opened
             }
-            while let lines = reader.nextBatch(maxLines: batch) {
-                if let error = run(lines) { reader.close(); return storageFailure("ingest", error) }
+            if file == "-" {
+                // A live stream: each batch is committed and acknowledged before the next is read.
+                while let lines = reader.nextBatch(maxLines: batch) {
+                    if let error = run(lines) { reader.close(); return storageFailure("ingest", error) }
+                }
+            } else {
+                // A file: the next batch is verified while the previous one is appended.
+                do {
+                    try engine.ingest(batches: { reader.nextBatch(maxLines: batch) }, workers: workers) { results in
+                        if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
+                        Output.lines(results.map { $0.json() })
+                    }
+                } catch {
+                    reader.close()
+                    return storageFailure("ingest", error)
+                }
             }
             reader.close()
         }

@@ -44,19 +44,10 @@ pkg-config --exists libcrypto || { echo "needs libssl-dev (OpenSSL 3 libcrypto)"
   echo '}'
 } > "$out/FuzzRoots.swift"
 
-flags=(-swift-version 6 -O -g -parse-as-library -enable-testing)
-if [ -z "$runtime" ]; then
-  flags+=(-sanitize=fuzzer,address)
-  link=()
-else
-  echo "libFuzzer: $runtime"
-  flags+=(-sanitize=address -sanitize-coverage=edge,indirect,trace-cmp)
-  link=(-Xlinker --whole-archive -Xlinker "$runtime" -Xlinker --no-whole-archive -lstdc++)
-fi
-# A change of runtime means a rebuild.
-echo "${flags[*]}" > "$out/flags.new"
-cmp -s "$out/flags.new" "$out/flags" || rm -f "$out/obj/"*.a
-mv "$out/flags.new" "$out/flags"
+# Compiling with -sanitize=fuzzer only instruments (coverage); linking with it also links libFuzzer
+# from the toolchain. With another runtime, the target is linked with -sanitize=address and that archive.
+flags=(-swift-version 6 -O -g -parse-as-library -enable-testing -sanitize=fuzzer,address)
+echo "libFuzzer: ${runtime:-from the Swift toolchain}"
 crypto=$(pkg-config --libs-only-L libcrypto)
 # Rebuilt when a source is newer than its library.
 stale() { [ ! -f "$1" ] || [ -n "$(find "${@:2}" -name '*.swift' -newer "$1" | head -1)" ]; }
@@ -72,15 +63,28 @@ swiftc "${flags[@]}" -module-name AppStoreVerification -I "$out/obj" -I Sources/
   -emit-library -static -o "$out/obj/libAppStoreVerification.a" $(find Sources/AppStoreVerification -name '*.swift' | sort)
 fi
 echo "building the fuzz target"
-swiftc "${flags[@]}" -module-name FuzzEntitlements -I "$out/obj" -I Sources/COpenSSL \
-  Fuzz/FuzzTarget.swift Sources/Entitlements/InputDocument.swift "$out/FuzzRoots.swift" \
-  "$out/obj/libAppStoreVerification.a" "$out/obj/libEntitlementCore.a" $crypto -lcrypto -lm ${link[@]+"${link[@]}"} \
-  -o "$out/fuzz-entitlements"
+sources=(Fuzz/FuzzTarget.swift Sources/Entitlements/InputDocument.swift "$out/FuzzRoots.swift")
+libraries=("$out/obj/libAppStoreVerification.a" "$out/obj/libEntitlementCore.a" $crypto -lcrypto -lm)
+if [ -z "$runtime" ]; then
+  swiftc "${flags[@]}" -module-name FuzzEntitlements -I "$out/obj" -I Sources/COpenSSL "${sources[@]}" "${libraries[@]}" \
+    -o "$out/fuzz-entitlements"
+else
+  swiftc "${flags[@]}" -module-name FuzzEntitlements -I "$out/obj" -I Sources/COpenSSL "${sources[@]}" \
+    -c -wmo -o "$out/obj/FuzzEntitlements.o"
+  swiftc -sanitize=address "$out/obj/FuzzEntitlements.o" "${libraries[@]}" \
+    -Xlinker --whole-archive -Xlinker "$runtime" -Xlinker --no-whole-archive -lstdc++ -o "$out/fuzz-entitlements"
+fi
 
 # Seeds, one file per (mode, sample).
 rm -f "$out/seeds"/*
-n=0
-seed() { n=$((n + 1)); { printf "\\x$(printf %02x "$1")"; cat; } > "$out/seeds/$1-$n"; }
+# (Named by content: seed runs in pipelines, so a counter would not survive.)
+seed() {
+  local tmp="$out/seeds/.tmp"
+  { printf "\\x$(printf %02x "$1")"; cat; } > "$tmp"
+  local name
+  name=$(sha1sum < "$tmp" | cut -c1-16)
+  mv "$tmp" "$out/seeds/$1-$name"
+}
 b64d() { local s=${1//-/+}; s=${s//_//}; while [ $(( ${#s} % 4 )) -ne 0 ]; do s="$s="; done; printf '%s' "$s" | base64 -d 2>/dev/null || true; }
 while IFS= read -r line; do
   printf '%s' "$line" | seed 6
@@ -98,7 +102,7 @@ for file in Tests/reliability/corpus/*.input; do
   seed 6 < "$file"
 done
 printf 'eyJhbGciOiJFUzI1NiJ9' | seed 7
-echo "$n seeds"
+echo "$(ls "$out/seeds" | wc -l) seeds"
 
 jobs=${FUZZ_JOBS:-1}
 extra=()

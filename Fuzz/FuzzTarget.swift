@@ -150,7 +150,16 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         verifyAllWays(productionVerifier, text)
     case 5: verifyAllWays(sandboxVerifier, assembled(bytes))
     case 6:
-        // The input-document layer, then each item through both verifiers.
+        // The input-document layer, then each item through both verifiers. Its fast path for
+        // Apple's compact notification body must agree with the strict parser.
+        if let fast = InputDocument.compactNotificationBody(bytes) {
+            let strict = (try? JSONParser().parse(bytes)).map { InputDocument.items($0) }
+            if case .success(let items)? = strict {
+                check(items.count == 1 && items[0].jws == fast, "fast path disagrees with the parser")
+            } else {
+                check(false, "fast path accepted what the parser refuses")
+            }
+        }
         if case .success(let items) = InputDocument.items(bytes) {
             for item in items.prefix(8) {
                 verifyAllWays(localVerifier, item.jws)

@@ -14,6 +14,12 @@ public struct AuditReport: Sendable {
     public var firstMismatch: AuditFinding?
     /// Whether the immutability triggers are in place.
     public var triggersPresent: Bool
+    /// The hash of the last event checked (hex). The chain cannot reveal that
+    /// the newest events were deleted: record this outside the database and
+    /// compare it on the next audit.
+    public var headHash: String = ""
+    /// The sequence number of the last event checked.
+    public var headSeq: Int64 = 0
 }
 
 extension EventStore {
@@ -124,6 +130,11 @@ extension EventStore {
                     }
                     expectedPrev = stored
                     expectedSeq = seq + 1
+                    report.headSeq = seq
+                    report.headHash = stored.map { byte in
+                        let hex = String(byte, radix: 16)
+                        return byte < 16 ? "0" + hex : hex
+                    }.joined()
                     if report.events & 0x3FFF == 0 { progress(report.events) }
                 }
                 // Facts that belong to no event (inserted behind the engine's back) would count on replay.

@@ -1,6 +1,7 @@
 import EntitlementCore
 import Entitlements
 import EventStore
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,7 @@ enum ExitCode: Int32 {
 enum Commands {
     static let defaultDatabase = "entitlements.sqlite"
 
-    static func loadEngine(_ arguments: Arguments, command: String) throws(UsageError) -> (Engine?, ExitCode) {
+    static func loadEngine(_ arguments: Arguments, command: String, mustExist: Bool = false) throws(UsageError) -> (Engine?, ExitCode) {
         guard let configPath = arguments.values["--config"] else {
             throw UsageError(message: "--config PATH is required", command: command)
         }
@@ -28,8 +29,15 @@ enum Commands {
             Output.error("entitlements \(command): \(error.description)")
             return (nil, .usage)
         }
+        let database = arguments.values["--db"] ?? defaultDatabase
+        let folder = URL(fileURLWithPath: database).deletingLastPathComponent().path
+        if mustExist && !FileManager.default.fileExists(atPath: database) && FileManager.default.fileExists(atPath: folder) {
+            // A wrong --db must not leave an empty database behind: nothing is known there.
+            Output.line(["error": ["code": "NOT_FOUND", "message": .string("no database at \(database): nothing has been ingested there (check --db)")]])
+            return (nil, .rejected)
+        }
         do {
-            let engine = try Engine(configuration: configuration, databasePath: arguments.values["--db"] ?? defaultDatabase)
+            let engine = try Engine(configuration: configuration, databasePath: database)
             return (engine, .success)
         } catch {
             Output.error("entitlements \(command): \(error.code): \(error.message)")
@@ -143,7 +151,7 @@ enum Commands {
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "query")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "query")
+        let (loaded, code) = try loadEngine(arguments, command: "query", mustExist: true)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let query: CustomerQuery
@@ -279,6 +287,9 @@ enum Commands {
             var object = JSONObject()
             object["events"] = .int(report.events)
             object["triggersPresent"] = .bool(report.triggersPresent)
+            // Record these outside the database: deleting the newest events leaves a valid shorter chain.
+            object["headSeq"] = .int(report.headSeq)
+            object["headHash"] = .string(report.headHash)
             if let mismatch = report.firstMismatch {
                 object["ok"] = false
                 object["firstMismatch"] = [

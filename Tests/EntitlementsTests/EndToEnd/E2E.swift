@@ -67,7 +67,9 @@ enum E2E {
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
             folder.deleteLastPathComponent()
         }
-        return URL(fileURLWithPath: "/work/main/.build/debug/entitlements")
+        // Not beside the test bundle: the package's default debug build.
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/entitlements")
     }
 
     struct Run {

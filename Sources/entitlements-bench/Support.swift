@@ -1,3 +1,4 @@
+import TestPKI
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -106,19 +107,8 @@ func paddedHex(_ value: Int, _ width: Int) -> String {
     return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
 }
 
-/// A small deterministic generator (SplitMix64), so runs pick the same queries.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-}
+/// The deterministic generator shared with the tests, so runs pick the same queries.
+typealias SplitMix64 = SeededRandom
 
 /// Runs `body` over `items`, cycling, until at least `minimum` calls were made and
 /// `seconds` have passed (or `maximum` calls). Returns calls, elapsed seconds and the

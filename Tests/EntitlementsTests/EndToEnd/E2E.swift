@@ -101,20 +101,5 @@ enum E2E {
     }
 }
 
-/// A seeded SplitMix64, so randomized tests are reproducible.
-struct E2ERandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func int(_ range: Range<Int>) -> Int { range.lowerBound + Int(next() % UInt64(range.count)) }
-    mutating func shuffle<T>(_ array: inout [T]) {
-        guard array.count > 1 else { return }
-        for i in stride(from: array.count - 1, to: 0, by: -1) { array.swapAt(i, int(0..<(i + 1))) }
-    }
-}
+/// The seeded generator shared by the tests (TestPKI), so randomized tests are reproducible.
+typealias E2ERandom = SeededRandom

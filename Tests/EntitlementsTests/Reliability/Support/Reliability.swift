@@ -39,23 +39,8 @@ enum Reliability {
 }
 
 extension Reliability {
-    /// SplitMix64: a small deterministic generator, so every randomized test repeats exactly from its seed.
-    struct RNG: RandomNumberGenerator {
-        private var state: UInt64
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
-        mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-        mutating func pick<T>(_ elements: [T]) -> T { elements[Int.random(in: 0..<elements.count, using: &self)] }
-    }
+    /// SplitMix64 (TestPKI's ``SeededRandom``): every randomized test repeats exactly from its seed.
+    typealias RNG = SeededRandom
 
     /// A seed from the environment (`RELIABILITY_SEED`) or the given default, printed so a failure can be replayed.
     static func seed(_ fallback: UInt64) -> UInt64 {

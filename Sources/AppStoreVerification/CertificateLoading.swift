@@ -1,3 +1,5 @@
+internal import EntitlementCore
+
 /// Reads one X.509 certificate from DER bytes or PEM text (`-----BEGIN CERTIFICATE-----`),
 /// for example a file named in the configuration's `rootCertificates`.
 ///

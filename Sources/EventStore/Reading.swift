@@ -75,16 +75,6 @@ extension EventStore {
         }
     }
 
-    /// Whether any event belongs to `key`.
-    public func knowsCustomer(_ key: CustomerKey) throws(StoreError) -> Bool {
-        try mapped {
-            let statement = try connection.cached("SELECT 1 FROM event_facts WHERE customer_key = ? LIMIT 1")
-            defer { statement.reset() }
-            try statement.bind(1, key)
-            return try statement.step()
-        }
-    }
-
     /// Number of events in the log.
     public func eventCount() throws(StoreError) -> Int64 {
         try mapped { try connection.scalarInt("SELECT count(*) FROM events") ?? 0 }
@@ -117,7 +107,7 @@ extension EventStore {
 
     static func nested(in jws: String, path: [String], seq: Int64) throws(StoreError) -> String {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]), let json = try? JSONParser().parse(bytes) else {
+        guard parts.count == 3, let bytes = Base64.decodeURL(parts[1]), let json = try? JSONParser().parse(bytes) else {
             throw StoreError(code: .unreadable, message: "event \(seq) does not hold a readable JWS")
         }
         var value: JSONValue? = json

@@ -101,18 +101,15 @@ extension EventStore {
                             oldState = try? old.withBlob(1) { bytes in try StateCodec.decode(bytes) }
                         }
                     }
-                    var entitlementsChanged = false
                     if collectDiff || (rulesChanged && !differs) {
                         let after = Evaluation.evaluate(state, rules: rules, at: now)
                         let before = oldState.map { Evaluation.evaluate($0, rules: previousRules ?? rules, at: now) }
                         if rulesChanged, let before, before != after { differs = true }
                         let beforeActive = before?.activeEntitlements ?? []
                         if collectDiff, beforeActive != after.activeEntitlements {
-                            entitlementsChanged = true
                             report.diffs.append(ReplayDiff(customerKey: key, before: beforeActive, after: after.activeEntitlements))
                         }
                     }
-                    _ = entitlementsChanged
                     if differs { report.changed += 1 }
                     report.customers += 1
                     buffered.append((key, newBytes, lastSeq))

@@ -1,17 +1,23 @@
-/// Strict base64 decoding for JWS segments (base64url, no padding) and `x5c` certificates
+/// Strict base64 decoding, shared by the verifier and the store, for JWS segments (base64url, no padding) and `x5c` certificates
 /// (standard alphabet, with padding).
 ///
 /// Strict means: no whitespace, no characters outside the alphabet, padding only where the
 /// variant requires it, and unused trailing bits must be zero, so that every byte string has
 /// exactly one accepted encoding (an altered character is never silently ignored).
-enum Base64 {
+public enum Base64 {
     /// Decodes unpadded base64url (RFC 7515 section 2), or returns `nil`.
-    static func decodeURL(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    public static func decodeURL(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         decode(input, table: urlTable)
     }
 
+    /// Decodes unpadded base64url text, or returns `nil`.
+    public static func decodeURL(_ text: Substring) -> [UInt8]? {
+        var copy = text
+        return copy.withUTF8 { decodeURL($0) }
+    }
+
     /// Decodes standard base64 with mandatory `=` padding (RFC 4648 section 4), or returns `nil`.
-    static func decodeStandardPadded(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    public static func decodeStandardPadded(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard input.count % 4 == 0 else { return nil }
         var end = input.count
         if end > 0, input[end - 1] == UInt8(ascii: "=") { end -= 1 }
@@ -21,13 +27,13 @@ enum Base64 {
     }
 
     /// Decodes a string of standard base64 with mandatory padding.
-    static func decodeStandardPadded(_ string: String) -> [UInt8]? {
+    public static func decodeStandardPadded(_ string: String) -> [UInt8]? {
         var copy = string
         return copy.withUTF8 { decodeStandardPadded($0) }
     }
 
     /// Lenient decoding for PEM bodies: standard alphabet, whitespace ignored, padding optional.
-    static func decodePEMBody(_ input: some Collection<UInt8>) -> [UInt8]? {
+    public static func decodePEMBody(_ input: some Collection<UInt8>) -> [UInt8]? {
         var compact: [UInt8] = []
         compact.reserveCapacity(input.count)
         for byte in input {

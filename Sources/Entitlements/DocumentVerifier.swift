@@ -68,7 +68,7 @@ public struct DocumentVerifier: Sendable {
         verifiedItems(document).map { item in
             switch item {
             case .verified(let input):
-                return ["result": "verified", "kind": .string(input.kind.rawValue), "payload": Engine.decodedJSON(input)]
+                return ["result": "verified", "kind": .string(input.kind.rawValue), "payload": input.decodedJSON]
             case .rejected(let rejection):
                 return ["result": "rejected", "error": ["code": .string(rejection.code), "message": .string(rejection.message)]]
             }

@@ -46,7 +46,6 @@ enum Commands {
     }
 
     static func storageFailure(_ command: String, _ error: EngineError) -> ExitCode {
-        Output.flush()
         Output.error("entitlements \(command): \(error.code): \(error.message)")
         return .storage
     }
@@ -79,42 +78,47 @@ enum Commands {
         }
 
         for file in files {
-            var reader: InputReader
-            if file == "-" {
-                reader = InputReader(standardInputWithLimit: limit)
-            } else {
-                guard let opened = InputReader(path: file, limit: limit) else {
-                    Output.error("entitlements ingest: cannot open \(file)")
-                    throw UsageError(message: "cannot read input file \(file)", command: "ingest")
-                }
-                // A file holding one (possibly indented) JSON document is read whole.
-                if let whole = wholeDocument(path: file, limit: limit) {
-                    opened.close()
-                    if let error = run([whole]) { return storageFailure("ingest", error) }
-                    continue
-                }
-                reader = opened
-            }
-            if file == "-" {
+            switch try openInput(file, limit: limit, command: "ingest") {
+            case .whole(let document):
+                if let error = run([document]) { return storageFailure("ingest", error) }
+            case .lines(var reader) where file == "-":
                 // A live stream: each batch is committed and acknowledged before the next is read.
+                defer { reader.close() }
                 while let lines = reader.nextBatch(maxLines: batch) {
-                    if let error = run(lines) { reader.close(); return storageFailure("ingest", error) }
+                    if let error = run(lines) { return storageFailure("ingest", error) }
                 }
-            } else {
+            case .lines(var reader):
                 // A file: the next batch is verified while the previous one is appended.
+                defer { reader.close() }
                 do {
                     try engine.ingest(batches: { reader.nextBatch(maxLines: batch) }, workers: workers) { results in
                         if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
                         Output.lines(results.map { $0.json() })
                     }
                 } catch {
-                    reader.close()
                     return storageFailure("ingest", error)
                 }
             }
-            reader.close()
         }
         return anyRejected ? .rejected : .success
+    }
+
+    /// An input file (or `-`, standard input) opened for reading.
+    enum Input {
+        /// A file holding one (possibly indented) JSON document, read whole.
+        case whole(InputBytes)
+        /// NDJSON: one document per line.
+        case lines(InputReader)
+    }
+
+    static func openInput(_ file: String, limit: Int, command: String) throws(UsageError) -> Input {
+        if file == "-" { return .lines(InputReader(standardInputWithLimit: limit)) }
+        if let whole = wholeDocument(path: file, limit: limit) { return .whole(whole) }
+        guard let reader = InputReader(path: file, limit: limit) else {
+            Output.error("entitlements \(command): cannot open \(file)")
+            throw UsageError(message: "cannot read input file \(file)", command: command)
+        }
+        return .lines(reader)
     }
 
     /// The file's content when it is a single JSON document spanning lines;
@@ -241,35 +245,19 @@ enum Commands {
         }
         var anyRejected = false
         let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
+        func report(_ documents: [InputBytes]) {
+            let lines = documents.flatMap(verifier.verify)
+            if lines.contains(where: { $0["result"] == "rejected" }) { anyRejected = true }
+            Output.lines(lines)
+        }
         for file in files {
-            var documents: [InputBytes] = []
-            var reader: InputReader
-            if file == "-" {
-                reader = InputReader(standardInputWithLimit: configuration.maxInputBytes)
-            } else {
-                guard let opened = InputReader(path: file, limit: configuration.maxInputBytes) else {
-                    throw UsageError(message: "cannot read input file \(file)", command: "verify")
-                }
-                if let whole = wholeDocument(path: file, limit: configuration.maxInputBytes) {
-                    opened.close()
-                    documents = [whole]
-                    reader = InputReader(standardInputWithLimit: 0)
-                    for line in documents.flatMap(verifier.verify) {
-                        if line["result"] == "rejected" { anyRejected = true }
-                        Output.line(line)
-                    }
-                    continue
-                }
-                reader = opened
+            switch try openInput(file, limit: configuration.maxInputBytes, command: "verify") {
+            case .whole(let document):
+                report([document])
+            case .lines(var reader):
+                defer { reader.close() }
+                while let lines = reader.nextBatch(maxLines: 64) { report(lines) }
             }
-            while let lines = reader.nextBatch(maxLines: 64) {
-                for line in lines.flatMap(verifier.verify) {
-                    if line["result"] == "rejected" { anyRejected = true }
-                    Output.line(line)
-                }
-                Output.flush()
-            }
-            reader.close()
         }
         return anyRejected ? .rejected : .success
     }

@@ -159,12 +159,16 @@ enum Demo {
     }
 
     static func date(_ ms: Int64) -> String {
+        formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+    }
+
+    nonisolated(unsafe) static let formatter: DateFormatter = {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        return formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
-    }
+        return formatter
+    }()
 
     struct RealSample {
         var file: String

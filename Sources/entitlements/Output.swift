@@ -14,16 +14,13 @@ enum Output {
 
     /// Prints several JSON values, one per line, in one write.
     static func lines(_ values: [JSONValue]) {
-        var text = ""
+        var bytes: [UInt8] = []
         for value in values {
-            JSONWriter.write(value, into: &text)
-            text += "\n"
+            JSONWriter.write(value, into: &bytes)
+            bytes.append(0x0A)
         }
-        write(text, to: 1)
+        write(bytes, to: 1)
     }
-
-    /// Output is unbuffered: kept for readability where a flush is meant.
-    static func flush() {}
 
     static func error(_ text: String) {
         write(text + "\n", to: 2)
@@ -35,8 +32,12 @@ enum Output {
     }
 
     static func write(_ text: String, to fd: Int32) {
-        var copy = text
-        copy.withUTF8 { buffer in
+        write(Array(text.utf8), to: fd)
+    }
+
+    static func write(_ bytes: [UInt8], to fd: Int32) {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard buffer.count > 0 else { return }
             var offset = 0
             while offset < buffer.count {
                 let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)

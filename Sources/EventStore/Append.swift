@@ -110,11 +110,19 @@ extension EventStore {
         return outcomes
     }
 
+    /// Where projections are stored: the current generation, which queries read
+    /// and ingest updates, and the next one, which a replay builds.
+    enum ProjectionTable: String {
+        case current = "projections"
+        case next = "projections_next"
+    }
+
     /// Applies `events` to the stored projection of `key` in `generation` and writes it back.
-    func project(key: CustomerKey, events: [Event], generation: Int64, rules: Rules) throws {
+    func project(key: CustomerKey, events: [Event], generation: Int64, rules: Rules, table: ProjectionTable = .current) throws {
         var state: CustomerState
         var lastSeq: Int64 = 0
-        let load = try connection.cached("SELECT state, last_event_seq FROM projections WHERE generation = ? AND customer_key = ?")
+        let load = try connection.cached(
+            "SELECT state, last_event_seq FROM \(table.rawValue) WHERE generation = ? AND customer_key = ?")
         try load.bind(1, generation)
         try load.bind(2, key)
         if try load.step() {
@@ -128,17 +136,18 @@ extension EventStore {
             try apply(event, to: &state, rules: rules)
             lastSeq = max(lastSeq, event.seq)
         }
-        try writeProjection(key: key, state: state, generation: generation, rulesVersion: rules.version, lastSeq: lastSeq)
-    }
-
-    func writeProjection(key: CustomerKey, state: CustomerState, generation: Int64, rulesVersion: String, lastSeq: Int64) throws {
-        try writeProjection(key: key, stateBytes: StateCodec.encode(state), generation: generation, rulesVersion: rulesVersion, lastSeq: lastSeq)
+        try writeProjection(
+            key: key, stateBytes: StateCodec.encode(state), generation: generation, rulesVersion: rules.version,
+            lastSeq: lastSeq, table: table)
     }
 
     /// Writes a projection whose state is already encoded (``StateCodec/encode(_:)``).
-    func writeProjection(key: CustomerKey, stateBytes: [UInt8], generation: Int64, rulesVersion: String, lastSeq: Int64) throws {
+    func writeProjection(
+        key: CustomerKey, stateBytes: [UInt8], generation: Int64, rulesVersion: String, lastSeq: Int64,
+        table: ProjectionTable = .current
+    ) throws {
         let save = try connection.cached(
-            "INSERT OR REPLACE INTO projections (generation, customer_key, rules_version, last_event_seq, state) VALUES (?, ?, ?, ?, ?)")
+            "INSERT OR REPLACE INTO \(table.rawValue) (generation, customer_key, rules_version, last_event_seq, state) VALUES (?, ?, ?, ?, ?)")
         try save.bind(1, generation)
         try save.bind(2, key)
         try save.bind(3, rulesVersion)

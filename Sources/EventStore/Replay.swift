@@ -60,10 +60,15 @@ extension EventStore {
         try mapped { () throws -> ReplayReport in
             let (previous, next): (EngineState, Int64) = try connection.write { () throws -> ((EngineState, Int64), Connection.Completion) in
                 let engine = try currentEngineState()
-                // Leftovers of a replay killed before its swap.
-                let clear = try connection.cached("DELETE FROM projections WHERE generation <> ?")
-                try clear.bind(1, engine.generation)
-                try clear.step()
+                // Leftovers of a replay killed before its swap: the table it was
+                // filling, and rows of other generations that builds before
+                // `projections_next` existed wrote beside the current ones.
+                try connection.execute("DELETE FROM projections_next")
+                for sql in ["DELETE FROM projections WHERE generation < ?", "DELETE FROM projections WHERE generation > ?"] {
+                    let clear = try connection.cached(sql)
+                    try clear.bind(1, engine.generation)
+                    try clear.step()
+                }
                 return ((engine, engine.generation + 1), .commit)
             }
             let previousRules: Rules? = previous.rulesJSON.isEmpty ? nil : try? Rules(jsonText: previous.rulesJSON)
@@ -120,20 +125,21 @@ extension EventStore {
                     guard !buffered.isEmpty else { return }
                     try connection.write { () throws -> ((), Connection.Completion) in
                         for (key, bytes, seq) in buffered {
-                            try writeProjection(key: key, stateBytes: bytes, generation: next, rulesVersion: rules.version, lastSeq: seq)
+                            try writeProjection(
+                                key: key, stateBytes: bytes, generation: next, rulesVersion: rules.version, lastSeq: seq,
+                                table: .next)
                         }
                         return ((), .commit)
                     }
                     buffered.removeAll(keepingCapacity: true)
                 }
 
-                // Rows are read here, whole customers at a time, into chunks; the reducers
-                // of a chunk's customers run on every core (customers are independent), then
-                // the chunk is finished here, customer by customer in key order, exactly as
-                // one thread would (progress, comparison, diffs, writes).
-                var chunk = ReplayChunk()
-                func finishChunk() throws {
-                    let results = chunk.reduce(rules: rules)
+                // Rows are read here, whole customers at a time, into chunks. A full chunk's
+                // reducers run in the background on every core (customers are independent)
+                // while this thread finishes the chunk before it and reads the next: the
+                // finishing goes customer by customer in key order, exactly as one thread
+                // would (progress, comparison, diffs, writes).
+                func finish(_ chunk: ReplayChunk, _ results: [ReplayChunk.Outcome]) throws {
                     for (customer, result) in zip(chunk.customers, results) {
                         var counted = customer.rows.count
                         var outcome: (CustomerState, Int64, [UInt8])? = nil
@@ -170,7 +176,15 @@ extension EventStore {
                         }
                         try finishCustomer(customer.key, outcome!.0, outcome!.1, outcome!.2)
                     }
-                    chunk.removeAll()
+                }
+
+                var chunk = ReplayChunk()
+                var inFlight: BackgroundReduction? = nil
+                func handOver() throws {
+                    let started = BackgroundReduction(chunk, rules: rules)
+                    chunk = ReplayChunk()
+                    if let previous = inFlight { try finish(previous.chunk, previous.outcomes()) }
+                    inFlight = started
                 }
 
                 var currentKey: CustomerKey? = nil
@@ -181,14 +195,15 @@ extension EventStore {
                     if currentKey == nil || !facts.text(0, equals: currentKey!) {
                         let key = facts.string(0) ?? ""
                         if key != currentKey {
-                            if chunk.events >= ReplayChunk.events { try finishChunk() }
+                            if chunk.events >= ReplayChunk.events { try handOver() }
                             currentKey = key
                             chunk.customers.append(ReplayCustomer(key: key))
                         }
                     }
                     facts.withBlob(2) { bytes in chunk.append(seq: seq, facts: bytes) }
                 }
-                try finishChunk()
+                try handOver()
+                if let last = inFlight { try finish(last.chunk, last.outcomes()) }
                 try flush()
                 progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
             }
@@ -210,8 +225,13 @@ extension EventStore {
                     count += 1
                 }
                 for key in order {
-                    try project(key: key, events: byCustomer[key] ?? [], generation: next, rules: rules)
+                    try project(key: key, events: byCustomer[key] ?? [], generation: next, rules: rules, table: .next)
                 }
+                // The new generation becomes `projections`; the previous one waits in
+                // `projections_next` to be emptied.
+                try connection.execute("ALTER TABLE projections RENAME TO projections_retired")
+                try connection.execute("ALTER TABLE projections_next RENAME TO projections")
+                try connection.execute("ALTER TABLE projections_retired RENAME TO projections_next")
                 let swap = try connection.cached(
                     "UPDATE engine_state SET generation = ?, rules_version = ?, rules_json = ? WHERE id = 1")
                 try swap.bind(1, next)
@@ -221,11 +241,9 @@ extension EventStore {
                 return (count, .commit)
             }
             report.events += report.caughtUp
-            // The previous generation is garbage now; queries read the current one only.
+            // The previous generation is garbage now: emptied as a whole table.
             try connection.write { () throws -> ((), Connection.Completion) in
-                let drop = try connection.cached("DELETE FROM projections WHERE generation <> ?")
-                try drop.bind(1, next)
-                try drop.step()
+                try connection.execute("DELETE FROM projections_next")
                 return ((), .commit)
             }
             return report
@@ -256,9 +274,17 @@ struct ReplayChunk: Sendable {
     }
 
     func decode(_ row: ReplayCustomer.Row) -> Result<Event, CodecError> {
+        var interner = StringInterner(capacity: 16)
+        return decode(row, interner: &interner)
+    }
+
+    func decode(_ row: ReplayCustomer.Row, interner: inout StringInterner) -> Result<Event, CodecError> {
         bytes.withUnsafeBytes { all in
             do throws(CodecError) {
-                return .success(try EventCodec.decode(UnsafeRawBufferPointer(rebasing: all[row.start..<(row.start + row.count)]), seq: row.seq))
+                return .success(
+                    try EventCodec.decode(
+                        UnsafeRawBufferPointer(rebasing: all[row.start..<(row.start + row.count)]), seq: row.seq,
+                        interner: &interner))
             } catch {
                 return .failure(error)
             }
@@ -277,24 +303,28 @@ struct ReplayChunk: Sendable {
     /// Decodes and applies each customer's events, on as many threads as there are cores.
     func reduce(rules: Rules) -> [Outcome] {
         let lanes = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8, customers.count / 16))
-        if lanes == 1 { return customers.map { reduce($0, rules: rules) } }
+        if lanes == 1 {
+            var interner = StringInterner()
+            return customers.map { reduce($0, rules: rules, interner: &interner) }
+        }
         let results = OutcomeSlots(count: customers.count)
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+            var interner = StringInterner()
             var index = lane
             while index < customers.count {
-                results.set(index, reduce(customers[index], rules: rules))
+                results.set(index, reduce(customers[index], rules: rules, interner: &interner))
                 index += lanes
             }
         }
         return results.values()
     }
 
-    func reduce(_ customer: ReplayCustomer, rules: Rules) -> Outcome {
+    func reduce(_ customer: ReplayCustomer, rules: Rules, interner: inout StringInterner) -> Outcome {
         var state = CustomerState(key: customer.key)
         var lastSeq: Int64 = 0
         for (index, row) in customer.rows.enumerated() {
             let event: Event
-            switch decode(row) {
+            switch decode(row, interner: &interner) {
             case .success(let decoded): event = decoded
             case .failure(let error): return .failed(index: index, error: error)
             }
@@ -302,6 +332,24 @@ struct ReplayChunk: Sendable {
             lastSeq = max(lastSeq, row.seq)
         }
         return .reduced(state, lastSeq, StateCodec.encode(state))
+    }
+}
+
+/// A chunk being reduced on other threads while the replay's thread goes on.
+private final class BackgroundReduction: @unchecked Sendable {
+    let chunk: ReplayChunk
+    private var results: [ReplayChunk.Outcome] = []
+    private let done = DispatchGroup()
+
+    init(_ chunk: ReplayChunk, rules: Rules) {
+        self.chunk = chunk
+        DispatchQueue.global().async(group: done) { self.results = chunk.reduce(rules: rules) }
+    }
+
+    /// The outcomes, once the reduction is over (waits for it).
+    func outcomes() -> [ReplayChunk.Outcome] {
+        done.wait()
+        return results
     }
 }
 

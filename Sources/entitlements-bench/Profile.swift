@@ -68,7 +68,7 @@ enum Profile {
                 let customers = max(1, n / 10)
                 let plan = HistoryPlan(total: n, customers: customers, customerMajor: true)
                 let path = NSTemporaryDirectory() + "/entitlements-bench-profile-big.sqlite"
-                defer { Storage.remove(path) }
+                defer { if ProcessInfo.processInfo.environment["BENCH_KEEP_DATABASE"] == nil { Storage.remove(path) } }
                 let corpus = Corpus(count: 8, customers: 2)
                 _ = try BigDatabase.build(path: path, plan: plan, header: .compact, pki: corpus.pki) { _ in }
                 let engine = try Engine(configuration: QueryBench.replayConfiguration, databasePath: path)

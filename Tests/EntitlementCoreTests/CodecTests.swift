@@ -207,16 +207,33 @@ struct CodecTests {
         #expect(eventError([1, 1, 0x80, 0x40]) == .invalidTag)
         // A count larger than the bytes left.
         #expect(stateError([1, 1, 0x6B, 0xFF, 0xFF, 0x03]) == .truncated)
+        #expect(stateError([2, 0xFF, 0xFF, 0x03]) == .truncated)
+        #expect(stateError([3, 0]) == .unsupportedVersion)
         // The same transaction twice.
         var state = CustomerState(key: "k")
         state.transactions["t"] = Signed(
             TransactionFacts(transactionId: "t", originalTransactionId: "t", productId: "p", type: .consumable, purchaseDate: 1, signedDate: 1),
             ref: RawRef(eventSeq: 1, slot: .own))
         let one = StateCodec.encode(state)
-        // version, key "k" (2 bytes), count 1, then the transaction record up to the trailing flags byte.
-        let record = Array(one[4..<(one.count - 2)])
-        let twice = [one[0], one[1], one[2], 2] + record + record + [0, 0]
+        // Version 2, a table of three strings ("k", "t", "p": 7 bytes), the key's number,
+        // count 1, then the transaction record, then the group count and the flags.
+        #expect(Array(one[0..<10]) == [2, 3, 1, UInt8(ascii: "k"), 1, UInt8(ascii: "t"), 1, UInt8(ascii: "p"), 0, 1])
+        let record = Array(one[10..<(one.count - 2)])
+        let twice = Array(one[0..<9]) + [2] + record + record + [0, 0]
         #expect(stateError(twice) == .inconsistent)
+        // A string number outside the table.
+        var outside = one
+        outside[8] = 3
+        #expect(stateError(outside) == .inconsistent)
+
+        // Format 1 (strings in full where they occur, no table) is still read. The
+        // record: ref (seq 1, slot own), flags (original is self: 0x80 0x04), then
+        // the transaction id and product, here numbers 1 and 2, in full there.
+        #expect(Array(record[0..<6]) == [2, 0, 0x80, 0x04, 1, 2])
+        let firstFormat: [UInt8] =
+            [1, 1, UInt8(ascii: "k"), 1] + Array(record[0..<4]) + [1, UInt8(ascii: "t"), 1, UInt8(ascii: "p")]
+            + Array(record[6...]) + [0, 0]
+        #expect(try StateCodec.decode(firstFormat) == state)
     }
 
     @Test func eventDecodingIsFast() throws {

@@ -7,10 +7,10 @@ import Testing
     @Test func migrationsAreAppliedInOrderAndRecorded() throws {
         let path = StoreFixtures.temporaryDatabase()
         let store = try EventStore(path: path, hash: StoreFixtures.hash)
-        #expect(try store.appliedMigrations() == ["001_events", "002_quarantine", "003_projections"])
+        #expect(try store.appliedMigrations() == ["001_events", "002_quarantine", "003_projections", "004_projections_next"])
         // Opening again applies nothing twice.
         let again = try EventStore(path: path, hash: StoreFixtures.hash)
-        #expect(try again.appliedMigrations() == ["001_events", "002_quarantine", "003_projections"])
+        #expect(try again.appliedMigrations() == ["001_events", "002_quarantine", "003_projections", "004_projections_next"])
         #expect(try store.rawConnection.scalarString("PRAGMA journal_mode") == "wal")
         #expect(try store.rawConnection.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
     }

@@ -43,6 +43,28 @@ import Testing
         #expect(try raw.scalarInt("SELECT count(*) FROM projections") == 5)
     }
 
+    @Test func aReplayKilledWhileFillingTheNextTableLeavesNothingBehind() throws {
+        let path = StoreFixtures.temporaryDatabase()
+        let store = try seeded(path)
+        let before = try store.projection(of: "app-2")?.state
+        // A replay killed midway leaves part of the next generation in `projections_next`.
+        let raw = try Connection(path: path)
+        try raw.execute(
+            "INSERT INTO projections_next (generation, customer_key, rules_version, last_event_seq, state) SELECT 2, customer_key, 'half', 0, x'00' FROM projections")
+        #expect(try store.projection(of: "app-2")?.state == before)
+        let report = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: 1_701_000_000_000, collectDiff: false)
+        #expect(report.changed == 0)
+        #expect(try store.projection(of: "app-2")?.state == before)
+        // The swap renamed the tables; the previous generation was emptied as a whole.
+        #expect(try raw.scalarInt("SELECT count(*) FROM projections WHERE generation = 2") == 5)
+        #expect(try raw.scalarInt("SELECT count(*) FROM projections_next") == 0)
+        // And the next replay starts from that state again.
+        let again = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: 1_701_000_000_000, collectDiff: false)
+        #expect(again.changed == 0)
+        #expect(try raw.scalarInt("SELECT count(*) FROM projections WHERE generation = 3") == 5)
+        #expect(try store.projection(of: "app-2")?.state == before)
+    }
+
     @Test func eventsAppendedDuringAReplayAreAppliedBeforeTheSwap() throws {
         let path = StoreFixtures.temporaryDatabase()
         let store = try seeded(path)

@@ -3,9 +3,24 @@
 struct ByteReader {
     private let buffer: UnsafeRawBufferPointer
     private(set) var offset: Int = 0
+    /// Once set (``StateCodec`` format 2), a string is a number into this table.
+    private var table: [String]? = nil
+    /// Where strings written out in full are shared, when given.
+    private let interner: UnsafeMutablePointer<StringInterner>?
 
-    init(_ buffer: UnsafeRawBufferPointer) {
+    init(_ buffer: UnsafeRawBufferPointer, interner: UnsafeMutablePointer<StringInterner>? = nil) {
         self.buffer = buffer
+        self.interner = interner
+    }
+
+    /// Reads a table of strings written out in full; every later ``string()``
+    /// is then a number into it.
+    mutating func stringTable() throws(CodecError) {
+        let count = try self.count()
+        var strings: [String] = []
+        strings.reserveCapacity(count)
+        for _ in 0..<count { strings.append(try fullString()) }
+        table = strings
     }
 
     var isAtEnd: Bool { offset == buffer.count }
@@ -80,13 +95,28 @@ struct ByteReader {
         return Int(value)
     }
 
+    /// A string: written out in full, or a number into the string table once one was read.
+    @inline(__always)
     mutating func string() throws(CodecError) -> String {
+        guard let table else { return try fullString() }
+        let start = offset
+        let number = try varint()
+        guard number < UInt64(table.count) else {
+            offset = start
+            throw fail(.inconsistent, "string number \(number) outside a table of \(table.count)")
+        }
+        return table[Int(number)]
+    }
+
+    /// A string written out in full: a byte count and UTF-8.
+    private mutating func fullString() throws(CodecError) -> String {
         let length = try count()
         let start = offset
         offset += length
         if length == 0 { return "" }
         let slice = UnsafeRawBufferPointer(rebasing: buffer[start..<start + length])
-        let text = slice.withMemoryRebound(to: UInt8.self) { Self.utf8String($0) }
+        let make = { slice.withMemoryRebound(to: UInt8.self) { Self.utf8String($0) } }
+        let text = interner != nil ? interner!.pointee.string(slice, make: make) : make()
         guard let text else {
             offset = start
             throw fail(.invalidUTF8, "string is not valid UTF-8")

@@ -5,10 +5,14 @@
 /// their UTF-8 bytes.
 struct ByteWriter {
     private(set) var bytes: [UInt8]
+    /// When set (``StateCodec`` format 2), strings are written as numbers into
+    /// this table, which the caller writes out in full before the body.
+    private(set) var table: StringTableBuilder?
 
-    init(capacity: Int = 128) {
+    init(capacity: Int = 128, numberingStrings: Bool = false) {
         bytes = []
         bytes.reserveCapacity(capacity)
+        table = numberingStrings ? StringTableBuilder() : nil
     }
 
     mutating func byte(_ value: UInt8) { bytes.append(value) }
@@ -33,11 +37,29 @@ struct ByteWriter {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// A string: its number in the table when numbering, else written out in full.
     mutating func string(_ value: String) {
-        let utf8 = value.utf8
-        count(utf8.count)
-        bytes.append(contentsOf: utf8)
+        if table != nil {
+            count(table!.number(of: value))
+        } else {
+            fullString(value)
+        }
     }
+
+    /// A string written out in full: a byte count and UTF-8.
+    mutating func fullString(_ value: String) {
+        let copied: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
+            count(utf8.count)
+            bytes.append(contentsOf: utf8)
+        }
+        if copied == nil {
+            count(value.utf8.count)
+            bytes.append(contentsOf: value.utf8)
+        }
+    }
+
+    /// Bytes as they are.
+    mutating func append(_ other: [UInt8]) { bytes.append(contentsOf: other) }
 
     mutating func ref(_ ref: RawRef) {
         int(ref.eventSeq)

@@ -3,10 +3,11 @@
 /// Equal states encode to equal bytes: transactions and renewal infos are
 /// written sorted by id, and every version's ``RawRef`` is written (raws are
 /// not: they stay in the log). Decoding a state therefore gives it back with
-/// every `raw` `nil`. Layout (format version 1):
+/// every `raw` `nil`. Layout (format version 2):
 ///
 /// ```
-/// u8 version = 1
+/// u8 version = 2
+/// count, then each distinct string once (byte count, UTF-8), in order of first use
 /// string key
 /// count, then per transaction (sorted by transactionId): ref, transaction facts
 /// count, then per originalTransactionId (sorted): count, then per version (ascending signedDate): ref, renewal facts
@@ -14,13 +15,20 @@
 /// [ref, app transaction facts] [string token, date signedDate, ref] [string uuid, type, [subtype], date signedDate]
 /// ```
 ///
+/// After the table, every string is its number in the table: a customer's ten
+/// transactions repeat the same product, app transaction id and token, which
+/// are then stored once and decoded into one shared `String`. Format 1 (the
+/// same without the table, every string written in full) is still read.
+///
 /// Integers are LEB128 varints (signed ones zigzag), dates 8 bytes
 /// little-endian, strings a byte count and UTF-8. The dictionary keys are not written: a transaction is keyed by its
 /// `transactionId` and renewal versions by their `originalTransactionId`, as
 /// the reducer keys them.
 public enum StateCodec {
     /// The format version written by this build (the first byte).
-    public static let formatVersion: UInt8 = 1
+    public static let formatVersion: UInt8 = 2
+    /// The first format: strings written in full where they occur.
+    static let formatVersionWithoutTable: UInt8 = 1
 
     private static let hasAppTransaction: UInt8 = 1
     private static let hasAccountToken: UInt8 = 2
@@ -30,8 +38,8 @@ public enum StateCodec {
 
     /// The bytes of `state`.
     public static func encode(_ state: CustomerState) -> [UInt8] {
-        var writer = ByteWriter(capacity: 64 + 96 * state.transactions.count + 64 * state.renewalInfos.count)
-        writer.byte(formatVersion)
+        var writer = ByteWriter(
+            capacity: 64 + 64 * state.transactions.count + 48 * state.renewalInfos.count, numberingStrings: true)
         writer.string(state.key)
 
         let transactions = state.transactions.values.sorted {
@@ -78,7 +86,13 @@ public enum StateCodec {
             if let subtype = notification.subtype { writer.notificationSubtype(subtype) }
             writer.date(notification.signedDate)
         }
-        return writer.bytes
+        let strings = writer.table?.strings ?? []
+        var out = ByteWriter(capacity: writer.bytes.count + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
+        out.byte(formatVersion)
+        out.count(strings.count)
+        for string in strings { out.fullString(string) }
+        out.append(writer.bytes)
+        return out.bytes
     }
 
     /// The state in `bytes`, every `raw` `nil`.
@@ -87,8 +101,10 @@ public enum StateCodec {
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> CustomerState {
         var reader = ByteReader(bytes)
         let version = try reader.byte()
-        guard version == formatVersion else {
-            throw CodecError(code: .unsupportedVersion, offset: 0, message: "state format version \(version)")
+        switch version {
+        case formatVersion: try reader.stringTable()
+        case formatVersionWithoutTable: break
+        default: throw CodecError(code: .unsupportedVersion, offset: 0, message: "state format version \(version)")
         }
         var state = CustomerState(key: try reader.string())
 

@@ -1,0 +1,124 @@
+/// A cheap, non-cryptographic hash of a short byte string, for the codec's
+/// own tables. Collisions only cost a comparison: every table compares the
+/// bytes themselves before it shares a string.
+@inline(__always)
+func quickHash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    let count = bytes.count
+    var hash = UInt64(truncatingIfNeeded: count) &* 0x9E37_79B9_7F4A_7C15
+    if count >= 8 {
+        hash ^= bytes.loadUnaligned(as: UInt64.self)
+        hash = (hash ^ (hash >> 29)) &* 0xBF58_476D_1CE4_E5B9
+        hash ^= bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        if count > 16 {
+            hash = (hash ^ (hash >> 32)) &* 0x94D0_49BB_1331_11EB
+            hash ^= bytes.loadUnaligned(fromByteOffset: count / 2 - 4, as: UInt64.self)
+        }
+    } else {
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+    }
+    hash = (hash ^ (hash >> 31)) &* 0x94D0_49BB_1331_11EB
+    return hash ^ (hash >> 29)
+}
+
+/// Whether `string` holds exactly `bytes`.
+@inline(__always)
+func utf8Equals(_ string: String, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    let utf8 = string.utf8
+    guard utf8.count == bytes.count else { return false }
+    let same: Bool? = utf8.withContiguousStorageIfAvailable { mine in
+        guard let base = mine.baseAddress, let other = bytes.baseAddress else { return true }
+        return memoryEquals(UnsafeRawPointer(base), other, bytes.count)
+    }
+    return same ?? utf8.elementsEqual(bytes)
+}
+
+/// `memcmp(a, b, count) == 0`, without Foundation.
+@inline(__always)
+func memoryEquals(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Bool {
+    var index = 0
+    while index + 8 <= count {
+        if a.loadUnaligned(fromByteOffset: index, as: UInt64.self) != b.loadUnaligned(fromByteOffset: index, as: UInt64.self) {
+            return false
+        }
+        index += 8
+    }
+    while index < count {
+        if a.load(fromByteOffset: index, as: UInt8.self) != b.load(fromByteOffset: index, as: UInt8.self) { return false }
+        index += 1
+    }
+    return true
+}
+
+/// The distinct strings of one encoded value, numbered in order of first use
+/// (``StateCodec`` format 2 writes each once and refers to it by number).
+struct StringTableBuilder {
+    private(set) var strings: [String] = []
+    /// Open addressing: an index into `strings` plus one, 0 for an empty slot.
+    private var slots: [Int32] = Array(repeating: 0, count: 32)
+
+    /// The number of `string`, adding it when it is new.
+    mutating func number(of string: String) -> Int {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: Self.hash(string)) & mask
+        while true {
+            let entry = Int(slots[slot])
+            if entry == 0 { break }
+            if strings[entry - 1] == string { return entry - 1 }
+            slot = (slot + 1) & mask
+        }
+        strings.append(string)
+        if strings.count * 2 > slots.count {
+            rehash(capacity: slots.count * 2)
+        } else {
+            slots[slot] = Int32(strings.count)
+        }
+        return strings.count - 1
+    }
+
+    private mutating func rehash(capacity: Int) {
+        slots = Array(repeating: 0, count: capacity)
+        let mask = capacity - 1
+        for (index, string) in strings.enumerated() {
+            var slot = Int(truncatingIfNeeded: Self.hash(string)) & mask
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = Int32(index + 1)
+        }
+    }
+
+    @inline(__always)
+    private static func hash(_ string: String) -> UInt64 {
+        string.utf8.withContiguousStorageIfAvailable { quickHash(UnsafeRawBufferPointer($0)) }
+            ?? UInt64(truncatingIfNeeded: string.hashValue)
+    }
+}
+
+/// A cache of recently decoded strings, so that decoding many values that
+/// repeat the same product ids, app transaction ids and tokens shares one
+/// `String` per distinct value instead of allocating one per occurrence
+/// (Apple's ids are 16 to 19 digits: too long for Swift's inline small strings).
+///
+/// Direct-mapped and bounded: a string decoded through it is always equal to
+/// its bytes; the cache only decides whether the storage is shared. One per
+/// thread (it is a value; share none between threads).
+public struct StringInterner: Sendable {
+    private var slots: [String?]
+
+    /// - Parameter capacity: Slots, rounded up to a power of two.
+    public init(capacity: Int = 4_096) {
+        var size = 16
+        while size < capacity { size <<= 1 }
+        slots = Array(repeating: nil, count: size)
+    }
+
+    /// The string of `bytes`, already checked to be valid UTF-8 when new.
+    @inline(__always)
+    mutating func string(_ bytes: UnsafeRawBufferPointer, make: () -> String?) -> String? {
+        // Up to 15 bytes a String is stored inline: making one costs no allocation.
+        if bytes.count <= 15 { return make() }
+        let slot = Int(truncatingIfNeeded: quickHash(bytes)) & (slots.count - 1)
+        if let cached = slots[slot], utf8Equals(cached, bytes) { return cached }
+        guard let made = make() else { return nil }
+        slots[slot] = made
+        return made
+    }
+}

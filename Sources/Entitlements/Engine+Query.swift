@@ -32,7 +32,7 @@ extension Engine {
     public func query(_ query: CustomerQuery, at: Int64? = nil) throws(EngineError) -> QueryAnswer {
         let at = at ?? Self.now()
         do {
-            return try store.withLock { store throws(StoreError) -> QueryAnswer in
+            return try readers.withReader { store throws(StoreError) -> QueryAnswer in
                 switch query {
                 case .appTransactionId(let id):
                     guard let view = try view(of: id, at: at, store: store) else {
@@ -58,14 +58,14 @@ extension Engine {
     }
 
     private func view(of key: CustomerKey, at: Int64, store: EventStore) throws(StoreError) -> CustomerView? {
-        guard let projection = try store.projection(of: key) else { return nil }
+        guard let projection = try store.projection(of: key, evaluatingAt: at) else { return nil }
         return Evaluation.evaluate(projection.state, rules: configuration.rules, at: at)
     }
 
     /// The stored state of a customer (for tools and tests).
     public func state(of key: CustomerKey) throws(EngineError) -> CustomerState? {
         do {
-            return try store.withLock { store throws(StoreError) in try store.projection(of: key)?.state }
+            return try readers.withReader { store throws(StoreError) in try store.projection(of: key)?.state }
         } catch {
             throw EngineError(error)
         }

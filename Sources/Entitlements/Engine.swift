@@ -7,10 +7,11 @@ import Synchronization
 /// The entitlement engine as a library: verify and ingest App Store signed
 /// data, answer what a customer may use, rebuild state from the log.
 ///
-/// An engine owns one database connection, guarded by a lock, and a
-/// thread-safe verifier: share one engine across a server's request handlers,
-/// or open one per worker thread for parallel writes (SQLite serializes
-/// writers; each batch is one transaction).
+/// An engine owns one database connection for writes, guarded by a lock, a
+/// connection per concurrent query (queries on different threads run in
+/// parallel), and a thread-safe verifier: share one engine across a server's
+/// request handlers, or open one per worker thread for parallel writes
+/// (SQLite serializes writers; each batch is one transaction).
 public final class Engine: Sendable {
     public let configuration: EngineConfiguration
     /// Verification without storage (shared, thread-safe).
@@ -19,6 +20,8 @@ public final class Engine: Sendable {
     public let databasePath: String
     let rulesJSON: String
     let store: LockedStore
+    /// Connections for queries, beside the write connection.
+    let readers: ReaderPool
 
     /// Opens (or creates) the database at `databasePath`.
     /// - Throws: ``EngineError`` when the trust store or the database cannot be used.
@@ -30,6 +33,7 @@ public final class Engine: Sendable {
         do {
             let opened = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
             store = LockedStore(opened)
+            readers = ReaderPool(path: databasePath)
         } catch {
             throw EngineError(error)
         }

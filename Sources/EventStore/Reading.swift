@@ -31,7 +31,11 @@ extension EventStore {
     }
 
     /// The stored projection of a customer in the current generation.
-    public func projection(of key: CustomerKey) throws(StoreError) -> StoredProjection? {
+    ///
+    /// - Parameter at: When given, the state is decoded as evaluation at `at`
+    ///   reads it (``StateCodec/decode(_:evaluatingAt:)``: only the renewal info
+    ///   version standing then is built), for answering a query; otherwise whole.
+    public func projection(of key: CustomerKey, evaluatingAt at: Int64? = nil) throws(StoreError) -> StoredProjection? {
         try mapped { () throws -> StoredProjection? in
             // One statement reads the current generation and the projection from one
             // snapshot, without a BEGIN/COMMIT around it (a third of a query's SQLite work).
@@ -47,7 +51,9 @@ extension EventStore {
                 _ = try currentEngineState()  // a database without its engine_state row is corrupt
                 return nil
             }
-            let state = try statement.withBlob(0) { bytes in try StateCodec.decode(bytes) }
+            let state = try statement.withBlob(0) { bytes in
+                if let at { try StateCodec.decode(bytes, evaluatingAt: at) } else { try StateCodec.decode(bytes) }
+            }
             return StoredProjection(state: state, rulesVersion: statement.string(1) ?? "", lastEventSeq: statement.int64(2))
         }
     }
@@ -116,5 +122,17 @@ extension EventStore {
             throw StoreError(code: .unreadable, message: "event \(seq) has no \(path.joined(separator: "."))")
         }
         return nested
+    }
+}
+
+extension EventStore {
+    /// Sets this connection up for point queries: the database file is read
+    /// through a memory map (no system call per page read), and more pages are
+    /// cached. Only reads are affected; writes and their durability are not.
+    public func prepareForQueries(mapBytes: Int64 = 1 << 30, cacheKibibytes: Int = 16_384) throws(StoreError) {
+        try mapped {
+            try connection.execute("PRAGMA mmap_size = \(mapBytes)")
+            try connection.execute("PRAGMA cache_size = -\(cacheKibibytes)")
+        }
     }
 }

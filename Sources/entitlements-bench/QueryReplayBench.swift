@@ -4,7 +4,8 @@ import Foundation
 import TestPKI
 
 /// Point lookups through ``Engine/query(_:at:)``: customers drawn at random (a fixed
-/// seed), one thread, each call timed on its own.
+/// seed), each call timed on its own; on one thread, then on two threads sharing
+/// one engine (as a server's request handlers would).
 enum QueryBench {
     struct Figures {
         var queries: Int
@@ -14,6 +15,10 @@ enum QueryBench {
         var p99: Double
         var max: Double
         var byOriginalTransactionIdRate: Double
+        /// Two threads querying one engine at once.
+        var twoThreadRate: Double
+        var twoThreadP50: Double
+        var twoThreadP99: Double
     }
 
     /// The moment queries ask about: mid-history, when some subscriptions are active.
@@ -26,26 +31,44 @@ enum QueryBench {
         // Warm up SQLite's page cache and the code paths.
         for id in pool.prefix(1_000) { _ = try engine.query(.appTransactionId(id), at: at) }
 
-        var latencies = [UInt64](repeating: 0, count: queries)
-        var missing = 0
+        /// Runs `count` queries from `offset` in the pool; their latencies in nanoseconds.
+        @Sendable func run(_ engine: Engine, offset: Int, count: Int) throws -> [UInt64] {
+            var latencies = [UInt64](repeating: 0, count: count)
+            var missing = 0
+            for index in 0..<count {
+                let id = pool[(offset + index) % pool.count]
+                let begin = Clock.nanoseconds()
+                let answer = try engine.query(.appTransactionId(id), at: at)
+                latencies[index] = Clock.nanoseconds() - begin
+                if case .customer(let view) = answer {
+                    if view.subscriptions.isEmpty { missing += 1 }
+                } else {
+                    missing += 1
+                }
+            }
+            guard missing == 0 else { throw BenchFailure("\(missing) of \(count) queries found no customer or no subscription") }
+            return latencies
+        }
+        func percentile(_ sorted: [UInt64], _ p: Double) -> Double {
+            Double(sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.down)))]) / 1e6
+        }
+
         let start = Clock.now()
-        for index in 0..<queries {
-            let id = pool[index % pool.count]
-            let begin = Clock.nanoseconds()
-            let answer = try engine.query(.appTransactionId(id), at: at)
-            latencies[index] = Clock.nanoseconds() - begin
-            if case .customer(let view) = answer {
-                if view.subscriptions.isEmpty { missing += 1 }
-            } else {
-                missing += 1
+        var latencies = try run(engine, offset: 0, count: queries)
+        let seconds = Clock.now() - start
+        latencies.sort()
+        func percentile(_ p: Double) -> Double { percentile(latencies, p) }
+
+        // Two threads on one engine, each with half the queries.
+        let halves = UnsafeSendableBox<[Result<[UInt64], BenchFailure>]>([.success([]), .success([])])
+        let twoStart = Clock.now()
+        DispatchQueue.concurrentPerform(iterations: 2) { lane in
+            do { halves.set(lane, Result<[UInt64], BenchFailure>.success(try run(engine, offset: lane * queries / 2, count: queries / 2))) } catch {
+                halves.set(lane, Result<[UInt64], BenchFailure>.failure(error as? BenchFailure ?? BenchFailure("\(error)")))
             }
         }
-        let seconds = Clock.now() - start
-        guard missing == 0 else { throw BenchFailure("\(missing) of \(queries) queries found no customer or no subscription") }
-        latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            Double(latencies[min(latencies.count - 1, Int((Double(latencies.count) * p).rounded(.down)))]) / 1e6
-        }
+        let twoSeconds = Clock.now() - twoStart
+        let both = (try halves.value[0].get() + halves.value[1].get()).sorted()
 
         // By originalTransactionId (one lookup more), fewer calls.
         let otids = (0..<min(queries, 20_000)).map { _ in HistoryPlan.originalTransactionId(random.below(plan.customersPresent)) }
@@ -58,7 +81,8 @@ enum QueryBench {
         let otidRate = Double(otids.count) / (Clock.now() - otidStart)
         return Figures(
             queries: queries, seconds: seconds, rate: Double(queries) / seconds, p50: percentile(0.50), p99: percentile(0.99),
-            max: Double(latencies.last ?? 0) / 1e6, byOriginalTransactionIdRate: otidRate)
+            max: Double(latencies.last ?? 0) / 1e6, byOriginalTransactionIdRate: otidRate,
+            twoThreadRate: Double(both.count) / twoSeconds, twoThreadP50: percentile(both, 0.50), twoThreadP99: percentile(both, 0.99))
     }
 
     /// The configuration used on the big database: the benchmark's rules; the root

@@ -3,8 +3,9 @@
 struct ByteReader {
     private let buffer: UnsafeRawBufferPointer
     private(set) var offset: Int = 0
-    /// Once set (``StateCodec`` format 2), a string is a number into this table.
-    private var table: [String]? = nil
+    /// Once read (``StateCodec`` format 2), a string is a number into this table.
+    private var table: [String] = []
+    private var numbered = false
     /// Where strings written out in full are shared, when given.
     private let interner: UnsafeMutablePointer<StringInterner>?
 
@@ -21,6 +22,7 @@ struct ByteReader {
         strings.reserveCapacity(count)
         for _ in 0..<count { strings.append(try fullString()) }
         table = strings
+        numbered = true
     }
 
     var isAtEnd: Bool { offset == buffer.count }
@@ -98,7 +100,8 @@ struct ByteReader {
     /// A string: written out in full, or a number into the string table once one was read.
     @inline(__always)
     mutating func string() throws(CodecError) -> String {
-        guard let table else { return try fullString() }
+        // `table` is read in place: binding it to a local would retain and release it per string.
+        guard numbered else { return try fullString() }
         let start = offset
         let number = try varint()
         guard number < UInt64(table.count) else {
@@ -106,6 +109,25 @@ struct ByteReader {
             throw fail(.inconsistent, "string number \(number) outside a table of \(table.count)")
         }
         return table[Int(number)]
+    }
+
+    /// Reads past a string without making it.
+    mutating func skipString() throws(CodecError) {
+        if numbered {
+            let start = offset
+            guard try varint() < UInt64(table.count) else {
+                offset = start
+                throw fail(.inconsistent, "string number outside a table of \(table.count)")
+            }
+        } else {
+            offset += try count()
+        }
+    }
+
+    /// Moves to `position`, an offset read before (to decode a record skipped earlier).
+    mutating func seek(to position: Int) {
+        precondition(position >= 0 && position <= buffer.count)
+        offset = position
     }
 
     /// A string written out in full: a byte count and UTF-8.

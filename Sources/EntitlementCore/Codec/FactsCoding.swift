@@ -212,6 +212,26 @@ extension ByteReader {
             appAccountToken: appAccountToken)
     }
 
+    /// Reads past one renewal info record written without sharing (as in a
+    /// stored state), building only its `originalTransactionId`.
+    mutating func skipRenewalFacts() throws(CodecError) -> (originalTransactionId: String, signedDate: Int64) {
+        typealias F = FactsLayout.Renewal
+        let start = offset
+        let flags = try self.flags(known: F.known)
+        guard flags & F.shared == 0 else {
+            throw CodecError(code: .invalidTag, offset: start, message: "renewal info flags contradict each other")
+        }
+        let originalTransactionId = try string()
+        let signedDate = try date()
+        if flags & F.appTransactionId != 0 { try skipString() }
+        if flags & F.productId != 0 { try skipString() }
+        if flags & F.autoRenewProductId != 0 { try skipString() }
+        if flags & F.gracePeriodExpiresDate != 0 { _ = try date() }
+        if flags & F.expirationIntent != 0 { _ = try int() }
+        if flags & F.appAccountToken != 0 { try skipString() }
+        return (originalTransactionId, signedDate)
+    }
+
     mutating func appTransactionFacts() throws(CodecError) -> AppTransactionFacts {
         typealias F = FactsLayout.AppTransaction
         let flags = try self.flags(known: F.known)

@@ -99,6 +99,20 @@ public enum StateCodec {
     /// - Throws: ``CodecError`` for bytes that are truncated, corrupted, or of
     ///   another format version; never traps.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> CustomerState {
+        try decode(bytes, standingAt: nil)
+    }
+
+    /// The state in `bytes` as ``Evaluation`` at `at` reads it, every `raw` `nil`:
+    /// of each `originalTransactionId`'s renewal info versions, only the one that
+    /// stands at `at` (the latest signed at or before `at`, else the earliest) is
+    /// built; the others are read past. Evaluating it at `at` gives exactly what
+    /// evaluating the whole state gives, for a fraction of the work: a query's path.
+    /// - Throws: ``CodecError``.
+    public static func decode(_ bytes: UnsafeRawBufferPointer, evaluatingAt at: Int64) throws(CodecError) -> CustomerState {
+        try decode(bytes, standingAt: at)
+    }
+
+    private static func decode(_ bytes: UnsafeRawBufferPointer, standingAt at: Int64?) throws(CodecError) -> CustomerState {
         var reader = ByteReader(bytes)
         let version = try reader.byte()
         switch version {
@@ -114,8 +128,9 @@ public enum StateCodec {
             let start = reader.offset
             let ref = try reader.ref()
             let facts = try reader.transactionFacts()
-            guard state.transactions.updateValue(Signed(facts, ref: ref), forKey: facts.transactionId) == nil else {
-                throw CodecError(code: .inconsistent, offset: start, message: "transaction \(facts.transactionId) twice")
+            let id = facts.transactionId
+            guard state.transactions.updateValue(Signed(consume facts, ref: ref), forKey: id) == nil else {
+                throw CodecError(code: .inconsistent, offset: start, message: "transaction \(id) twice")
             }
         }
 
@@ -128,21 +143,40 @@ public enum StateCodec {
                 throw CodecError(code: .inconsistent, offset: start, message: "renewal info group without versions")
             }
             var versions: [Signed<RenewalFacts>] = []
-            versions.reserveCapacity(versionCount)
-            for _ in 0..<versionCount {
-                let versionStart = reader.offset
-                let ref = try reader.ref()
-                let facts = try reader.renewalFacts()
-                if let previous = versions.last?.facts {
-                    guard previous.originalTransactionId == facts.originalTransactionId,
-                        previous.signedDate < facts.signedDate
-                    else {
-                        throw CodecError(
-                            code: .inconsistent, offset: versionStart,
-                            message: "renewal info versions not of one originalTransactionId in ascending signedDate")
+            if let at {
+                // Read past every version (checking their order), then build the standing one.
+                var standing = reader.offset
+                var previous: (originalTransactionId: String, signedDate: Int64)? = nil
+                for index in 0..<versionCount {
+                    let versionStart = reader.offset
+                    _ = try reader.ref()
+                    let head = try reader.skipRenewalFacts()
+                    if let previous {
+                        guard previous.originalTransactionId == head.originalTransactionId,
+                            previous.signedDate < head.signedDate
+                        else { throw Self.renewalOrder(versionStart) }
                     }
+                    previous = head
+                    if index == 0 || head.signedDate <= at { standing = versionStart }
                 }
-                versions.append(Signed(facts, ref: ref))
+                let end = reader.offset
+                reader.seek(to: standing)
+                let ref = try reader.ref()
+                versions.append(Signed(try reader.renewalFacts(), ref: ref))
+                reader.seek(to: end)
+            } else {
+                versions.reserveCapacity(versionCount)
+                for _ in 0..<versionCount {
+                    let versionStart = reader.offset
+                    let ref = try reader.ref()
+                    let facts = try reader.renewalFacts()
+                    if let previous = versions.last?.facts {
+                        guard previous.originalTransactionId == facts.originalTransactionId,
+                            previous.signedDate < facts.signedDate
+                        else { throw Self.renewalOrder(versionStart) }
+                    }
+                    versions.append(Signed(facts, ref: ref))
+                }
             }
             let key = versions[0].facts.originalTransactionId
             guard state.renewalInfos.updateValue(versions, forKey: key) == nil else {
@@ -173,6 +207,12 @@ public enum StateCodec {
         }
         try reader.finish()
         return state
+    }
+
+    private static func renewalOrder(_ offset: Int) -> CodecError {
+        CodecError(
+            code: .inconsistent, offset: offset,
+            message: "renewal info versions not of one originalTransactionId in ascending signedDate")
     }
 
     /// The state in `bytes` (see the `UnsafeRawBufferPointer` overload).

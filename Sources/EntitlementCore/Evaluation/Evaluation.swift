@@ -13,16 +13,29 @@ public enum Evaluation {
     ///   - at: The moment, in milliseconds since 1970.
     public static func evaluate(_ state: CustomerState, rules: Rules, at: Int64) -> CustomerView {
         var ledger = EntitlementLedger()
-        var autoRenewables: [String: [TransactionFacts]] = [:]
+        // Subscriptions by originalTransactionId: a customer has one or a few, so a
+        // list searched in place costs less than hashing every transaction's id.
+        var autoRenewables: [(originalTransactionId: String, transactions: [TransactionFacts])] = []
         var others: [TransactionFacts] = []
 
+        // A customer's transactions mostly share one product (and, decoded from a
+        // stored state, one String): its rule is looked up once per run of it.
+        var lastProduct: (id: String, rule: ProductRule?)? = nil
         for version in state.transactions.values {
             let transaction = version.facts
             guard transaction.purchaseDate <= at else { continue }
-            ledger.mention(rules.products[transaction.productId]?.entitlements ?? [])
+            if lastProduct?.id != transaction.productId {
+                let rule = rules.products[transaction.productId]
+                ledger.mention(rule?.entitlements ?? [])
+                lastProduct = (transaction.productId, rule)
+            }
             switch transaction.type {
             case .autoRenewable:
-                autoRenewables[transaction.originalTransactionId, default: []].append(transaction)
+                if let group = autoRenewables.firstIndex(where: { $0.originalTransactionId == transaction.originalTransactionId }) {
+                    autoRenewables[group].transactions.append(transaction)
+                } else {
+                    autoRenewables.append((transaction.originalTransactionId, [transaction]))
+                }
             case .nonConsumable, .consumable, .nonRenewing, .unknown:
                 others.append(transaction)
             }
@@ -30,11 +43,14 @@ public enum Evaluation {
 
         var subscriptions: [SubscriptionView] = []
         subscriptions.reserveCapacity(autoRenewables.count)
-        for originalTransactionId in autoRenewables.keys.sorted(by: transactionIdPrecedes) {
+        if autoRenewables.count > 1 {
+            autoRenewables.sort { transactionIdPrecedes($0.originalTransactionId, $1.originalTransactionId) }
+        }
+        for (originalTransactionId, transactions) in autoRenewables {
             let renewalInfo = SubscriptionEvaluation.renewalInfo(
                 in: state.renewalInfos[originalTransactionId] ?? [], at: at)
             let evaluated = SubscriptionEvaluation.evaluate(
-                originalTransactionId: originalTransactionId, transactions: autoRenewables[originalTransactionId] ?? [],
+                originalTransactionId: originalTransactionId, transactions: transactions,
                 renewalInfo: renewalInfo, rules: rules, at: at)
             if let expiry = evaluated.grant {
                 ledger.grant(rules.products[evaluated.view.productId]?.entitlements ?? [], expiry)

@@ -10,12 +10,14 @@ enum SubscriptionEvaluation {
     /// `at`, else (none was) the earliest.
     /// - Parameter versions: All versions, sorted by `signedDate` ascending.
     static func renewalInfo(in versions: [Signed<RenewalFacts>], at: Int64) -> RenewalFacts? {
-        var chosen = versions.first?.facts
-        for version in versions {
-            guard version.facts.signedDate <= at else { break }
-            chosen = version.facts
+        // Indices, not copies: each copy of the facts retains every string in them.
+        guard !versions.isEmpty else { return nil }
+        var chosen = 0
+        for index in versions.indices {
+            guard versions[index].facts.signedDate <= at else { break }
+            chosen = index
         }
-        return chosen
+        return versions[chosen].facts
     }
 
     /// The current transaction: the latest `purchaseDate`, then latest
@@ -27,16 +29,16 @@ enum SubscriptionEvaluation {
     /// later-signed old version known now), the upgraded one was still the
     /// current one then, so all counted transactions are candidates.
     static func current(among transactions: [TransactionFacts]) -> TransactionFacts? {
-        var best: TransactionFacts?
-        var bestUpgraded: TransactionFacts?
-        for transaction in transactions {
-            if transaction.isUpgraded {
-                if bestUpgraded.map({ precedes($0, transaction) }) ?? true { bestUpgraded = transaction }
+        var best: Int?
+        var bestUpgraded: Int?
+        for index in transactions.indices {
+            if transactions[index].isUpgraded {
+                if bestUpgraded.map({ precedes(transactions[$0], transactions[index]) }) ?? true { bestUpgraded = index }
             } else {
-                if best.map({ precedes($0, transaction) }) ?? true { best = transaction }
+                if best.map({ precedes(transactions[$0], transactions[index]) }) ?? true { best = index }
             }
         }
-        return best ?? bestUpgraded
+        return (best ?? bestUpgraded).map { transactions[$0] }
     }
 
     /// Whether `lhs` comes before `rhs` in the order that picks the current transaction.

@@ -218,7 +218,15 @@ private struct Reader {
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: no escapes.
+        // Fast path: eight bytes at a time while none is a quote, a backslash, a
+        // control character or non-ASCII (nested JWS run to kilobytes of base64url).
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                if Self.isPlainASCII(word) { index += 8 } else { break }
+            }
+        }
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
@@ -298,10 +306,30 @@ private struct Reader {
         return value
     }
 
+    /// Whether none of the eight bytes of `word` is `"`, `\\`, below 0x20 or above 0x7F.
+    @inline(__always)
+    static func isPlainASCII(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        // A byte is zero in `x` exactly when (x - ones) & ~x has its high bit set (no false
+        // positives for the first such byte; later ones only matter when one is already found).
+        func hasZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        let control = (word &- ones &* 0x20) & ~word & highs  // some byte < 0x20 (for bytes < 0x80)
+        return word & highs == 0 && control == 0 && !hasZero(word ^ (ones &* 0x22)) && !hasZero(word ^ (ones &* 0x5C))
+    }
+
     static func validated(_ buffer: UnsafeBufferPointer<UInt8>, at offset: Int) throws(JSONParseError) -> String {
         // ASCII is by far the common case and needs no validation.
         var ascii = true
-        for byte in buffer where byte >= 0x80 { ascii = false; break }
+        var index = 0
+        if let base = buffer.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= buffer.count {
+                if raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { ascii = false; break }
+                index += 8
+            }
+        }
+        if ascii { while index < buffer.count { if buffer[index] >= 0x80 { ascii = false; break }; index += 1 } }
         if ascii { return String(decoding: buffer, as: UTF8.self) }
         guard let string = String(validating: buffer, as: UTF8.self) else {
             throw JSONParseError(offset: offset, reason: "invalid UTF-8 in string")

@@ -1,0 +1,50 @@
+import EntitlementCore
+import Testing
+
+/// The parser's string scanning reads eight bytes at a time: every special
+/// byte must be found wherever it falls within a word.
+@Suite("JSON parser")
+struct JSONParserTests {
+    func parsed(_ text: String) throws -> JSONValue { try JSONParser().parse(text) }
+
+    func rejects(_ bytes: [UInt8]) -> Bool {
+        (try? JSONParser().parse(bytes)) == nil
+    }
+
+    @Test func specialBytesAreFoundAtEveryOffset() throws {
+        for prefix in 0..<20 {
+            let plain = String(repeating: "a", count: prefix)
+            for suffix in [0, 1, 7, 8, 9, 30] {
+                let tail = String(repeating: "Z", count: suffix)
+                #expect(try parsed("\"\(plain)\(tail)\"") == .string(plain + tail))
+                #expect(try parsed("\"\(plain)\\\"\(tail)\"") == .string(plain + "\"" + tail))
+                #expect(try parsed("\"\(plain)\\\\\(tail)\"") == .string(plain + "\\" + tail))
+                #expect(try parsed("\"\(plain)\\u00e9\(tail)\"") == .string(plain + "é" + tail))
+                #expect(try parsed("\"\(plain)é\(tail)\"") == .string(plain + "é" + tail))
+                // A raw control character, an invalid UTF-8 byte, a missing closing quote.
+                #expect(rejects(Array("\"\(plain)".utf8) + [0x0A] + Array("\(tail)\"".utf8)))
+                #expect(rejects(Array("\"\(plain)".utf8) + [0x1F] + Array("\(tail)\"".utf8)))
+                #expect(rejects(Array("\"\(plain)".utf8) + [0xFF] + Array("\(tail)\"".utf8)))
+                #expect(rejects(Array("\"\(plain)\(tail)".utf8)))
+            }
+        }
+    }
+
+    @Test func aNestedJWSSizedStringKeepsEveryByte() throws {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+        let segment = String((0..<5_000).map { alphabet[$0 % alphabet.count] })
+        let text = "{\"signedTransactionInfo\":\"\(segment)\",\"x\":1}"
+        #expect(try parsed(text)["signedTransactionInfo"] == .string(segment))
+        #expect(try parsed(text)["x"] == .int(1))
+        // Bytes 0x7F and space are plain; DEL next to a quote still ends the string right.
+        #expect(try parsed("\"\u{7F} \u{7F}\"") == .string("\u{7F} \u{7F}"))
+    }
+
+    @Test func strictRulesHold() {
+        #expect(rejects(Array("{\"a\":1,\"a\":2}".utf8)))
+        #expect(rejects(Array("01".utf8)))
+        #expect(rejects(Array("\"\\ud800\"".utf8)))
+        #expect(rejects(Array("[1] x".utf8)))
+        #expect(rejects(Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8)))
+    }
+}

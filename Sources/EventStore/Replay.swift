@@ -121,16 +121,14 @@ extension EventStore {
                     if buffered.count >= chunkSize { try flush() }
                 }
 
+                // Writes go to a thread of their own, one transaction per batch, in order,
+                // while this thread reads on; the write lock is free between batches.
+                let writer = ProjectionWriter(store: self, generation: next, rulesVersion: rules.version)
+                // However the scan ends, no write is still running when this scope is left.
+                defer { try? writer.finish() }
                 func flush() throws {
                     guard !buffered.isEmpty else { return }
-                    try connection.write { () throws -> ((), Connection.Completion) in
-                        for (key, bytes, seq) in buffered {
-                            try writeProjection(
-                                key: key, stateBytes: bytes, generation: next, rulesVersion: rules.version, lastSeq: seq,
-                                table: .next)
-                        }
-                        return ((), .commit)
-                    }
+                    try writer.write(buffered)
                     buffered.removeAll(keepingCapacity: true)
                 }
 
@@ -205,6 +203,7 @@ extension EventStore {
                 try handOver()
                 if let last = inFlight { try finish(last.chunk, last.outcomes()) }
                 try flush()
+                try writer.finish()
                 progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
             }
 
@@ -350,6 +349,66 @@ private final class BackgroundReduction: @unchecked Sendable {
     func outcomes() -> [ReplayChunk.Outcome] {
         done.wait()
         return results
+    }
+}
+
+/// Writes a replay's new projections on a thread of its own, batch after batch
+/// in the order given, each batch one transaction on the store's connection
+/// (which nothing else uses while a replay scans).
+private final class ProjectionWriter: @unchecked Sendable {
+    private let store: EventStore
+    private let generation: Int64
+    private let rulesVersion: String
+    private let queue = DispatchQueue(label: "entitlements.replay.writer")
+    private let lock = NSLock()
+    private var failure: (any Error)?
+    /// Batches handed over and not yet written; at most two, so memory stays bounded.
+    private let slots = DispatchSemaphore(value: 2)
+
+    init(store: EventStore, generation: Int64, rulesVersion: String) {
+        self.store = store
+        self.generation = generation
+        self.rulesVersion = rulesVersion
+    }
+
+    /// Queues `batch`; throws the error of an earlier batch, if one failed.
+    func write(_ batch: [(CustomerKey, [UInt8], Int64)]) throws {
+        try check()
+        slots.wait()
+        queue.async {
+            defer { self.slots.signal() }
+            guard self.firstFailure == nil else { return }
+            do {
+                try self.store.connection.write { () throws -> ((), Connection.Completion) in
+                    for (key, bytes, seq) in batch {
+                        try self.store.writeProjection(
+                            key: key, stateBytes: bytes, generation: self.generation, rulesVersion: self.rulesVersion,
+                            lastSeq: seq, table: .next)
+                    }
+                    return ((), .commit)
+                }
+            } catch {
+                self.lock.lock()
+                self.failure = error
+                self.lock.unlock()
+            }
+        }
+    }
+
+    /// Waits until every batch is written; throws the first failure.
+    func finish() throws {
+        queue.sync {}
+        try check()
+    }
+
+    private var firstFailure: (any Error)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return failure
+    }
+
+    private func check() throws {
+        if let failure = firstFailure { throw failure }
     }
 }
 

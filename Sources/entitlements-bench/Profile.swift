@@ -11,6 +11,11 @@ import Foundation
 ///         .build-bench/release/entitlements-bench __profile verify-warm 1000
 ///
 /// WHAT: verify-warm, verify-cold, ingest, append, query, replay, ecdsa.
+///
+/// Collection is toggled per thread: replay reduces on other threads, so count
+/// them too by also toggling on the reducing lanes' closure:
+/// `--toggle-collect='$s10EventStore11ReplayChunkV6reduce5rulesSayAC7OutcomeOG15EntitlementCore5RulesV_tFySiYbXEfU0_'`.
+/// `BENCH_KEEP_DATABASE=1` keeps the query/replay database in the temporary folder.
 enum Profile {
     static let command = "__profile"
 

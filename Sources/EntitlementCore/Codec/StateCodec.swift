@@ -42,20 +42,22 @@ public enum StateCodec {
             capacity: 64 + 64 * state.transactions.count + 48 * state.renewalInfos.count, numberingStrings: true)
         writer.string(state.key)
 
-        let transactions = state.transactions.values.sorted {
-            $0.facts.transactionId.utf8Precedes($1.facts.transactionId)
-        }
-        writer.count(transactions.count)
-        for version in transactions {
-            writer.ref(version.ref)
-            writer.transactionFacts(version.facts)
+        // Positions sorted, not values: sorting the values would copy every version
+        // (and retain every string in it) into a new array.
+        let transactions = state.transactions
+        let transactionOrder = transactions.indices.sorted { transactions[$0].key.utf8Precedes(transactions[$1].key) }
+        writer.count(transactionOrder.count)
+        for index in transactionOrder {
+            writer.ref(transactions[index].value.ref)
+            writer.transactionFacts(transactions[index].value.facts)
         }
 
-        let groups = state.renewalInfos.filter { !$0.value.isEmpty }.sorted {
-            $0.key.utf8Precedes($1.key)
-        }
-        writer.count(groups.count)
-        for (_, versions) in groups {
+        let renewalInfos = state.renewalInfos
+        let groupOrder = renewalInfos.indices.filter { !renewalInfos[$0].value.isEmpty }
+            .sorted { renewalInfos[$0].key.utf8Precedes(renewalInfos[$1].key) }
+        writer.count(groupOrder.count)
+        for index in groupOrder {
+            let versions = renewalInfos[index].value
             writer.count(versions.count)
             for version in versions {
                 writer.ref(version.ref)

@@ -80,17 +80,7 @@ extension CustomerState {
 
         var renewalPlacement: RenewalPlacement?
         if let renewalInfo {
-            let versions = renewalInfos[renewalInfo.facts.originalTransactionId] ?? []
-            let index = Self.insertionIndex(of: renewalInfo.facts.signedDate, in: versions)
-            if index < versions.count, versions[index].facts.signedDate == renewalInfo.facts.signedDate {
-                switch Signed.verdict(existing: versions[index], incoming: renewalInfo) {
-                case .keepExisting: break
-                case .takeIncoming: renewalPlacement = .replace(at: index)
-                case .needsRaws(let refs): missing.formUnion(refs)
-                }
-            } else {
-                renewalPlacement = .insert(at: index)
-            }
+            renewalPlacement = placement(of: renewalInfo, missing: &missing)
         }
 
         var takeAppTransaction = false
@@ -127,6 +117,24 @@ extension CustomerState {
         }
         if let renewalInfo, let token = renewalInfo.facts.appAccountToken {
             claim(AccountTokenClaim(token: token, signedDate: renewalInfo.facts.signedDate, ref: renewalInfo.ref, raw: renewalInfo.raw))
+        }
+    }
+
+    /// Where `renewalInfo` goes among the stored versions of its
+    /// `originalTransactionId`, if anywhere. Reads the versions in place: a copy
+    /// held until the commit would make the insertion copy the whole array.
+    private func placement(of renewalInfo: Signed<RenewalFacts>, missing: inout Set<RawRef>) -> RenewalPlacement? {
+        guard let versions = renewalInfos[renewalInfo.facts.originalTransactionId] else { return .insert(at: 0) }
+        let index = Self.insertionIndex(of: renewalInfo.facts.signedDate, in: versions)
+        guard index < versions.count, versions[index].facts.signedDate == renewalInfo.facts.signedDate else {
+            return .insert(at: index)
+        }
+        switch Signed.verdict(existing: versions[index], incoming: renewalInfo) {
+        case .keepExisting: return nil
+        case .takeIncoming: return .replace(at: index)
+        case .needsRaws(let refs):
+            missing.formUnion(refs)
+            return nil
         }
     }
 

@@ -156,7 +156,9 @@ extension EventStore {
                         if outcome == nil {
                             if case .failed(_, let error) = result { throw error }
                             // A tie between two versions needs raw JWS from the log: this
-                            // customer goes through the one-thread path, which loads them.
+                            // customer goes through the one-thread path, which loads them
+                            // through the store's connection, once the writer has let go of it.
+                            try writer.finish()
                             var state = CustomerState(key: customer.key)
                             var lastSeq: Int64 = 0
                             for (index, row) in customer.rows.enumerated() {

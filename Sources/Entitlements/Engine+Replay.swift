@@ -44,3 +44,18 @@ extension Engine {
         }
     }
 }
+
+extension Engine {
+    /// Moves everything committed from SQLite's write-ahead log into the
+    /// database file, so that the file alone holds every committed event.
+    /// Committed batches are durable without it; the command line calls it
+    /// before exiting, so a database file copied afterwards is complete.
+    /// - Throws: ``EngineError`` when the database cannot be written.
+    public func checkpoint() throws(EngineError) {
+        do {
+            try store.withLock { store throws(StoreError) in try store.checkpoint() }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+}

@@ -136,3 +136,13 @@ extension EventStore {
         }
     }
 }
+
+extension EventStore {
+    /// Copies every committed page from the write-ahead log into the database
+    /// file and empties the log, so that the file alone holds everything
+    /// committed (for copying it, or before a process exits). Committed data
+    /// is durable either way; a checkpoint that readers hold back is left for later.
+    public func checkpoint() throws(StoreError) {
+        try mapped { try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+}

@@ -100,6 +100,9 @@ enum Commands {
                 }
             }
         }
+        // The file alone then holds every acknowledged event (background verification
+        // may still hold the engine when this returns, so closing is not left to deinit).
+        try? engine.checkpoint()
         return anyRejected ? .rejected : .success
     }
 
@@ -204,6 +207,7 @@ enum Commands {
                 diff: arguments.flags.contains("--diff"),
                 progress: { meter.report(label: "replayed", done: $0.eventsDone, total: $0.eventsTotal) })
             meter.finish()
+            try? engine.checkpoint()
             var object = JSONObject()
             object["events"] = .int(report.events)
             object["appTransactionIds"] = .int(report.customers)

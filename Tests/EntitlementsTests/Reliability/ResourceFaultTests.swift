@@ -249,6 +249,10 @@ extension Reliability {
             let history = History.generate(lines: 200, seed: 0xD00D)
             let input = try workspace.write(lines: history.lines.map(\.text), to: "input.ndjson")
             try workspace.cli("ingest", db: "good.sqlite", [input.path])
+            // The command checkpoints before it exits: the file alone holds every event
+            // (so the damage below hits them), the write-ahead log is empty or gone.
+            let walSize = (try? FileManager.default.attributesOfItem(atPath: workspace.path("good.sqlite-wal"))[.size] as? Int) ?? 0
+            #expect(walSize == 0)
             var bytes = Tool.read(workspace.path("good.sqlite"))
             let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
             #expect(bytes.count > 4 * pageSize)

@@ -161,8 +161,9 @@ extension EventStore {
                             try writer.finish()
                             var state = CustomerState(key: customer.key)
                             var lastSeq: Int64 = 0
+                            var interner = StringInterner(capacity: 16)
                             for (index, row) in customer.rows.enumerated() {
-                                let event = try chunk.decode(row).get()
+                                let event = try chunk.decode(row, interner: &interner).get()
                                 try apply(event, to: &state, rules: rules)
                                 lastSeq = max(lastSeq, row.seq)
                                 if index >= counted {
@@ -266,17 +267,6 @@ struct ReplayChunk: Sendable {
         customers[customers.count - 1].rows.append(ReplayCustomer.Row(seq: seq, start: bytes.count, count: facts.count))
         bytes.append(contentsOf: facts)
         events += 1
-    }
-
-    mutating func removeAll() {
-        bytes.removeAll(keepingCapacity: true)
-        customers.removeAll(keepingCapacity: true)
-        events = 0
-    }
-
-    func decode(_ row: ReplayCustomer.Row) -> Result<Event, CodecError> {
-        var interner = StringInterner(capacity: 16)
-        return decode(row, interner: &interner)
     }
 
     func decode(_ row: ReplayCustomer.Row, interner: inout StringInterner) -> Result<Event, CodecError> {

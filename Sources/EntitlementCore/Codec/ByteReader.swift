@@ -102,26 +102,28 @@ struct ByteReader {
     mutating func string() throws(CodecError) -> String {
         // `table` is read in place: binding it to a local would retain and release it per string.
         guard numbered else { return try fullString() }
+        return table[try tableNumber()]
+    }
+
+    /// Reads past a string without making it.
+    mutating func skipString() throws(CodecError) {
+        if numbered {
+            _ = try tableNumber()
+        } else {
+            offset += try count()
+        }
+    }
+
+    /// A string's number in the table, checked to be in it.
+    @inline(__always)
+    private mutating func tableNumber() throws(CodecError) -> Int {
         let start = offset
         let number = try varint()
         guard number < UInt64(table.count) else {
             offset = start
             throw fail(.inconsistent, "string number \(number) outside a table of \(table.count)")
         }
-        return table[Int(number)]
-    }
-
-    /// Reads past a string without making it.
-    mutating func skipString() throws(CodecError) {
-        if numbered {
-            let start = offset
-            guard try varint() < UInt64(table.count) else {
-                offset = start
-                throw fail(.inconsistent, "string number outside a table of \(table.count)")
-            }
-        } else {
-            offset += try count()
-        }
+        return Int(number)
     }
 
     /// Moves to `position`, an offset read before (to decode a record skipped earlier).

@@ -75,6 +75,9 @@ public final class Engine: Sendable {
         }
         guard let first = next() else { return }
         var current = verifyAll(first, workers: workers)
+        // A thread of its own, not Dispatch's shared pool, which a server's handlers may fill.
+        let verifier = WorkerThread(name: "entitlements.ingest.verify")
+        defer { verifier.finish() }
         let group = DispatchGroup()
         defer { group.wait() }
         while true {
@@ -82,7 +85,7 @@ public final class Engine: Sendable {
             let box = VerifiedBatch()
             if let upcoming {
                 group.enter()
-                DispatchQueue.global().async {
+                verifier.submit {
                     box.items = self.verifyAll(upcoming, workers: workers)
                     group.leave()
                 }

@@ -125,7 +125,7 @@ extension EventStore {
                 // while this thread reads on; the write lock is free between batches.
                 let writer = ProjectionWriter(store: self, generation: next, rulesVersion: rules.version)
                 // However the scan ends, no write is still running when this scope is left.
-                defer { try? writer.finish() }
+                defer { writer.close() }
                 func flush() throws {
                     guard !buffered.isEmpty else { return }
                     try writer.write(buffered)
@@ -181,8 +181,10 @@ extension EventStore {
 
                 var chunk = ReplayChunk()
                 var inFlight: BackgroundReduction? = nil
+                let reducer = WorkerThread(name: "entitlements.replay.reduce")
+                defer { reducer.finish() }
                 func handOver() throws {
-                    let started = BackgroundReduction(chunk, rules: rules)
+                    let started = BackgroundReduction(chunk, rules: rules, on: reducer)
                     chunk = ReplayChunk()
                     if let previous = inFlight { try finish(previous.chunk, previous.outcomes()) }
                     inFlight = started
@@ -332,9 +334,14 @@ private final class BackgroundReduction: @unchecked Sendable {
     private var results: [ReplayChunk.Outcome] = []
     private let done = DispatchGroup()
 
-    init(_ chunk: ReplayChunk, rules: Rules) {
+    /// Starts reducing `chunk` on `thread` (whose `concurrentPerform` then uses every core).
+    init(_ chunk: ReplayChunk, rules: Rules, on thread: WorkerThread) {
         self.chunk = chunk
-        DispatchQueue.global().async(group: done) { self.results = chunk.reduce(rules: rules) }
+        done.enter()
+        thread.submit {
+            self.results = chunk.reduce(rules: rules)
+            self.done.leave()
+        }
     }
 
     /// The outcomes, once the reduction is over (waits for it).
@@ -351,7 +358,7 @@ private final class ProjectionWriter: @unchecked Sendable {
     private let store: EventStore
     private let generation: Int64
     private let rulesVersion: String
-    private let queue = DispatchQueue(label: "entitlements.replay.writer")
+    private let thread = WorkerThread(name: "entitlements.replay.write")
     private let lock = NSLock()
     private var failure: (any Error)?
     /// Batches handed over and not yet written; at most two, so memory stays bounded.
@@ -367,7 +374,7 @@ private final class ProjectionWriter: @unchecked Sendable {
     func write(_ batch: [(CustomerKey, [UInt8], Int64)]) throws {
         try check()
         slots.wait()
-        queue.async {
+        thread.submit {
             defer { self.slots.signal() }
             guard self.firstFailure == nil else { return }
             do {
@@ -389,8 +396,13 @@ private final class ProjectionWriter: @unchecked Sendable {
 
     /// Waits until every batch is written; throws the first failure.
     func finish() throws {
-        queue.sync {}
+        thread.drain()
         try check()
+    }
+
+    /// Waits for the writes queued, then ends the writing thread.
+    func close() {
+        thread.finish()
     }
 
     private var firstFailure: (any Error)? {

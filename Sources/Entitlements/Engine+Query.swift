@@ -58,8 +58,7 @@ extension Engine {
     }
 
     private func view(of key: CustomerKey, at: Int64, store: EventStore) throws(StoreError) -> CustomerView? {
-        guard let projection = try store.projection(of: key, evaluatingAt: at) else { return nil }
-        return Evaluation.evaluate(projection.state, rules: configuration.rules, at: at)
+        try store.view(of: key, rules: configuration.rules, at: at)
     }
 
     /// The stored state of a customer (for tools and tests).

@@ -31,12 +31,26 @@ extension EventStore {
     }
 
     /// The stored projection of a customer in the current generation.
-    ///
-    /// - Parameter at: When given, the state is decoded as evaluation at `at`
-    ///   reads it (``StateCodec/decode(_:evaluatingAt:)``: only the renewal info
-    ///   version standing then is built), for answering a query; otherwise whole.
-    public func projection(of key: CustomerKey, evaluatingAt at: Int64? = nil) throws(StoreError) -> StoredProjection? {
-        try mapped { () throws -> StoredProjection? in
+    public func projection(of key: CustomerKey) throws(StoreError) -> StoredProjection? {
+        try withCurrentProjection(of: key) { statement throws in
+            let state = try statement.withBlob(0) { bytes in try StateCodec.decode(bytes) }
+            return StoredProjection(state: state, rulesVersion: statement.string(1) ?? "", lastEventSeq: statement.int64(2))
+        }
+    }
+
+    /// What the customer may use at `at` under `rules`, from the stored projection
+    /// (``Evaluation/evaluate(stateBytes:rules:at:)``: decoded only as far as
+    /// evaluation at `at` reads it), or `nil` for a customer with no projection.
+    public func view(of key: CustomerKey, rules: Rules, at: Int64) throws(StoreError) -> CustomerView? {
+        try withCurrentProjection(of: key) { statement throws in
+            try statement.withBlob(0) { bytes in try Evaluation.evaluate(stateBytes: bytes, rules: rules, at: at) }
+        }
+    }
+
+    /// Runs `body` on the row of `key` in the current generation (columns: state,
+    /// rules_version, last_event_seq), or gives `nil` when there is none.
+    private func withCurrentProjection<T>(of key: CustomerKey, _ body: (Statement) throws -> T) throws(StoreError) -> T? {
+        try mapped { () throws -> T? in
             // One statement reads the current generation and the projection from one
             // snapshot, without a BEGIN/COMMIT around it (a third of a query's SQLite work).
             let statement = try connection.cached(
@@ -51,10 +65,7 @@ extension EventStore {
                 _ = try currentEngineState()  // a database without its engine_state row is corrupt
                 return nil
             }
-            let state = try statement.withBlob(0) { bytes in
-                if let at { try StateCodec.decode(bytes, evaluatingAt: at) } else { try StateCodec.decode(bytes) }
-            }
-            return StoredProjection(state: state, rulesVersion: statement.string(1) ?? "", lastEventSeq: statement.int64(2))
+            return try body(statement)
         }
     }
 

@@ -101,20 +101,15 @@ public enum StateCodec {
     /// - Throws: ``CodecError`` for bytes that are truncated, corrupted, or of
     ///   another format version; never traps.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> CustomerState {
-        try decode(bytes, standingAt: nil)
+        try decode(bytes, standingAt: nil, into: CustomerState.self)
     }
 
-    /// The state in `bytes` as ``Evaluation`` at `at` reads it, every `raw` `nil`:
-    /// of each `originalTransactionId`'s renewal info versions, only the one that
-    /// stands at `at` (the latest signed at or before `at`, else the earliest) is
-    /// built; the others are read past. Evaluating it at `at` gives exactly what
-    /// evaluating the whole state gives, for a fraction of the work: a query's path.
-    /// - Throws: ``CodecError``.
-    public static func decode(_ bytes: UnsafeRawBufferPointer, evaluatingAt at: Int64) throws(CodecError) -> CustomerState {
-        try decode(bytes, standingAt: at)
-    }
-
-    private static func decode(_ bytes: UnsafeRawBufferPointer, standingAt at: Int64?) throws(CodecError) -> CustomerState {
+    /// Decodes `bytes` into `Sink`. With `at`, of each `originalTransactionId`'s
+    /// renewal info versions only the one that stands at `at` (the latest signed
+    /// at or before `at`, else the earliest) is built; the others are read past.
+    static func decode<Sink: StateSink>(
+        _ bytes: UnsafeRawBufferPointer, standingAt at: Int64?, into _: Sink.Type
+    ) throws(CodecError) -> Sink {
         var reader = ByteReader(bytes)
         let version = try reader.byte()
         switch version {
@@ -122,22 +117,16 @@ public enum StateCodec {
         case formatVersionWithoutTable: break
         default: throw CodecError(code: .unsupportedVersion, offset: 0, message: "state format version \(version)")
         }
-        var state = CustomerState(key: try reader.string())
-
+        let key = try reader.string()
         let transactionCount = try reader.count()
-        state.transactions.reserveCapacity(transactionCount)
+        var state = Sink(key: key, transactions: transactionCount)
         for _ in 0..<transactionCount {
             let start = reader.offset
             let ref = try reader.ref()
-            let facts = try reader.transactionFacts()
-            let id = facts.transactionId
-            guard state.transactions.updateValue(Signed(consume facts, ref: ref), forKey: id) == nil else {
-                throw CodecError(code: .inconsistent, offset: start, message: "transaction \(id) twice")
-            }
+            try state.transaction(try reader.transactionFacts(), ref: ref, at: start)
         }
 
         let groupCount = try reader.count()
-        state.renewalInfos.reserveCapacity(groupCount)
         for _ in 0..<groupCount {
             let start = reader.offset
             let versionCount = try reader.count()
@@ -180,10 +169,7 @@ public enum StateCodec {
                     versions.append(Signed(facts, ref: ref))
                 }
             }
-            let key = versions[0].facts.originalTransactionId
-            guard state.renewalInfos.updateValue(versions, forKey: key) == nil else {
-                throw CodecError(code: .inconsistent, offset: start, message: "renewal infos of \(key) twice")
-            }
+            try state.renewalInfos(versions, at: start)
         }
 
         let flagsOffset = reader.offset
@@ -228,5 +214,38 @@ public enum StateCodec {
     public static func decode<Bytes: Collection>(_ bytes: Bytes) throws(CodecError) -> CustomerState
     where Bytes.Element == UInt8 {
         try withRawBytes(bytes) { buffer throws(CodecError) in try decode(buffer) }
+    }
+}
+
+/// Where ``StateCodec`` puts what it decodes: a whole ``CustomerState``, or
+/// only what ``Evaluation`` reads (for a query, without building dictionaries).
+protocol StateSink {
+    init(key: CustomerKey, transactions: Int)
+    mutating func transaction(_ facts: TransactionFacts, ref: RawRef, at offset: Int) throws(CodecError)
+    /// One `originalTransactionId`'s versions, ascending by `signedDate` (at least one).
+    mutating func renewalInfos(_ versions: [Signed<RenewalFacts>], at offset: Int) throws(CodecError)
+    var appTransaction: Signed<AppTransactionFacts>? { get set }
+    var accountToken: AccountTokenClaim? { get set }
+    var lastNotification: NotificationSummaryFacts? { get set }
+}
+
+extension CustomerState: StateSink {
+    init(key: CustomerKey, transactions: Int) {
+        self.init(key: key)
+        self.transactions.reserveCapacity(transactions)
+    }
+
+    mutating func transaction(_ facts: TransactionFacts, ref: RawRef, at offset: Int) throws(CodecError) {
+        let id = facts.transactionId
+        guard transactions.updateValue(Signed(facts, ref: ref), forKey: id) == nil else {
+            throw CodecError(code: .inconsistent, offset: offset, message: "transaction \(id) twice")
+        }
+    }
+
+    mutating func renewalInfos(_ versions: [Signed<RenewalFacts>], at offset: Int) throws(CodecError) {
+        let key = versions[0].facts.originalTransactionId
+        guard renewalInfos.updateValue(versions, forKey: key) == nil else {
+            throw CodecError(code: .inconsistent, offset: offset, message: "renewal infos of \(key) twice")
+        }
     }
 }

@@ -12,6 +12,29 @@ public enum Evaluation {
     ///   - rules: What each product grants, and whether billing states grant.
     ///   - at: The moment, in milliseconds since 1970.
     public static func evaluate(_ state: CustomerState, rules: Rules, at: Int64) -> CustomerView {
+        evaluate(
+            key: state.key, accountToken: state.accountToken?.token, transactions: state.transactions.values.lazy.map(\.facts),
+            renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) }, rules: rules, at: at)
+    }
+
+    /// The answer at `at` for the state stored as `bytes` (``StateCodec``), decoded
+    /// only as far as evaluation at `at` reads it: the transactions into a list
+    /// (no dictionary), and of each subscription's renewal info versions only the
+    /// one standing at `at`. Equal to decoding the whole state and evaluating it.
+    /// - Throws: ``CodecError`` for bytes that are truncated or corrupted.
+    public static func evaluate(stateBytes bytes: UnsafeRawBufferPointer, rules: Rules, at: Int64) throws(CodecError) -> CustomerView {
+        let input = try StateCodec.decode(bytes, standingAt: at, into: EvaluationInput.self)
+        return evaluate(
+            key: input.key, accountToken: input.accountToken?.token, transactions: input.transactions,
+            renewalInfo: { otid in input.standingRenewalInfos.first { $0.facts.originalTransactionId == otid }?.facts },
+            rules: rules, at: at)
+    }
+
+    /// - Parameter renewalInfo: The renewal info standing at `at` for an `originalTransactionId`.
+    static func evaluate(
+        key: CustomerKey, accountToken: String?, transactions: some Sequence<TransactionFacts>,
+        renewalInfo: (String) -> RenewalFacts?, rules: Rules, at: Int64
+    ) -> CustomerView {
         var ledger = EntitlementLedger()
         // Subscriptions by originalTransactionId: a customer has one or a few, so a
         // list searched in place costs less than hashing every transaction's id.
@@ -21,8 +44,7 @@ public enum Evaluation {
         // A customer's transactions mostly share one product (and, decoded from a
         // stored state, one String): its rule is looked up once per run of it.
         var lastProduct: (id: String, rule: ProductRule?)? = nil
-        for version in state.transactions.values {
-            let transaction = version.facts
+        for transaction in transactions {
             guard transaction.purchaseDate <= at else { continue }
             if lastProduct?.id != transaction.productId {
                 let rule = rules.products[transaction.productId]
@@ -47,8 +69,7 @@ public enum Evaluation {
             autoRenewables.sort { transactionIdPrecedes($0.originalTransactionId, $1.originalTransactionId) }
         }
         for (originalTransactionId, transactions) in autoRenewables {
-            let renewalInfo = SubscriptionEvaluation.renewalInfo(
-                in: state.renewalInfos[originalTransactionId] ?? [], at: at)
+            let renewalInfo = renewalInfo(originalTransactionId)
             let evaluated = SubscriptionEvaluation.evaluate(
                 originalTransactionId: originalTransactionId, transactions: transactions,
                 renewalInfo: renewalInfo, rules: rules, at: at)
@@ -89,7 +110,7 @@ public enum Evaluation {
         }
 
         return CustomerView(
-            appTransactionId: state.key, at: at, appAccountToken: state.accountToken?.token,
+            appTransactionId: key, at: at, appAccountToken: accountToken,
             entitlements: ledger.views(), subscriptions: subscriptions, purchases: purchases,
             balances: balances.balances())
     }
@@ -98,6 +119,30 @@ public enum Evaluation {
     static func purchaseOrder(_ lhs: TransactionFacts, _ rhs: TransactionFacts) -> Bool {
         if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }
         return transactionIdPrecedes(lhs.transactionId, rhs.transactionId)
+    }
+}
+
+/// What evaluation reads of a stored state, decoded without dictionaries.
+struct EvaluationInput: StateSink {
+    var key: CustomerKey
+    var transactions: [TransactionFacts] = []
+    /// Per `originalTransactionId`, the renewal info version standing at the moment decoded for.
+    var standingRenewalInfos: [Signed<RenewalFacts>] = []
+    var appTransaction: Signed<AppTransactionFacts>? = nil
+    var accountToken: AccountTokenClaim? = nil
+    var lastNotification: NotificationSummaryFacts? = nil
+
+    init(key: CustomerKey, transactions: Int) {
+        self.key = key
+        self.transactions.reserveCapacity(transactions)
+    }
+
+    mutating func transaction(_ facts: TransactionFacts, ref: RawRef, at offset: Int) throws(CodecError) {
+        transactions.append(facts)
+    }
+
+    mutating func renewalInfos(_ versions: [Signed<RenewalFacts>], at offset: Int) throws(CodecError) {
+        standingRenewalInfos.append(versions[versions.count - 1])
     }
 }
 

@@ -84,12 +84,18 @@ func fuzzPayloads(_ bytes: ArraySlice<UInt8>) {
                 state.hydrate(raws)
             }
         }
-        for at in [Int64(0), event.signedDate, event.signedDate + 86_400_000, Int64.max] {
-            _ = JSONWriter.string(Evaluation.evaluate(state, rules: rules, at: at).json())
-        }
         let stateBytes = StateCodec.encode(state)
         guard let back = try? StateCodec.decode(stateBytes) else { check(false, "state codec cannot read its own bytes"); continue }
         check(StateCodec.encode(back) == stateBytes, "state codec round trip differs")
+        for at in [Int64(0), event.signedDate, event.signedDate + 86_400_000, Int64.max] {
+            let whole = Evaluation.evaluate(state, rules: rules, at: at)
+            _ = JSONWriter.string(whole.json())
+            // The query path, from the stored bytes, answers the same.
+            let fromBytes = try? stateBytes.withUnsafeBytes { buffer throws(CodecError) in
+                try Evaluation.evaluate(stateBytes: buffer, rules: rules, at: at)
+            }
+            check(fromBytes == whole, "evaluating the stored bytes differs from evaluating the state")
+        }
     }
 }
 
@@ -177,6 +183,15 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         if let state = try? StateCodec.decode(bytes) {
             let encoded = StateCodec.encode(state)
             check((try? StateCodec.decode(encoded)).map(StateCodec.encode) == encoded, "state codec round trip of decoded bytes")
+        }
+        // The query path reads damaged bytes without trapping, and whatever it reads
+        // whole it answers as the whole state does.
+        let queryRules = Rules(version: "fuzz")
+        let answer = try? Array(bytes).withUnsafeBytes { buffer throws(CodecError) in
+            try Evaluation.evaluate(stateBytes: buffer, rules: queryRules, at: 1_700_000_000_000)
+        }
+        if let state = try? StateCodec.decode(bytes), let answer {
+            check(answer == Evaluation.evaluate(state, rules: queryRules, at: 1_700_000_000_000), "query path differs on decodable bytes")
         }
     }
     return 0

@@ -154,6 +154,13 @@ extension EventStore {
     /// committed (for copying it, or before a process exits). Committed data
     /// is durable either way; a checkpoint that readers hold back is left for later.
     public func checkpoint() throws(StoreError) {
-        try mapped { try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        try mapped {
+            // Never wait for other processes' readers (a long replay, say): what they
+            // still need stays in the log, and the next checkpoint moves it.
+            let timeout = try connection.scalarInt("PRAGMA busy_timeout") ?? 0
+            try connection.execute("PRAGMA busy_timeout = 0")
+            defer { try? connection.execute("PRAGMA busy_timeout = \(timeout)") }
+            _ = try connection.scalarInt("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
     }
 }

@@ -100,3 +100,31 @@ import Testing
         #expect(again.customers == 6)
     }
 }
+
+@Suite struct CheckpointTests {
+    /// A checkpoint moves what it can and never waits for another connection's
+    /// readers (a replay in another process holds a snapshot for its whole scan).
+    @Test func aCheckpointNeverWaitsForReaders() throws {
+        let path = StoreFixtures.temporaryDatabase()
+        let store = try EventStore(path: path, hash: StoreFixtures.hash)
+        _ = try store.append(
+            [.verified(StoreFixtures.transaction(id: "c-1", original: "o1", app: "app-1", signed: 1_700_000_000_000))],
+            rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        let reader = try Connection(path: path)
+        try reader.execute("BEGIN")
+        #expect(try reader.scalarInt("SELECT count(*) FROM events") == 1)
+        _ = try store.append(
+            [.verified(StoreFixtures.transaction(id: "c-2", original: "o1", app: "app-1", signed: 1_700_000_000_001))],
+            rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 2)
+        let clock = ContinuousClock()
+        let waited = try clock.measure { try store.checkpoint() }
+        #expect(waited < .seconds(5), "the checkpoint waited \(waited) for a reader (busy timeout 10 s)")
+        // The reader still sees its snapshot; once it ends, the log empties.
+        #expect(try reader.scalarInt("SELECT count(*) FROM events") == 1)
+        try reader.execute("COMMIT")
+        try store.checkpoint()
+        let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        #expect(wal == 0)
+        #expect(try store.eventCount() == 2)
+    }
+}

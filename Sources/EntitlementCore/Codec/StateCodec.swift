@@ -142,11 +142,7 @@ public enum StateCodec {
                     let versionStart = reader.offset
                     _ = try reader.ref()
                     let head = try reader.skipRenewalFacts()
-                    if let previous {
-                        guard previous.originalTransactionId == head.originalTransactionId,
-                            previous.signedDate < head.signedDate
-                        else { throw Self.renewalOrder(versionStart) }
-                    }
+                    try Self.checkOrder(previous, head, at: versionStart)
                     previous = head
                     if index == 0 || head.signedDate <= at { standing = versionStart }
                 }
@@ -161,11 +157,9 @@ public enum StateCodec {
                     let versionStart = reader.offset
                     let ref = try reader.ref()
                     let facts = try reader.renewalFacts()
-                    if let previous = versions.last?.facts {
-                        guard previous.originalTransactionId == facts.originalTransactionId,
-                            previous.signedDate < facts.signedDate
-                        else { throw Self.renewalOrder(versionStart) }
-                    }
+                    try Self.checkOrder(
+                        versions.last.map { ($0.facts.originalTransactionId, $0.facts.signedDate) },
+                        (facts.originalTransactionId, facts.signedDate), at: versionStart)
                     versions.append(Signed(facts, ref: ref))
                 }
             }
@@ -197,10 +191,17 @@ public enum StateCodec {
         return state
     }
 
-    private static func renewalOrder(_ offset: Int) -> CodecError {
-        CodecError(
-            code: .inconsistent, offset: offset,
-            message: "renewal info versions not of one originalTransactionId in ascending signedDate")
+    /// Renewal info versions are of one `originalTransactionId`, in ascending `signedDate`.
+    private static func checkOrder(
+        _ previous: (originalTransactionId: String, signedDate: Int64)?,
+        _ next: (originalTransactionId: String, signedDate: Int64), at offset: Int
+    ) throws(CodecError) {
+        guard let previous else { return }
+        guard previous.originalTransactionId == next.originalTransactionId, previous.signedDate < next.signedDate else {
+            throw CodecError(
+                code: .inconsistent, offset: offset,
+                message: "renewal info versions not of one originalTransactionId in ascending signedDate")
+        }
     }
 
     /// The state in `bytes` (see the `UnsafeRawBufferPointer` overload).

@@ -314,16 +314,26 @@ struct ReplayChunk: Sendable {
 
     func reduce(_ customer: ReplayCustomer, rules: Rules, interner: inout StringInterner) -> Outcome {
         var state = CustomerState(key: customer.key)
+        // At most one transaction per event: the dictionary never grows in steps.
+        state.transactions.reserveCapacity(customer.rows.count)
         var lastSeq: Int64 = 0
-        for (index, row) in customer.rows.enumerated() {
-            let event: Event
-            switch decode(row, interner: &interner) {
-            case .success(let decoded): event = decoded
-            case .failure(let error): return .failed(index: index, error: error)
+        let failure: Outcome? = bytes.withUnsafeBytes { all in
+            for (index, row) in customer.rows.enumerated() {
+                do throws(StoredFactsFailure) {
+                    try state.apply(
+                        facts: UnsafeRawBufferPointer(rebasing: all[row.start..<(row.start + row.count)]), seq: row.seq,
+                        rules: rules, interner: &interner)
+                } catch {
+                    switch error {
+                    case .undecodable(let error): return .failed(index: index, error: error)
+                    case .missingRawJWS: return .needsRawJWS(index: index)
+                    }
+                }
+                lastSeq = max(lastSeq, row.seq)
             }
-            do { try state.apply(event, rules: rules) } catch { return .needsRawJWS(index: index) }
-            lastSeq = max(lastSeq, row.seq)
+            return nil
         }
+        if let failure { return failure }
         return .reduced(state, lastSeq, StateCodec.encode(state))
     }
 }

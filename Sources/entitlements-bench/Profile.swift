@@ -10,7 +10,7 @@ import Foundation
 ///     valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*profiledRegion*' \
 ///         .build-bench/release/entitlements-bench __profile verify-warm 1000
 ///
-/// WHAT: verify-warm, verify-cold, ingest, append, query, replay, ecdsa.
+/// WHAT: verify-warm, verify-cold, ingest, append, query, replay, lanes, ecdsa.
 ///
 /// Collection is toggled per thread: replay reduces on other threads, so count
 /// them too by also toggling on the reducing lanes' closure:
@@ -21,7 +21,7 @@ enum Profile {
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let what = arguments.first else {
-            note("usage: entitlements-bench __profile verify-warm|verify-cold|ingest|append|query|replay|ecdsa [N]")
+            note("usage: entitlements-bench __profile verify-warm|verify-cold|ingest|append|query|replay|lanes|ecdsa [N]")
             return 2
         }
         let n = arguments.count > 1 ? Int(arguments[1]) ?? 1_000 : 1_000
@@ -113,6 +113,41 @@ enum Profile {
                 micro("Event(seq:input:)") { _ = Event(seq: 1, input: inputs[$0]) }
                 micro("DocumentVerifier.verifiedItems(body)") { _ = verifier.verifiedItems(InputBytes(corpus.samples[$0].body)) }
                 micro("InputDocument.items(body)") { _ = InputDocument.items(Array(corpus.samples[$0].body.utf8)[...]) }
+            case "lanes":
+                // The replay lanes' work alone (decode the facts, apply, encode each state),
+                // on one thread, without SQLite: N events over N/10 customers.
+                let plan = HistoryPlan(total: n, customers: max(1, n / 10), customerMajor: true)
+                let corpus = Corpus(count: 8, customers: 2)
+                let maker = BigDatabase.InputMaker(plan: plan, header: .compact, pki: corpus.pki)
+                var customers: [(key: CustomerKey, facts: [(seq: Int64, bytes: [UInt8])])] = []
+                for (offset, item) in try maker.items(0..<n).enumerated() {
+                    guard case .verified(let input) = item else { continue }
+                    let event = Event(seq: Int64(offset + 1), input: input)
+                    let key = event.customerKey ?? ""
+                    if customers.last?.key != key { customers.append((key, [])) }
+                    customers[customers.count - 1].facts.append((event.seq, EventCodec.encode(event)))
+                }
+                func lanes() throws -> Int {
+                    var interner = StringInterner()
+                    var total = 0
+                    for customer in customers {
+                        var state = CustomerState(key: customer.key)
+                        state.transactions.reserveCapacity(customer.facts.count)
+                        for row in customer.facts {
+                            try row.bytes.withUnsafeBytes {
+                                try state.apply(facts: $0, seq: row.seq, rules: BenchRules.rules, interner: &interner)
+                            }
+                        }
+                        total &+= StateCodec.encode(state).count
+                    }
+                    return total
+                }
+                _ = try lanes()
+                let cpu = Clock.threadCPU()
+                var bytes = 0
+                try profiledRegion { bytes = try lanes() }
+                let seconds = Clock.threadCPU() - cpu
+                print("lanes: \(n) events, \(customers.count) customers, \(bytes) state bytes: \(Format.fixed(seconds / Double(n) * 1e9, 0)) ns per event (CPU, one thread)")
             case "ecdsa":
                 try profiledRegion { _ = try ECDSALimit.measure(seconds: 0.5) }
             default:

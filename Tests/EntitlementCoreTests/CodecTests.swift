@@ -168,6 +168,66 @@ struct CodecTests {
         }
     }
 
+    /// Replay applies stored facts without building the ``Event``
+    /// (`CustomerState.apply(facts:seq:rules:interner:)`): it must do exactly what
+    /// decoding and applying does, in any order with duplicates, including the
+    /// ties that need raw JWS (which neither has once stored) and damaged bytes,
+    /// and leave the state untouched when it throws.
+    @Test func applyingStoredFactsEqualsDecodingThenApplying() throws {
+        var ties = 0
+        var damaged = 0
+        for seed in 1...40 as ClosedRange<UInt64> {
+            var rng = SplitMix64(seed: seed &* 7)
+            let events = rng.shuffledWithDuplicates(RandomHistory.events(seed: seed))
+            var byEvent: [CustomerKey: CustomerState] = [:]
+            var byFacts: [CustomerKey: CustomerState] = [:]
+            var interner = StringInterner(capacity: 64)
+            for event in events {
+                guard let key = event.customerKey else { continue }
+                var bytes = EventCodec.encode(event)
+                if rng.chance(0.05) {
+                    // A damaged copy: both paths refuse it alike and change nothing.
+                    bytes[rng.index(bytes.count)] ^= UInt8(1 + rng.index(255))
+                }
+                let before = byFacts[key, default: CustomerState(key: key)]
+                var expected = byEvent[key, default: CustomerState(key: key)]
+                var expectedFailure: StoredFactsFailure? = nil
+                do {
+                    let decoded = try EventCodec.decode(bytes, seq: event.seq)
+                    do { try expected.apply(decoded, rules: testRules) } catch { expectedFailure = .missingRawJWS(error) }
+                } catch {
+                    expectedFailure = .undecodable(error)
+                }
+                var actual = before
+                var actualFailure: StoredFactsFailure? = nil
+                bytes.withUnsafeBytes { raw in
+                    do throws(StoredFactsFailure) {
+                        try actual.apply(facts: raw, seq: event.seq, rules: testRules, interner: &interner)
+                    } catch {
+                        actualFailure = error
+                    }
+                }
+                #expect(actualFailure == expectedFailure)
+                switch actualFailure {
+                case .missingRawJWS?: ties += 1
+                case .undecodable?: damaged += 1
+                case nil: break
+                }
+                if actualFailure != nil {
+                    #expect(StateCodec.encode(actual) == StateCodec.encode(before))
+                    continue
+                }
+                #expect(actual == expected)
+                #expect(Self.refs(actual) == Self.refs(expected))
+                #expect(StateCodec.encode(actual) == StateCodec.encode(expected))
+                byEvent[key] = expected
+                byFacts[key] = actual
+            }
+        }
+        #expect(ties > 0)
+        #expect(damaged > 0)
+    }
+
     @Test func truncatedInputThrows() throws {
         var samples: [[UInt8]] = []
         for state in try Self.randomStates(seeds: 1...4) { samples.append(StateCodec.encode(state)) }

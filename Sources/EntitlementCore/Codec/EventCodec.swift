@@ -89,13 +89,8 @@ public enum EventCodec {
         _ bytes: UnsafeRawBufferPointer, seq: Int64, sharing interner: UnsafeMutablePointer<StringInterner>?
     ) throws(CodecError) -> Event {
         var reader = ByteReader(bytes, interner: interner)
-        let version = try reader.byte()
-        guard version == formatVersion else {
-            throw CodecError(code: .unsupportedVersion, offset: 0, message: "event format version \(version)")
-        }
-        let kind = try reader.byte()
-        switch kind {
-        case KindCode.notification:
+        switch try readHeader(&reader) {
+        case .notification:
             typealias F = FactsLayout.Notification
             let flags = try reader.flags(known: F.known)
             let uuid = try reader.string()
@@ -118,20 +113,34 @@ public enum EventCodec {
                         appTransaction: appTransaction.map {
                             Signed($0, ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction))
                         })))
-        case KindCode.transaction:
+        case .transaction:
             let facts = try reader.transactionFacts()
             try reader.finish()
             return Event(seq: seq, body: .transaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
-        case KindCode.renewalInfo:
+        case .renewalInfo:
             let facts = try reader.renewalFacts()
             try reader.finish()
             return Event(seq: seq, body: .renewalInfo(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
-        case KindCode.appTransaction:
+        case .appTransaction:
             let facts = try reader.appTransactionFacts()
             try reader.finish()
             return Event(seq: seq, body: .appTransaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
-        default:
-            throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(kind)")
+        }
+    }
+
+    /// Reads the format version and the event's kind.
+    static func readHeader(_ reader: inout ByteReader) throws(CodecError) -> EventKind {
+        let version = try reader.byte()
+        guard version == formatVersion else {
+            throw CodecError(code: .unsupportedVersion, offset: 0, message: "event format version \(version)")
+        }
+        let kind = try reader.byte()
+        switch kind {
+        case KindCode.notification: return .notification
+        case KindCode.transaction: return .transaction
+        case KindCode.renewalInfo: return .renewalInfo
+        case KindCode.appTransaction: return .appTransaction
+        default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(kind)")
         }
     }
 

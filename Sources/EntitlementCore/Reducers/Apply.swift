@@ -59,7 +59,7 @@ extension CustomerState {
 
     /// Decides every change first, reading only, then commits them all: a
     /// throw leaves the state untouched.
-    private mutating func applySigned(
+    mutating func applySigned(
         transaction: Signed<TransactionFacts>?, renewalInfo: Signed<RenewalFacts>?,
         appTransaction: Signed<AppTransactionFacts>?
     ) throws(MissingRawJWS) {
@@ -112,11 +112,11 @@ extension CustomerState {
         if let appTransaction, takeAppTransaction {
             self.appTransaction = appTransaction
         }
-        if let transaction, let token = transaction.facts.appAccountToken {
-            claim(AccountTokenClaim(token: token, signedDate: transaction.facts.signedDate, ref: transaction.ref, raw: transaction.raw))
+        if let token = transaction?.facts.appAccountToken, let transaction {
+            claim(token: token, signedDate: transaction.facts.signedDate, ref: transaction.ref, raw: transaction.raw)
         }
-        if let renewalInfo, let token = renewalInfo.facts.appAccountToken {
-            claim(AccountTokenClaim(token: token, signedDate: renewalInfo.facts.signedDate, ref: renewalInfo.ref, raw: renewalInfo.raw))
+        if let token = renewalInfo?.facts.appAccountToken, let renewalInfo {
+            claim(token: token, signedDate: renewalInfo.facts.signedDate, ref: renewalInfo.ref, raw: renewalInfo.raw)
         }
     }
 
@@ -150,25 +150,30 @@ extension CustomerState {
     }
 
     /// Keeps the greater claim by (`signedDate`, token), then the smaller ref.
-    private mutating func claim(_ incoming: AccountTokenClaim) {
-        guard let existing = accountToken else {
-            accountToken = incoming
-            return
+    /// The claim is made only when it wins.
+    private mutating func claim(token: String, signedDate: Int64, ref: RawRef, raw: String?) {
+        if let existing = accountToken {
+            if signedDate != existing.signedDate {
+                guard signedDate > existing.signedDate else { return }
+            } else if token != existing.token {
+                guard existing.token.utf8Precedes(token) else { return }
+            } else {
+                guard ref < existing.ref else { return }
+            }
         }
-        if incoming.signedDate != existing.signedDate {
-            if incoming.signedDate > existing.signedDate { accountToken = incoming }
-        } else if incoming.token != existing.token {
-            if existing.token.utf8Precedes(incoming.token) { accountToken = incoming }
-        } else if incoming.ref < existing.ref {
-            accountToken = incoming
-        }
+        accountToken = AccountTokenClaim(token: token, signedDate: signedDate, ref: ref, raw: raw)
     }
 
     /// Keeps the greater notification by (`signedDate`, `notificationUUID`).
     private mutating func note(_ notification: NotificationFacts) {
-        let summary = NotificationSummaryFacts(
-            notificationUUID: notification.notificationUUID, type: notification.type, subtype: notification.subtype,
-            signedDate: notification.signedDate)
+        note(
+            NotificationSummaryFacts(
+                notificationUUID: notification.notificationUUID, type: notification.type, subtype: notification.subtype,
+                signedDate: notification.signedDate))
+    }
+
+    /// Keeps the greater notification by (`signedDate`, `notificationUUID`).
+    mutating func note(_ summary: NotificationSummaryFacts) {
         guard let existing = lastNotification else {
             lastNotification = summary
             return

@@ -122,6 +122,41 @@ import Testing
         #expect(tampered.triggersPresent == false)
     }
 
+    /// New databases get 16 KB pages (replay reads facts and projections that lie
+    /// between the log's rows: bigger pages, fewer reads); a database made with
+    /// SQLite's default 4 KB pages keeps them and works as before.
+    @Test func newDatabasesUse16KBPagesAndOlderOnesKeepTheirs() throws {
+        let fresh = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        #expect(try fresh.rawConnection.scalarInt("PRAGMA page_size") == 16_384)
+
+        let tool = ["/usr/bin/sqlite3", "/usr/local/bin/sqlite3"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let tool else {
+            Issue.record("the sqlite3 tool is not installed (apt-get install sqlite3); .ci/run installs it")
+            return
+        }
+        let path = StoreFixtures.temporaryDatabase()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = [path, "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE scratch (x); DROP TABLE scratch;"]
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+
+        let store = try EventStore(path: path, hash: StoreFixtures.hash)
+        #expect(try store.rawConnection.scalarInt("PRAGMA page_size") == 4_096)
+        for i in 1...6 {
+            let input = StoreFixtures.transaction(id: "t\(i)", original: "o\(i % 2)", app: "app-\(i % 2)", signed: 1_700_000_000_000 + Int64(i))
+            _ = try store.append([.verified(input)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        }
+        let report = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: 1_701_000_000_000, collectDiff: false)
+        #expect(report.events == 6)
+        #expect(report.customers == 2)
+        #expect(report.changed == 0)
+        let reopened = try EventStore(path: path, hash: StoreFixtures.hash)
+        #expect(try reopened.rawConnection.scalarInt("PRAGMA page_size") == 4_096)
+    }
+
     @Test func replayRebuildsTheSameStateAndCountsNothingChangedUnderTheSameRules() throws {
         let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
         let inputs: [VerifiedInput] = (1...20).map { i in

@@ -91,24 +91,31 @@ extension EventStore {
                 var buffered: [(CustomerKey, [UInt8], Int64)] = []
                 buffered.reserveCapacity(chunkSize)
 
-                func finishCustomer(_ key: CustomerKey, _ state: CustomerState, _ lastSeq: Int64, _ newBytes: [UInt8]) throws {
+                func finishCustomer(_ key: CustomerKey, _ lastSeq: Int64, _ newBytes: [UInt8]) throws {
                     // Merge-join with the previous generation, both ordered by key.
                     while oldHasRow, let oldKey = old.string(0), oldKey < key { oldHasRow = try old.step() }
-                    var oldState: CustomerState? = nil
+                    var hasOld = false
                     var differs = true
                     if oldHasRow, old.string(0) == key {
+                        hasOld = true
                         let same = old.withBlob(1) { bytes in
                             bytes.count == newBytes.count
                                 && newBytes.withUnsafeBytes { new in bytes.count == 0 || memcmp(bytes.baseAddress!, new.baseAddress!, bytes.count) == 0 }
                         }
                         differs = !same
-                        if rulesChanged || collectDiff || differs {
-                            oldState = try? old.withBlob(1) { bytes in try StateCodec.decode(bytes) }
-                        }
                     }
                     if collectDiff || (rulesChanged && !differs) {
-                        let after = Evaluation.evaluate(state, rules: rules, at: now)
-                        let before = oldState.map { Evaluation.evaluate($0, rules: previousRules ?? rules, at: now) }
+                        // Both answers come from the stored bytes, as a query's would.
+                        guard
+                            let after = try? newBytes.withUnsafeBytes({ bytes throws(CodecError) in
+                                try Evaluation.evaluate(stateBytes: bytes, rules: rules, at: now)
+                            })
+                        else { throw StoreError(code: .unreadable, message: "the state rebuilt for \(key) does not decode: please report this") }
+                        let before =
+                            hasOld
+                            ? try? old.withBlob(1) { bytes throws(CodecError) in
+                                try Evaluation.evaluate(stateBytes: bytes, rules: previousRules ?? rules, at: now)
+                            } : nil
                         if rulesChanged, let before, before != after { differs = true }
                         let beforeActive = before?.activeEntitlements ?? []
                         if collectDiff, beforeActive != after.activeEntitlements {
@@ -140,10 +147,10 @@ extension EventStore {
                 func finish(_ chunk: ReplayChunk, _ results: [ReplayChunk.Outcome]) throws {
                     for (customer, result) in zip(chunk.customers, results) {
                         var counted = customer.rows.count
-                        var outcome: (CustomerState, Int64, [UInt8])? = nil
+                        var outcome: (Int64, [UInt8])? = nil
                         switch result {
-                        case .reduced(let state, let lastSeq, let bytes):
-                            outcome = (state, lastSeq, bytes)
+                        case .reduced(let lastSeq, let bytes):
+                            outcome = (lastSeq, bytes)
                         case .failed(let index, _), .needsRawJWS(let index):
                             counted = index
                         }
@@ -173,9 +180,9 @@ extension EventStore {
                                     }
                                 }
                             }
-                            outcome = (state, lastSeq, StateCodec.encode(state))
+                            outcome = (lastSeq, StateCodec.encode(state))
                         }
-                        try finishCustomer(customer.key, outcome!.0, outcome!.1, outcome!.2)
+                        try finishCustomer(customer.key, outcome!.0, outcome!.1)
                     }
                 }
 
@@ -285,8 +292,9 @@ struct ReplayChunk: Sendable {
     }
 
     enum Outcome: Sendable {
-        /// The state, the last event's `seq`, the encoded state.
-        case reduced(CustomerState, Int64, [UInt8])
+        /// The last event's `seq` and the encoded state (the state itself is
+        /// released on the lane that built it, not on the reading thread).
+        case reduced(Int64, [UInt8])
         /// The row at `index` did not decode.
         case failed(index: Int, error: CodecError)
         /// The row at `index` ties two versions that only their raw JWS can order.
@@ -334,7 +342,7 @@ struct ReplayChunk: Sendable {
             return nil
         }
         if let failure { return failure }
-        return .reduced(state, lastSeq, StateCodec.encode(state))
+        return .reduced(lastSeq, StateCodec.encode(state))
     }
 }
 

@@ -15,7 +15,8 @@ import Foundation
 /// Collection is toggled per thread: replay reduces on other threads, so count
 /// them too by also toggling on the reducing lanes' closure:
 /// `--toggle-collect='$s10EventStore11ReplayChunkV6reduce5rulesSayAC7OutcomeOG15EntitlementCore5RulesV_tFySiYbXEfU0_'`.
-/// `BENCH_KEEP_DATABASE=1` keeps the query/replay database in the temporary folder.
+/// `BENCH_KEEP_DATABASE=1` keeps the query/replay database in the temporary folder, and
+/// reuses it when it is there (`entitlements-bench-profile-big-N.sqlite`).
 enum Profile {
     static let command = "__profile"
 
@@ -72,10 +73,13 @@ enum Profile {
             case "query", "replay":
                 let customers = max(1, n / 10)
                 let plan = HistoryPlan(total: n, customers: customers, customerMajor: true)
-                let path = NSTemporaryDirectory() + "/entitlements-bench-profile-big.sqlite"
-                defer { if ProcessInfo.processInfo.environment["BENCH_KEEP_DATABASE"] == nil { Storage.remove(path) } }
-                let corpus = Corpus(count: 8, customers: 2)
-                _ = try BigDatabase.build(path: path, plan: plan, header: .compact, pki: corpus.pki) { _ in }
+                let path = NSTemporaryDirectory() + "/entitlements-bench-profile-big-\(n).sqlite"
+                let keep = ProcessInfo.processInfo.environment["BENCH_KEEP_DATABASE"] != nil
+                defer { if !keep { Storage.remove(path) } }
+                if !(keep && FileManager.default.fileExists(atPath: path)) {
+                    let corpus = Corpus(count: 8, customers: 2)
+                    _ = try BigDatabase.build(path: path, plan: plan, header: .compact, pki: corpus.pki) { _ in }
+                }
                 let engine = try Engine(configuration: QueryBench.replayConfiguration, databasePath: path)
                 if what == "query" {
                     var random = SplitMix64(seed: 1)

@@ -34,7 +34,16 @@ struct ByteWriter {
 
     /// A date (milliseconds since 1970): 8 bytes little-endian, read with one load.
     mutating func date(_ value: Int64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        // Byte by byte: appending the value's 8 bytes as a buffer costs a call to memcpy.
+        let bits = UInt64(bitPattern: value)
+        bytes.append(UInt8(truncatingIfNeeded: bits))
+        bytes.append(UInt8(truncatingIfNeeded: bits >> 8))
+        bytes.append(UInt8(truncatingIfNeeded: bits >> 16))
+        bytes.append(UInt8(truncatingIfNeeded: bits >> 24))
+        bytes.append(UInt8(truncatingIfNeeded: bits >> 32))
+        bytes.append(UInt8(truncatingIfNeeded: bits >> 40))
+        bytes.append(UInt8(truncatingIfNeeded: bits >> 48))
+        bytes.append(UInt8(truncatingIfNeeded: bits >> 56))
     }
 
     /// A string: its number in the table when numbering, else written out in full.

@@ -60,8 +60,8 @@ extension EventStore {
         try mapped { () throws -> ReplayReport in
             let (previous, next): (EngineState, Int64) = try connection.write { () throws -> ((EngineState, Int64), Connection.Completion) in
                 let engine = try currentEngineState()
-                // Leftovers of a replay killed before its swap: the table it was
-                // filling, and rows of other generations that builds before
+                // The previous replay's retired generation (or what a replay killed before
+                // its swap was filling), and rows of other generations that builds before
                 // `projections_next` existed wrote beside the current ones.
                 try connection.execute("DELETE FROM projections_next")
                 for sql in ["DELETE FROM projections WHERE generation < ?", "DELETE FROM projections WHERE generation > ?"] {
@@ -252,11 +252,10 @@ extension EventStore {
                 return (count, .commit)
             }
             report.events += report.caughtUp
-            // The previous generation is garbage now: emptied as a whole table.
-            try connection.write { () throws -> ((), Connection.Completion) in
-                try connection.execute("DELETE FROM projections_next")
-                return ((), .commit)
-            }
+            // The previous generation, now in `projections_next`, is garbage that nothing
+            // reads: the next replay empties it as a whole table before it fills that table
+            // again (so its pages are freed just before that replay writes as many), and
+            // this one returns as soon as the swap is committed.
             return report
         }
     }

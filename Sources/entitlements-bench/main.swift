@@ -310,7 +310,7 @@ struct Bench {
                             "eventsPerCPUSecond": .double(Double(figures.events) / max(figures.cpuSeconds, 1e-9)),
                             "systemSeconds": .double(figures.systemSeconds),
                             "secondsUntilAllEventsApplied": .double(figures.secondsToLastProgress),
-                            "secondsForSwapAndCleanup": .double(figures.seconds - figures.secondsToLastProgress), "peakRSSBytes": .int(figures.peakRSS),
+                            "secondsAfterTheLastEvent": .double(figures.seconds - figures.secondsToLastProgress), "peakRSSBytes": .int(figures.peakRSS),
                             "rssBeforeReplayBytes": .int(figures.baselineRSS), "changed": .int(figures.changed),
                         ])
                 }

@@ -55,13 +55,17 @@ import Testing
         let report = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: 1_701_000_000_000, collectDiff: false)
         #expect(report.changed == 0)
         #expect(try store.projection(of: "app-2")?.state == before)
-        // The swap renamed the tables; the previous generation was emptied as a whole.
+        // The swap renamed the tables: the half-built rows are gone, and the retired
+        // generation waits in `projections_next`, read by nothing, for the next replay.
         #expect(try raw.scalarInt("SELECT count(*) FROM projections WHERE generation = 2") == 5)
-        #expect(try raw.scalarInt("SELECT count(*) FROM projections_next") == 0)
-        // And the next replay starts from that state again.
+        #expect(try raw.scalarInt("SELECT count(*) FROM projections_next WHERE rules_version = 'half'") == 0)
+        #expect(try raw.scalarInt("SELECT count(*) FROM projections_next WHERE generation = 1") == 5)
+        // The next replay empties it first, and starts from that state again.
         let again = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: 1_701_000_000_000, collectDiff: false)
         #expect(again.changed == 0)
         #expect(try raw.scalarInt("SELECT count(*) FROM projections WHERE generation = 3") == 5)
+        #expect(try raw.scalarInt("SELECT count(*) FROM projections_next WHERE generation = 2") == 5)
+        #expect(try raw.scalarInt("SELECT count(*) FROM projections_next WHERE generation = 1") == 0)
         #expect(try store.projection(of: "app-2")?.state == before)
     }
 

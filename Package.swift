@@ -26,22 +26,22 @@ let package = Package(
         .target(name: "EntitlementCore", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         // Verification adapter: JWS, X.509 chain, Apple OIDs, ES256 on OpenSSL.
         .target(name: "AppStoreVerification", dependencies: ["EntitlementCore", "COpenSSL"]),
-        // The SQL schema, applied in order (Migrations/NNN_name.sql).
+        // The SQL schema, applied in order (Migrations/sql/NNN_name.sql), compiled in as
+        // Swift literals by scripts/embed-resources.sh (no resource bundle at run time).
         .target(
             name: "SchemaMigrations", path: "Migrations",
-            exclude: ["README.md"],
-            sources: ["SchemaMigrations.swift"],
-            resources: [.copy("sql")]),
+            exclude: ["README.md", "sql"],
+            sources: ["SchemaMigrations.swift", "Embedded"]),
         // Event store adapter: SQLite connection, migrator, log, quarantine, projections.
         .target(name: "EventStore", dependencies: ["EntitlementCore", "CSQLite", "SchemaMigrations"]),
         // The library facade that server apps depend on: ingest / query / replay / audit.
         .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore"]),
-        // Signed sample histories shipped with the program for `entitlements demo`.
+        // Signed sample histories compiled into the program for `entitlements demo`
+        // (Fixtures/demo and Fixtures/real, as Swift literals by scripts/embed-resources.sh).
         .target(
             name: "DemoFixtures", path: "Fixtures",
-            exclude: ["README.md", "pki"],
-            sources: ["DemoFixtures.swift"],
-            resources: [.copy("demo"), .copy("real")]),
+            exclude: ["README.md", "pki", "demo", "real"],
+            sources: ["DemoFixtures.swift", "Embedded"]),
         // The command line: thin.
         .executableTarget(name: "entitlements", dependencies: ["Entitlements", "DemoFixtures"]),
 
@@ -52,7 +52,7 @@ let package = Package(
 
         .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore"]),
         .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "TestPKI", "DemoFixtures"]),
-        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore"]),
+        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore", "SchemaMigrations"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "TestPKI", "DemoFixtures"]),
     ],
     swiftLanguageModes: [.v6]

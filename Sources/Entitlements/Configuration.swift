@@ -33,12 +33,9 @@ public struct EngineConfiguration: Sendable {
     /// - Throws: ``ConfigurationError`` naming the field.
     public static func load(path: String) throws(ConfigurationError) -> EngineConfiguration {
         let url = URL(fileURLWithPath: path)
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw ConfigurationError(field: nil, message: "cannot read the configuration file \(path): \(error.localizedDescription)")
-        }
+        let data = try ConfigurationFile.read(path: path)
         let json: JSONValue
-        do { json = try JSONParser().parse(Array(data)) } catch {
+        do { json = try JSONParser().parse(data) } catch {
             throw ConfigurationError(field: nil, message: "the configuration file \(path) is not valid JSON: \(error.description)")
         }
         return try EngineConfiguration(json: json, baseDirectory: url.deletingLastPathComponent())

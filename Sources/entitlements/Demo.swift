@@ -7,15 +7,20 @@ import Foundation
 /// database in a temporary folder, and a short account of each customer.
 enum Demo {
     static func run() -> ExitCode {
-        guard let folder = DemoFixtures.demoFolder, let realFolder = DemoFixtures.realFolder else {
-            Output.error("entitlements demo: the bundled samples are missing from this build")
+        guard DemoFixtures.text("demo/config.json") != nil, let histories = DemoFixtures.text("demo/histories.ndjson")
+        else {
+            Output.error("entitlements demo: the samples are missing from this build (run scripts/embed-resources.sh)")
             return .storage
         }
         let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("entitlements-demo-\(UUID().uuidString)")
         do {
             try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
+            // The configuration names its root by a relative path: both go into the workspace.
+            for file in DemoFixtures.folder("demo") where file.name == "config.json" || file.name.hasSuffix(".pem") {
+                try Data(file.text.utf8).write(to: workspace.appendingPathComponent(file.name))
+            }
         } catch {
-            Output.error("entitlements demo: cannot create a temporary folder: \(error)")
+            Output.error("entitlements demo: cannot write to a temporary folder \(workspace.path): \(error)")
             return .storage
         }
         defer { try? FileManager.default.removeItem(at: workspace) }
@@ -23,7 +28,7 @@ enum Demo {
         let configuration: EngineConfiguration
         let engine: Engine
         do {
-            configuration = try EngineConfiguration.load(path: folder.appendingPathComponent("config.json").path)
+            configuration = try EngineConfiguration.load(path: workspace.appendingPathComponent("config.json").path)
             engine = try Engine(configuration: configuration, databasePath: workspace.appendingPathComponent("demo.sqlite").path)
         } catch let error as ConfigurationError {
             Output.error("entitlements demo: \(error)")
@@ -35,16 +40,13 @@ enum Demo {
 
         print("entitlements demo")
         print("=================")
-        print("Signed samples: \(folder.path)")
+        print("Signed samples: compiled into this program (from Fixtures/demo)")
         print("(made with a test PKI shaped like Apple's: P-384 root and intermediate, P-256 leaf;")
         print(" the demo's config.json trusts that test root instead of Apple Root CA - G3)")
         print("Database:       \(workspace.path)/demo.sqlite (removed afterwards)\n")
 
         // 1. Ingest.
-        var lines: [InputBytes] = []
-        if let text = try? String(contentsOf: folder.appendingPathComponent("histories.ndjson"), encoding: .utf8) {
-            lines = text.split(separator: "\n").map { InputBytes(String($0)) }
-        }
+        let lines = histories.split(separator: "\n").map { InputBytes(String($0)) }
         let results: [IngestResult]
         do {
             results = try engine.ingest(lines, workers: 2)
@@ -63,7 +65,7 @@ enum Demo {
         print("")
 
         // 2. Each customer at the moments worth seeing.
-        for customer in tour(folder) {
+        for customer in tour(DemoFixtures.text("demo/tour.json") ?? "[]") {
             print("Customer \(customer.appTransactionId)")
             print("  \(customer.title)")
             for moment in customer.moments {
@@ -80,8 +82,7 @@ enum Demo {
         // 3. Real Apple-signed data against the embedded Apple root.
         print("Real Apple-signed samples, verified against the embedded Apple Root CA - G3:")
         for sample in realSamples {
-            let url = realFolder.appendingPathComponent(sample.file)
-            guard let data = try? Data(contentsOf: url),
+            guard let text = DemoFixtures.text("real/" + sample.file),
                 let verifier = try? DocumentVerifier(
                     configuration: EngineConfiguration(
                         bundleId: sample.bundleId, appAppleId: sample.appAppleId, environment: sample.environment,
@@ -90,7 +91,7 @@ enum Demo {
                 print("  \(sample.file): cannot read")
                 continue
             }
-            for line in verifier.verify(InputBytes(bytes: Array(data))) {
+            for line in verifier.verify(InputBytes(text)) {
                 if case .string(let result)? = line["result"], result == "verified" {
                     print("  \(sample.file): verified (\(sample.what))")
                 } else {
@@ -113,9 +114,8 @@ enum Demo {
         var moments: [Moment]
     }
 
-    static func tour(_ folder: URL) -> [TourCustomer] {
-        guard let data = try? Data(contentsOf: folder.appendingPathComponent("tour.json")),
-            case .array(let entries)? = try? JSONParser().parse(Array(data))
+    static func tour(_ text: String) -> [TourCustomer] {
+        guard case .array(let entries)? = try? JSONParser().parse(Array(text.utf8))
         else { return [] }
         return entries.compactMap { entry in
             guard case .string(let id)? = entry["appTransactionId"], case .string(let title)? = entry["title"],
@@ -158,17 +158,10 @@ enum Demo {
         return lines
     }
 
+    /// `2026-11-23 10:00` (UTC), by integer arithmetic (no formatter, locale or time zone data).
     static func date(_ ms: Int64) -> String {
-        formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+        String(TimeArgument.iso8601(ms).prefix(16)).replacingOccurrences(of: "T", with: " ")
     }
-
-    nonisolated(unsafe) static let formatter: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        return formatter
-    }()
 
     struct RealSample {
         var file: String

@@ -1,16 +1,19 @@
 import EntitlementCore
 import EventStore
 import Foundation
+import SchemaMigrations
 import Testing
 
 @Suite struct EventStoreTests {
     @Test func migrationsAreAppliedInOrderAndRecorded() throws {
         let path = StoreFixtures.temporaryDatabase()
         let store = try EventStore(path: path, hash: StoreFixtures.hash)
-        #expect(try store.appliedMigrations() == ["001_events", "002_quarantine", "003_projections", "004_projections_next"])
+        let all = SchemaMigrations.migrations.map(\.identifier)
+        #expect(all.starts(with: ["001_events", "002_quarantine", "003_projections", "004_projections_next"]))
+        #expect(try store.appliedMigrations() == all)
         // Opening again applies nothing twice.
         let again = try EventStore(path: path, hash: StoreFixtures.hash)
-        #expect(try again.appliedMigrations() == ["001_events", "002_quarantine", "003_projections", "004_projections_next"])
+        #expect(try again.appliedMigrations() == all)
         #expect(try store.rawConnection.scalarString("PRAGMA journal_mode") == "wal")
         #expect(try store.rawConnection.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
     }

@@ -2,7 +2,8 @@
 //
 // The entitlement engine: App Store signed data in, verified immutable events
 // in SQLite, pure reducers out. No Swift package dependencies: the only native
-// libraries are the system's SQLite and OpenSSL 3 libcrypto.
+// libraries are the system's SQLite and OpenSSL 3 (libcrypto, and libssl for
+// the App Store Server API client).
 import PackageDescription
 
 let package = Package(
@@ -20,6 +21,10 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        // libssl (same package as libcrypto): TLS for the App Store Server API client.
+        .systemLibrary(
+            name: "CLibSSL", pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
 
         // bytes -> verification -> verified event -> log append -> reducer -> projection -> query
         // The pure core: payload models, events, rules, state, reducers. No I/O, no clock.
@@ -32,10 +37,13 @@ let package = Package(
             name: "SchemaMigrations", path: "Migrations",
             exclude: ["README.md", "sql"],
             sources: ["SchemaMigrations.swift", "Embedded"]),
+        // App Store Server API adapter: the In-App Purchase key (.p8), ES256 signing of
+        // tokens and offers, and the API client over HTTPS (libssl).
+        .target(name: "AppStoreServerAPI", dependencies: ["EntitlementCore", "COpenSSL", "CLibSSL"]),
         // Event store adapter: SQLite connection, migrator, log, quarantine, projections.
         .target(name: "EventStore", dependencies: ["EntitlementCore", "CSQLite", "SchemaMigrations"]),
         // The library facade that server apps depend on: ingest / query / replay / audit.
-        .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore"]),
+        .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI"]),
         // Signed sample histories compiled into the program for `entitlements demo`
         // (Fixtures/demo and Fixtures/real, as Swift literals by scripts/embed-resources.sh).
         .target(
@@ -53,6 +61,9 @@ let package = Package(
         .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore"]),
         .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "TestPKI", "DemoFixtures"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore", "SchemaMigrations"]),
+        .testTarget(
+            name: "AppStoreServerAPITests",
+            dependencies: ["AppStoreServerAPI", "Entitlements", "EntitlementCore", "TestPKI", "COpenSSL", "CLibSSL"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "TestPKI", "DemoFixtures"]),
     ],
     swiftLanguageModes: [.v6]

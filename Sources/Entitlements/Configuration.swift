@@ -13,6 +13,8 @@ public struct EngineConfiguration: Sendable {
     public var rules: Rules
     /// Largest input accepted, in bytes; a larger one is quarantined unread past this limit.
     public var maxInputBytes: Int
+    /// The App Store Server API's key and host (`sync`, `sign`, `set-account-token`); `nil` when not configured.
+    public var appStoreServerAPI: AppStoreServerAPIConfiguration? = nil
 
     public static let defaultMaxInputBytes = 1 << 20
 
@@ -46,7 +48,7 @@ public struct EngineConfiguration: Sendable {
         guard case .object(let object) = json else {
             throw ConfigurationError(field: nil, message: "the configuration must be a JSON object")
         }
-        let known: Set<String> = ["bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes"]
+        let known: Set<String> = ["bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "appStoreServerAPI"]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
         }
@@ -111,6 +113,7 @@ public struct EngineConfiguration: Sendable {
         self.init(
             bundleId: bundleId, appAppleId: appAppleId, environment: environment, rootCertificatesDER: roots, rules: rules,
             maxInputBytes: maxInputBytes)
+        if let section = object["appStoreServerAPI"] { appStoreServerAPI = try .parse(section, baseDirectory: baseDirectory) }
     }
 }
 

@@ -14,6 +14,7 @@ enum Help {
           entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress]
           entitlements verify  --config PATH [FILE ...]
           entitlements audit   [--db PATH] --config PATH
+          entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
           entitlements demo
 
         Run `entitlements COMMAND --help` for a command's options.
@@ -28,6 +29,7 @@ enum Help {
         """
 
     static let commands: [String: String] = [
+        "sign": SignCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 

@@ -1,0 +1,32 @@
+import Foundation
+
+/// The `appStoreServerAPI` section of the configuration (contract section 4): which key
+/// signs the engine's requests to the App Store Server API, and where they go.
+public struct AppStoreServerAPIConfiguration: Sendable, Equatable {
+    /// The issuer ID from App Store Connect's Keys page (a UUID).
+    public var issuerId: String
+    /// The In-App Purchase key's ID (the `kid` of every token), e.g. `2X9R4HXF34`.
+    public var keyId: String
+    /// The `.p8` key file, resolved against the configuration file's folder.
+    public var privateKeyPath: String
+    /// Where requests go instead of Apple's host (tests, a proxy); `nil` for Apple's.
+    public var baseURL: URL?
+
+    public init(issuerId: String, keyId: String, privateKeyPath: String, baseURL: URL? = nil) {
+        self.issuerId = issuerId
+        self.keyId = keyId
+        self.privateKeyPath = privateKeyPath
+        self.baseURL = baseURL
+    }
+
+    /// Apple's production host.
+    public static let productionURL = URL(string: "https://api.storekit.apple.com")!
+    /// Apple's sandbox host.
+    public static let sandboxURL = URL(string: "https://api.storekit-sandbox.apple.com")!
+
+    /// Loads the key and makes the signer for `bundleId`.
+    /// - Throws: ``SigningKeyError`` when the key file cannot be used.
+    public func signer(bundleId: String) throws(SigningKeyError) -> AppStoreSigner {
+        AppStoreSigner(key: try SigningKey(path: privateKeyPath), keyId: keyId, issuerId: issuerId, bundleId: bundleId)
+    }
+}

@@ -1,0 +1,343 @@
+internal import CLibSSL
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A small HTTP/1.1 client on POSIX sockets and OpenSSL's libssl: one connection per
+/// request (`Connection: close`), a deadline for the whole exchange, bounded responses.
+///
+/// HTTPS always verifies the server: the certificate chain against the system's trust
+/// store (OpenSSL's default paths, or `SSL_CERT_FILE`; ``Options/trustedCertificatesFile``
+/// replaces it), and the host name (or IP address) the URL names against the
+/// certificate. TLS 1.2 or later. There is no switch to turn verification off.
+///
+/// libssl rather than `URLSession`: FoundationNetworking needs libcurl's development
+/// files to link a static binary, and libcurl (with its own dependencies) at run time;
+/// libssl ships in the same system package as the libcrypto the engine already needs.
+///
+/// The process ignores `SIGPIPE` once a client exists (a peer that closes while a
+/// request is being written is reported as an error, not a signal that kills the process).
+public final class HTTPClient: HTTPTransport, @unchecked Sendable {
+    /// Limits and trust.
+    public struct Options: Sendable {
+        /// Seconds allowed for the whole request: connect, TLS handshake, send, receive.
+        public var timeout: Double = 30
+        /// The largest response accepted, headers and body.
+        public var maximumResponseBytes = 32 << 20
+        /// A PEM file of CA certificates to trust instead of the system's (tests, private CAs).
+        public var trustedCertificatesFile: String? = nil
+        public init() {}
+    }
+
+    public let options: Options
+    /// The TLS context (trust store, verification mode), shared by all connections.
+    private let context: OpaquePointer
+
+    /// - Throws: ``HTTPClientError`` (`TLS_FAILURE`) when the trust store cannot be loaded.
+    public init(options: Options = Options()) throws(HTTPClientError) {
+        self.options = options
+        signal(SIGPIPE, SIG_IGN)
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw HTTPClientError(.tlsFailure, "OpenSSL cannot make a TLS context: \(Self.drainErrors())")
+        }
+        _ = clibssl_set_min_tls12(context)
+        clibssl_set_peer_verification(context)
+        let loaded: Int32
+        if let file = options.trustedCertificatesFile {
+            loaded = SSL_CTX_load_verify_locations(context, file, nil)
+        } else {
+            loaded = SSL_CTX_set_default_verify_paths(context)
+        }
+        guard loaded == 1 else {
+            SSL_CTX_free(context)
+            throw HTTPClientError(
+                .tlsFailure, "cannot load trusted certificates from \(options.trustedCertificatesFile ?? "the system's default paths"): \(Self.drainErrors())")
+        }
+        self.context = context
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    /// Whether `host` names this machine's loopback interface.
+    public static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+    }
+
+    /// Sends `request` and reads the whole response.
+    /// - Throws: ``HTTPClientError``: no connection, a refused certificate, a timeout, or a
+    ///   response that is not HTTP/1.1.
+    public func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse {
+        guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            var host = components.host, !host.isEmpty
+        else {
+            throw HTTPClientError(.connectionFailed, "not an http(s) URL: \(request.url.absoluteString)")
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        let deadline = Deadline(seconds: options.timeout)
+        let socket = try Self.connect(host: host, port: port, deadline: deadline)
+        defer { close(socket) }
+        let stream: ByteStream
+        if scheme == "https" {
+            stream = try TLSStream(context: context, socket: socket, host: host, deadline: deadline)
+        } else {
+            stream = PlainStream(socket: socket, deadline: deadline)
+        }
+
+        var target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let query = components.percentEncodedQuery { target += "?" + query }
+        let defaultPort = (scheme == "https" && port == 443) || (scheme == "http" && port == 80)
+        let hostHeader = (host.contains(":") ? "[\(host)]" : host) + (defaultPort ? "" : ":\(port)")
+        var head = "\(request.method) \(target) HTTP/1.1\r\nHost: \(hostHeader)\r\n"
+        for (name, value) in request.headers {
+            guard !name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }), !value.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                throw HTTPClientError(.protocolError, "header \(name) contains a line break")
+            }
+            head += "\(name): \(value)\r\n"
+        }
+        if !request.body.isEmpty || request.method == "POST" || request.method == "PUT" {
+            head += "Content-Length: \(request.body.count)\r\n"
+        }
+        head += "Connection: close\r\n\r\n"
+        try stream.write(Array(head.utf8) + request.body)
+
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let count = try stream.read(into: &buffer)
+            if count > 0 {
+                received.append(contentsOf: buffer[0..<count])
+                if received.count > options.maximumResponseBytes {
+                    throw HTTPClientError(.protocolError, "the response exceeds \(options.maximumResponseBytes) bytes")
+                }
+            }
+            switch try HTTPResponseParser.parse(received, atEOF: count == 0, method: request.method) {
+            case .complete(let response): return response
+            case .incomplete:
+                if count == 0 { throw HTTPClientError(.protocolError, "the connection closed before the response was complete") }
+            }
+        }
+    }
+
+    // MARK: Connecting
+
+    /// A connected, non-blocking TCP socket to `host:port`.
+    static func connect(host: String, port: Int, deadline: Deadline) throws(HTTPClientError) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))
+            throw HTTPClientError(.connectionFailed, "cannot resolve \(host): \(reason)")
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = "no address to try"
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let address = entry {
+            entry = address.pointee.ai_next
+            let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.ai_protocol)
+            if fd < 0 {
+                lastError = String(cString: strerror(errno))
+                continue
+            }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 { return fd }
+            guard errno == EINPROGRESS else {
+                lastError = String(cString: strerror(errno))
+                close(fd)
+                continue
+            }
+            do {
+                try wait(fd, for: Int16(POLLOUT), deadline: deadline, doing: "connecting to \(host):\(port)")
+            } catch {
+                close(fd)
+                throw error
+            }
+            var socketError: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &socketError, &length)
+            if socketError == 0 { return fd }
+            lastError = String(cString: strerror(socketError))
+            close(fd)
+        }
+        throw HTTPClientError(.connectionFailed, "cannot connect to \(host):\(port): \(lastError)")
+    }
+
+    /// Waits until `fd` is ready for `events`, or throws `TIMEOUT` at the deadline.
+    static func wait(_ fd: Int32, for events: Int16, deadline: Deadline, doing what: String) throws(HTTPClientError) {
+        while true {
+            let remaining = deadline.remainingMilliseconds
+            guard remaining > 0 else {
+                throw HTTPClientError(.timeout, "no answer within \(deadline.seconds) s while \(what)")
+            }
+            var descriptor = pollfd(fd: fd, events: events, revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(remaining, 1_000)))
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR {
+                throw HTTPClientError(.connectionFailed, "poll failed while \(what): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    static func drainErrors() -> String { OpenSSLError.drain() }
+}
+
+/// A point in time (monotonic clock) by which a request must be done.
+struct Deadline {
+    let seconds: Double
+    private let end: UInt64
+
+    init(seconds: Double) {
+        self.seconds = seconds
+        end = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, seconds) * 1e9)
+    }
+
+    var remainingMilliseconds: Int {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return now >= end ? 0 : Int((end - now) / 1_000_000) + 1
+    }
+}
+
+/// Bytes to and from a connected peer, within a deadline.
+protocol ByteStream {
+    func write(_ bytes: [UInt8]) throws(HTTPClientError)
+    /// Reads what is available (waiting for something); 0 at end of stream.
+    func read(into buffer: inout [UInt8]) throws(HTTPClientError) -> Int
+}
+
+/// A plain TCP connection (`http://`, loopback only by configuration).
+struct PlainStream: ByteStream {
+    let socket: Int32
+    let deadline: Deadline
+
+    func write(_ bytes: [UInt8]) throws(HTTPClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { send(socket, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if written >= 0 {
+                offset += written
+            } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                try HTTPClient.wait(socket, for: Int16(POLLOUT), deadline: deadline, doing: "sending the request")
+            } else {
+                throw HTTPClientError(.connectionFailed, "sending the request failed: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    func read(into buffer: inout [UInt8]) throws(HTTPClientError) -> Int {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress!, $0.count, 0) }
+            if count >= 0 { return count }
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                try HTTPClient.wait(socket, for: Int16(POLLIN), deadline: deadline, doing: "waiting for the response")
+            } else {
+                throw HTTPClientError(.connectionFailed, "reading the response failed: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}
+
+/// A TLS connection over a non-blocking socket, its peer verified during the handshake.
+final class TLSStream: ByteStream {
+    let ssl: OpaquePointer
+    let socket: Int32
+    let deadline: Deadline
+
+    init(context: OpaquePointer, socket: Int32, host: String, deadline: Deadline) throws(HTTPClientError) {
+        guard let ssl = SSL_new(context) else {
+            throw HTTPClientError(.tlsFailure, "OpenSSL cannot make a TLS connection: \(OpenSSLError.drain())")
+        }
+        self.ssl = ssl
+        self.socket = socket
+        self.deadline = deadline
+        _ = SSL_set_fd(ssl, socket)
+        let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
+        if isAddress {
+            // An IP address is matched against the certificate's IP address entries.
+            guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 else {
+                throw HTTPClientError(.tlsFailure, "cannot check the certificate against address \(host): \(OpenSSLError.drain())")
+            }
+        } else {
+            // Server Name Indication, and the name the certificate must carry.
+            guard clibssl_set_sni(ssl, host) == 1, SSL_set1_host(ssl, host) == 1 else {
+                throw HTTPClientError(.tlsFailure, "cannot set the expected host name \(host): \(OpenSSLError.drain())")
+            }
+        }
+        while true {
+            let result = SSL_connect(ssl)
+            if result == 1 { break }
+            let error = SSL_get_error(ssl, result)
+            if error == SSL_ERROR_WANT_READ {
+                try HTTPClient.wait(socket, for: Int16(POLLIN), deadline: deadline, doing: "the TLS handshake with \(host)")
+                continue
+            }
+            if error == SSL_ERROR_WANT_WRITE {
+                try HTTPClient.wait(socket, for: Int16(POLLOUT), deadline: deadline, doing: "the TLS handshake with \(host)")
+                continue
+            }
+            let verification = SSL_get_verify_result(ssl)
+            if verification != X509_V_OK {
+                let reason = String(cString: X509_verify_cert_error_string(verification))
+                ERR_clear_error()
+                throw HTTPClientError(
+                    .certificateRejected, "the certificate of \(host) was refused: \(reason) (X509 error \(verification))")
+            }
+            throw HTTPClientError(.tlsFailure, "the TLS handshake with \(host) failed: \(OpenSSLError.drain())")
+        }
+    }
+
+    deinit {
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+        SSL_free(ssl)
+    }
+
+    func write(_ bytes: [UInt8]) throws(HTTPClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let result = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32(bytes.count - offset)) }
+            if result > 0 {
+                offset += Int(result)
+                continue
+            }
+            try handle(result, doing: "sending the request")
+        }
+    }
+
+    func read(into buffer: inout [UInt8]) throws(HTTPClientError) -> Int {
+        while true {
+            let result = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress!, Int32($0.count)) }
+            if result > 0 { return Int(result) }
+            let error = SSL_get_error(ssl, result)
+            if error == SSL_ERROR_ZERO_RETURN { return 0 }
+            if error == SSL_ERROR_SYSCALL && errno == 0 { return 0 }
+            if error == SSL_ERROR_SSL {
+                // OpenSSL 3 reports a close without close_notify this way; the HTTP framing decides.
+                let code = ERR_peek_error()
+                if ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING {
+                    ERR_clear_error()
+                    return 0
+                }
+            }
+            try handle(result, doing: "waiting for the response")
+        }
+    }
+
+    private func handle(_ result: Int32, doing what: String) throws(HTTPClientError) {
+        let error = SSL_get_error(ssl, result)
+        switch error {
+        case SSL_ERROR_WANT_READ: try HTTPClient.wait(socket, for: Int16(POLLIN), deadline: deadline, doing: what)
+        case SSL_ERROR_WANT_WRITE: try HTTPClient.wait(socket, for: Int16(POLLOUT), deadline: deadline, doing: what)
+        default: throw HTTPClientError(.tlsFailure, "TLS failed while \(what): \(OpenSSLError.drain())")
+        }
+    }
+}

@@ -38,7 +38,7 @@ func run(_ argv: [String]) -> ExitCode {
             if let extra = rest.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
             return Demo.run()
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, sign, sync, set-account-token, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, sign, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

@@ -350,8 +350,9 @@ struct CodecTests {
         }
         let perEvent = elapsed / (rounds * blobs.count)
         print("EventCodec.decode: \(perEvent) per event over \(rounds * blobs.count) events (\(blobs.map(\.count).reduce(0, +) / blobs.count) bytes on average)")
-        // A guard against pathological slowness only: generous for a debug build under parallel tests.
-        #expect(perEvent < .microseconds(200))
+        // A guard against pathological slowness only (it takes a few microseconds): generous
+        // for a debug build under parallel tests on a loaded 2-core machine.
+        #expect(perEvent < .milliseconds(2))
         #expect(decoded != 0)
     }
 }

@@ -44,13 +44,16 @@ extension Reliability {
             var answered = 0
             var queryFailures: [String] = []
             while writers.contains(where: { $0.0.process.isRunning }) {
+                // Counted when the query starts while a writer runs (the first one always does):
+                // whether the writers finish before it answers depends only on scheduling.
+                let overlapping = writers.contains(where: { $0.0.process.isRunning })
                 let customer = rng.pick(history.customers)
                 let query = try workspace.cli("query", db: "shared.sqlite", ["--app-transaction-id", customer], timeout: 60)
                 let parsed = try? JSONParser().parse(query.stdout)
                 if (query.status == 0 && parsed?["appTransactionId"] != nil)
                     || (query.status == 1 && text(parsed?["error"]?["code"]) == "NOT_FOUND")
                 {
-                    if writers.contains(where: { $0.0.process.isRunning }) { answered += 1 }
+                    if overlapping { answered += 1 }
                 } else {
                     queryFailures.append("exit \(query.status): \(query.stdout) \(query.stderr)")
                 }
@@ -84,7 +87,12 @@ extension Reliability {
             let query = try workspace.start("query", db: "busy.sqlite", ["--app-transaction-id", history.customers[0]])
             let queryOutcome = query.wait(timeout: 30)
             #expect(queryOutcome.status == 0, "a query must not wait for a writer: \(queryOutcome.stderr)")
-            #expect(queryOutcome.seconds < 5, "a query waited \(queryOutcome.seconds)s for the write lock")
+            // Waiting for the lock would have meant waiting past the 10 s busy timeout (and failing):
+            // anything clearly below it answered without waiting, however loaded the machine.
+            #expect(queryOutcome.seconds < 9, "a query waited \(queryOutcome.seconds)s for the write lock")
+            // The event under test is the engine's busy timeout (10 s) passing while the lock is
+            // held: nothing signals it, so this waits past it. Nothing races here: the ingest
+            // cannot finish while the lock is held, whatever the load.
             Thread.sleep(forTimeInterval: max(0, 11.5 - Date().timeIntervalSince(ingest.started)))
             #expect(ingest.process.isRunning, "ingest gave up while the database was locked")
             try holder.execute("COMMIT")

@@ -27,7 +27,6 @@ extension Reliability {
             let reference = try workspace.cli("ingest", db: "reference.sqlite", [file.path])
             #expect(reference.status == 1, "reference ingest: \(reference.stderr)")
             expectOutcomes(reference.stdout, for: history.lines)
-            let fullRun = max(reference.seconds, 0.2)
             lap("reference")
 
             // Kill rounds. Like a webhook sender, each round resends from the first line that was
@@ -37,7 +36,6 @@ extension Reliability {
             var killedWhileRunning = 0
             var acknowledged: Set<String> = []
             var nextLine = 0
-            let perLine = fullRun / Double(history.lines.count)
             for round in 0..<kills {
                 // Once everything was acknowledged, rounds resend from anywhere (all duplicates then).
                 let finished = nextLine >= history.lines.count
@@ -48,14 +46,20 @@ extension Reliability {
                 let running = try workspace.start(
                     "ingest", db: "crashed.sqlite", ["--batch", batch] + (viaStdin ? [] : [chunk.path]),
                     stdin: viaStdin ? chunk : nil, label: "kill\(round)")
-                let remaining = Double(history.lines.count - start) * perLine
-                // Aim each round at a fair share of what is left, so kills spread over the whole input.
-                let share = 0.7 * Double(history.lines.count - nextLine) * perLine / Double(max(1, kills - round))
-                let catchUp = start == 0 ? Double(nextLine) * perLine * Double.random(in: 0.3...1.0, using: &rng) : 0
-                let delay = finished
-                    ? Double.random(in: 0.05...max(0.06, remaining), using: &rng)
-                    : min(catchUp + Double.random(in: 0.3...1.7, using: &rng) * share + 0.05, remaining * 1.2 + 0.05)
-                usleep(UInt32(delay * 1_000_000))
+                // Each kill waits for an event, not a time: the process has acknowledged a chosen
+                // number of items (spread so kills land throughout the input; kills also land
+                // between acknowledgments, a little after one). However slow the machine, the
+                // kill then lands while the process runs.
+                func count(_ lines: ArraySlice<InputLine>) -> Int { lines.reduce(0) { $0 + $1.items.count } }
+                let resume = min(max(start, nextLine), history.lines.count)
+                let overlap = count(history.lines[start..<resume]), after = count(history.lines[resume...])
+                let share = Double(after) * 0.7 / Double(max(1, kills - round)) * Double.random(in: 0.3...1.7, using: &rng)
+                let planned = finished ? rng.int(1...max(1, overlap + after - 1)) : overlap + Int(share)
+                let target = max(1, min(overlap + after - 1, planned))
+                let reached = running.waitForOutput(lines: target)
+                let extra = round == 0 ? 0 : rng.int(0...5)
+                if reached && extra > 0 { usleep(UInt32(extra * 1_000)) }
+                let delay = Date().timeIntervalSince(running.started)
                 running.kill9()
                 let outcome = running.wait()
                 if outcome.signaled { killedWhileRunning += 1 }
@@ -78,7 +82,7 @@ extension Reliability {
                     print("  round \(round): lines \(start)..., batch \(batch)\(viaStdin ? " stdin" : ""), killed after \(String(format: "%.2f", delay))s, acknowledged up to line \(line)\(outcome.signaled ? "" : " (had finished)")")
                 }
             }
-            #expect(killedWhileRunning > 0, "no kill landed while ingest was running (runs take \(fullRun)s)")
+            #expect(killedWhileRunning > 0, "no kill landed while ingest was running (a run takes \(reference.seconds)s)")
             lap("kills")
             // Ingest the same input again, to the end.
             let resumed = try workspace.cli("ingest", db: "crashed.sqlite", [file.path])

@@ -65,14 +65,31 @@ extension Reliability {
             /// `kill -9`.
             func kill9() { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
 
-            /// The highest resident set size seen so far (VmHWM), in KiB, while it runs.
-            private(set) var peakKiB = 0
+            /// The pipe feeding standard input, for ``Tool/startOnOpenInput(_:in:input:label:)``.
+            var inputPipe: Pipe?
 
-            private func samplePeak() {
+            /// Closes standard input (end of input) when it is a pipe.
+            func closeInput() { try? inputPipe?.fileHandleForWriting.close() }
+
+            /// The process's peak resident set size so far (`VmHWM`, KiB), 0 when it has exited.
+            /// A high-water mark: read after an event, it covers everything before it.
+            func peakKiB() -> Int {
                 let status = String(decoding: Tool.read("/proc/\(pid)/status"), as: UTF8.self)
                 for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-                    let digits = line.filter(\.isNumber)
-                    if let value = Int(digits) { peakKiB = max(peakKiB, value) }
+                    return Int(line.filter(\.isNumber)) ?? 0
+                }
+                return 0
+            }
+
+            /// Waits until the process has printed at least `lines` lines (or has exited, or
+            /// `timeout` seconds passed); whether it printed them.
+            @discardableResult
+            func waitForOutput(lines: Int, timeout: Double = 120) -> Bool {
+                let deadline = Date().addingTimeInterval(timeout)
+                while true {
+                    if Tool.read(stdoutURL.path).lazy.filter({ $0 == 0x0A }).count >= lines { return true }
+                    if !process.isRunning || Date() > deadline { return false }
+                    usleep(1_000)
                 }
             }
 
@@ -84,7 +101,6 @@ extension Reliability {
                         kill9()
                         break
                     }
-                    samplePeak()
                     usleep(2_000)
                 }
                 process.waitUntilExit()
@@ -100,7 +116,7 @@ extension Reliability {
         /// `$ENTITLEMENTS` set), output to files in `folder`, standard input from `stdin`
         /// (a file) or nothing.
         static func start(
-            _ arguments: [String], in folder: URL, stdin: URL? = nil, shell: String? = nil, label: String = "run"
+            _ arguments: [String], in folder: URL, stdin: URL? = nil, stdinPipe: Pipe? = nil, shell: String? = nil, label: String = "run"
         ) throws -> Running {
             guard let executable else { throw Missing() }
             let process = Process()
@@ -118,11 +134,14 @@ extension Reliability {
             let tag = "\(label)-\(UUID().uuidString.prefix(8))"
             let stdoutURL = folder.appendingPathComponent("\(tag).out")
             let stderrURL = folder.appendingPathComponent("\(tag).err")
-            FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-            FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+            for url in [stdoutURL, stderrURL] where !FileManager.default.createFile(atPath: url.path, contents: nil) {
+                throw Faults.Failure(description: "cannot create \(url.path)")
+            }
             process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
             process.standardError = try FileHandle(forWritingTo: stderrURL)
-            if let stdin {
+            if let stdinPipe {
+                process.standardInput = stdinPipe
+            } else if let stdin {
                 process.standardInput = try FileHandle(forReadingFrom: stdin)
             } else {
                 process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
@@ -146,6 +165,30 @@ extension Reliability {
                 bytes.append(contentsOf: chunk[0..<count])
             }
             return bytes
+        }
+
+        /// Starts `entitlements ARGUMENTS` in `folder` with standard input a pipe that a thread
+        /// of its own fills with `input`'s bytes and then leaves open: the process has read
+        /// everything and waits for more, so its peak memory can be read at that moment
+        /// (``Running/peakKiB()``) instead of sampled while it runs. ``Running/closeInput()``
+        /// lets it finish.
+        static func startOnOpenInput(_ arguments: [String], in folder: URL, input: URL, label: String = "open") throws -> Running {
+            // A process that exits early must not take the test runner down with SIGPIPE.
+            signal(SIGPIPE, SIG_IGN)
+            let pipe = Pipe()
+            let running = try start(arguments, in: folder, stdinPipe: pipe, label: label)
+            let bytes = read(input.path)
+            let writer = pipe.fileHandleForWriting
+            Thread {
+                var offset = 0
+                while offset < bytes.count {
+                    let end = min(offset + (1 << 20), bytes.count)
+                    do { try writer.write(contentsOf: Data(bytes[offset..<end])) } catch { return }
+                    offset = end
+                }
+            }.start()
+            running.inputPipe = pipe
+            return running
         }
 
         /// Runs `entitlements ARGUMENTS` to completion.

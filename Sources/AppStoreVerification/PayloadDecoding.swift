@@ -4,6 +4,7 @@ extension SignedDataVerifier {
     func transaction(jws: String, json: JSONValue) throws(VerificationError) -> SignedTransaction {
         let payload: TransactionPayload
         do { payload = try TransactionPayload(json: json) } catch { throw .malformed("transaction payload: \(error)") }
+        try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         try checkBundleId(payload.bundleId)
         try checkEnvironment(payload.environment, field: "environment")
         return SignedTransaction(jws: jws, payload: payload)
@@ -12,6 +13,7 @@ extension SignedDataVerifier {
     func renewalInfo(jws: String, json: JSONValue) throws(VerificationError) -> SignedRenewalInfo {
         let payload: RenewalInfoPayload
         do { payload = try RenewalInfoPayload(json: json) } catch { throw .malformed("renewal info payload: \(error)") }
+        try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         // Renewal info carries no bundleId in Apple's schema; check it if it ever does.
         if case .string(let bundleId)? = json["bundleId"] { try checkBundleId(bundleId) }
         try checkEnvironment(payload.environment, field: "environment")
@@ -21,6 +23,7 @@ extension SignedDataVerifier {
     func appTransaction(jws: String, json: JSONValue) throws(VerificationError) -> SignedAppTransaction {
         let payload: AppTransactionPayload
         do { payload = try AppTransactionPayload(json: json) } catch { throw .malformed("AppTransaction payload: \(error)") }
+        try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         try checkBundleId(payload.bundleId)
         try checkAppAppleId(payload.appAppleId)
         try checkEnvironment(payload.receiptType, field: "receiptType")
@@ -30,6 +33,7 @@ extension SignedDataVerifier {
     func notification(jws: String, json: JSONValue) throws(VerificationError) -> SignedNotification {
         let payload: NotificationPayload
         do { payload = try NotificationPayload(json: json) } catch { throw .malformed("notification payload: \(error)") }
+        try checkAppTransactionId(json["data"]?["appTransactionId"], field: "data.appTransactionId")
         try checkNotificationIdentity(payload)
 
         var result = SignedNotification(jws: jws, payload: payload)
@@ -45,5 +49,26 @@ extension SignedDataVerifier {
             }
         }
         return result
+    }
+}
+
+extension SignedDataVerifier {
+    /// An `appTransactionId`, where a payload carries one, is what keys the
+    /// customer (contract section 5): Apple's are decimal digits. An empty or
+    /// non-digit one is `MALFORMED_INPUT` rather than a customer of its own
+    /// (it could otherwise pose as another key, such as an `otid:` alias).
+    func checkAppTransactionId(_ value: JSONValue?, field: String) throws(VerificationError) {
+        switch value {
+        case nil, .null?: return
+        case .string(let id)?:
+            guard !id.isEmpty else {
+                throw .malformed("\(field) is empty: an appTransactionId is Apple's decimal number; leave the field out when there is none")
+            }
+            guard id.utf8.count <= 64, id.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                throw .malformed("\(field) \"\(id.prefix(64))\" is not a decimal number: Apple's appTransactionId is digits only")
+            }
+        case let other?:
+            throw .malformed("\(field) must be a string of digits, found \(other.typeName)")
+        }
     }
 }

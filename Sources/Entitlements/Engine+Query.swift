@@ -58,7 +58,9 @@ extension Engine {
     }
 
     private func view(of key: CustomerKey, at: Int64, store: EventStore) throws(StoreError) -> CustomerView? {
-        try store.view(of: key, rules: configuration.rules, at: at)
+        let view = try store.view(of: key, rules: configuration.rules, at: at)
+        if let view { noteProducts(view) }
+        return view
     }
 
     /// The stored state of a customer (for tools and tests).

@@ -22,6 +22,8 @@ public final class Engine: Sendable {
     let store: LockedStore
     /// Connections for queries, beside the write connection.
     let readers: ReaderPool
+    /// Products met that the rules do not name (``takeProductWarnings()``).
+    let productWarnings = ProductWarnings()
 
     /// Opens (or creates) the database at `databasePath`.
     /// - Throws: ``EngineError`` when the trust store or the database cannot be used.
@@ -54,6 +56,7 @@ public final class Engine: Sendable {
     /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
     public func ingest(_ documents: [InputBytes], workers: Int = 1, receivedAt: Int64? = nil) throws(EngineError) -> [IngestResult] {
         let items = verifyAll(documents, workers: workers).flatMap { $0 }
+        noteProducts(items)
         return Self.results(try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now()))
     }
 
@@ -90,7 +93,9 @@ public final class Engine: Sendable {
                     group.leave()
                 }
             }
-            let outcomes = try appendRetryingBusy(current.flatMap { $0 }, receivedAt: receivedAt ?? Self.now())
+            let items = current.flatMap { $0 }
+            noteProducts(items)
+            let outcomes = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now())
             deliver(Self.results(outcomes))
             guard upcoming != nil else { return }
             group.wait()

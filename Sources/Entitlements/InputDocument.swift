@@ -72,6 +72,7 @@ public enum InputDocument {
                 if case .string(let text) = value { return .success(text) }
                 return .failure(MalformedInput("\"\(field)\" must be a JWS string, found \(value.typeName)"))
             }
+            if let conflict = signedFieldConflict(object) { return .failure(conflict) }
             if let value = object["signedPayload"] {
                 return jws(value, "signedPayload").map { [InputItem(jws: $0, expected: .notification)] }
             }
@@ -108,6 +109,24 @@ public enum InputDocument {
                 }
                 return .success(items)
             }
+            if let value = object["notificationHistory"] {
+                // Get Notification History: notificationHistory[].signedPayload, each one notification.
+                guard case .array(let entries) = value else {
+                    return .failure(MalformedInput("\"notificationHistory\" must be an array of {\"signedPayload\": ...} items"))
+                }
+                var items: [InputItem] = []
+                for (index, entry) in entries.enumerated() {
+                    guard case .object(let fields) = entry, let payload = fields["signedPayload"] else {
+                        return .failure(MalformedInput("notificationHistory[\(index)] has no signedPayload"))
+                    }
+                    if let conflict = signedFieldConflict(fields, path: "notificationHistory[\(index)].") { return .failure(conflict) }
+                    switch jws(payload, "notificationHistory[\(index)].signedPayload") {
+                    case .success(let text): items.append(InputItem(jws: text, expected: .notification))
+                    case .failure(let error): return .failure(error)
+                    }
+                }
+                return .success(items)
+            }
             if let value = object["data"] {
                 // Get All Subscription Statuses: data[].lastTransactions[].{signedTransactionInfo, signedRenewalInfo}
                 guard case .array(let groups) = value else {
@@ -137,10 +156,36 @@ public enum InputDocument {
             }
             return .failure(
                 MalformedInput(
-                    "object has none of signedPayload, signedTransactionInfo, signedRenewalInfo, signedAppTransactionInfo, signedTransactions, data"))
+                    "object has none of signedPayload, signedTransactionInfo, signedRenewalInfo, signedAppTransactionInfo, signedTransactions, data, notificationHistory"))
         default:
             return .failure(MalformedInput("expected a JSON object or a JWS string, found \(json.typeName)"))
         }
+    }
+}
+
+extension InputDocument {
+    /// The fields of section 1 that hold signed data, each a form of its own.
+    static let signedFields: [String] = [
+        "signedPayload", "signedTransactionInfo", "signedRenewalInfo", "signedAppTransactionInfo", "signedTransactions",
+        "data", "notificationHistory",
+    ]
+
+    /// Why a document that carries signed data the engine would not ingest is
+    /// rejected whole (contract section 3: signed data is never dropped
+    /// silently), or `nil`. A document holds one form of section 1; the only
+    /// pair is `signedTransactionInfo` with its `signedRenewalInfo`. Any other
+    /// field named `signed...` is signed data of a form the engine does not know.
+    static func signedFieldConflict(_ object: JSONObject, path: String = "") -> MalformedInput? {
+        let present = signedFields.filter { object[$0] != nil }
+        let unknown = object.keys.filter { $0.hasPrefix("signed") && !signedFields.contains($0) }.sorted()
+        if let field = unknown.first {
+            return MalformedInput(
+                "\(path)\(field) is signed data the engine does not ingest; the document is rejected whole so that nothing signed is dropped silently")
+        }
+        if present.count <= 1 || Set(present) == ["signedTransactionInfo", "signedRenewalInfo"] { return nil }
+        let names = present.map { path + $0 }.joined(separator: " and ")
+        return MalformedInput(
+            "the document carries \(names): one document holds one input form of contract section 1 (only signedTransactionInfo may come with its signedRenewalInfo); it is rejected whole so that nothing signed is dropped silently")
     }
 }
 

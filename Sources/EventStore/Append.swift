@@ -73,18 +73,12 @@ extension EventStore {
                 try quarantine(rejection, receivedAt: receivedAt)
                 outcomes.append(.quarantined(code: rejection.code, message: rejection.message))
             case .verified(let input):
-                let identity = EventIdentity.identity(of: input)
+                let identity = EventIdentity.identity(of: input, hash: hash)
                 let eventId = EventIdentity.eventId(of: input)
-                findExisting.reset()
-                try findExisting.bind(1, identity)
-                if try findExisting.step() {
-                    let seq = findExisting.int64(0)
-                    let key = findExisting.string(1)
-                    findExisting.reset()
+                if let (seq, key) = try existingEvent(identity: identity, input: input, findExisting: findExisting) {
                     outcomes.append(.duplicate(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
                     continue
                 }
-                findExisting.reset()
                 let seq = lastSeq + 1
                 let event = Event(seq: seq, input: input)
                 let key = event.customerKey
@@ -108,6 +102,24 @@ extension EventStore {
             try project(key: key, events: pending[key] ?? [], generation: engine.generation, rules: rules)
         }
         return outcomes
+    }
+
+    /// The event already logged for `input`, if any: by its identity, or (for
+    /// a database written before identities carried the payload's digest) by
+    /// the legacy identity when the logged JWS carries the same signed payload.
+    private func existingEvent(identity: String, input: VerifiedInput, findExisting: Statement) throws -> (Int64, CustomerKey?)? {
+        defer { findExisting.reset() }
+        findExisting.reset()
+        try findExisting.bind(1, identity)
+        if try findExisting.step() { return (findExisting.int64(0), findExisting.string(1)) }
+        guard let legacy = EventIdentity.legacyIdentity(of: input) else { return nil }
+        let findLegacy = try connection.cached("SELECT seq, customer_key, raw FROM events WHERE identity = ?")
+        defer { findLegacy.reset() }
+        try findLegacy.bind(1, legacy)
+        guard try findLegacy.step(), let raw = findLegacy.string(2),
+            EventIdentity.payloadSegment(raw) == EventIdentity.payloadSegment(input.jws)
+        else { return nil }
+        return (findLegacy.int64(0), findLegacy.string(1))
     }
 
     /// Where projections are stored: the current generation, which queries read

@@ -3,14 +3,55 @@ import EntitlementCore
 /// How the log recognizes the same input arriving twice (contract section 3).
 public enum EventIdentity {
     /// The idempotency key of a verified input.
-    public static func identity(of input: VerifiedInput) -> String {
+    ///
+    /// A notification is its `notificationUUID`. A standalone transaction or
+    /// renewal info is its kind, id, `signedDate` and a SHA-256 of its signed
+    /// payload (the JWS's middle segment): two different versions signed in the
+    /// same millisecond are two events (section 5 orders them by raw JWS), while
+    /// the same payload under another signature encoding is the same event.
+    /// - Parameter hash: SHA-256, supplied by the store's caller.
+    public static func identity(of input: VerifiedInput, hash: EventStore.HashFunction) -> String {
         switch input {
         case .notification(let n): return "notification:" + n.payload.notificationUUID
-        case .transaction(let t): return "transaction:\(t.payload.transactionId):\(t.payload.signedDate)"
-        case .renewalInfo(let r): return "renewalInfo:\(r.payload.originalTransactionId):\(r.payload.signedDate)"
+        case .transaction(let t):
+            return "transaction:\(t.payload.transactionId):\(t.payload.signedDate):" + payloadDigest(t.jws, hash: hash)
+        case .renewalInfo(let r):
+            return "renewalInfo:\(r.payload.originalTransactionId):\(r.payload.signedDate):" + payloadDigest(r.jws, hash: hash)
         case .appTransaction(let a):
             return "appTransaction:\(a.payload.appTransactionId ?? a.payload.bundleId):\(a.payload.receiptCreationDate)"
         }
+    }
+
+    /// The key databases written before revision 2 recorded for a standalone
+    /// transaction or renewal info (without the payload's digest), or `nil` for
+    /// other kinds: an input matching it with the same signed payload is a duplicate.
+    public static func legacyIdentity(of input: VerifiedInput) -> String? {
+        switch input {
+        case .transaction(let t): return "transaction:\(t.payload.transactionId):\(t.payload.signedDate)"
+        case .renewalInfo(let r): return "renewalInfo:\(r.payload.originalTransactionId):\(r.payload.signedDate)"
+        case .notification, .appTransaction: return nil
+        }
+    }
+
+    /// The signed payload of a compact JWS: the text between its two dots.
+    public static func payloadSegment(_ jws: String) -> Substring {
+        guard let first = jws.firstIndex(of: "."), let last = jws.lastIndex(of: "."), first < last else { return jws[...] }
+        return jws[jws.index(after: first)..<last]
+    }
+
+    /// The first 16 bytes of SHA-256 of the payload segment, in hex.
+    static func payloadDigest(_ jws: String, hash: EventStore.HashFunction) -> String {
+        let digest = hash(Array(payloadSegment(jws).utf8))
+        var hex = ""
+        hex.reserveCapacity(32)
+        let digits = Array("0123456789abcdef".utf8)
+        var bytes: [UInt8] = []
+        for byte in digest.prefix(16) {
+            bytes.append(digits[Int(byte >> 4)])
+            bytes.append(digits[Int(byte & 0xF)])
+        }
+        hex = String(decoding: bytes, as: UTF8.self)
+        return hex
     }
 
     /// What `ingest` reports as `eventId`: the notificationUUID, the

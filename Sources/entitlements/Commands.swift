@@ -71,6 +71,7 @@ enum Commands {
                 if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
                 // Printed only now, after the batch's commit: each line is an acknowledgment.
                 Output.lines(results.map { $0.json() })
+                for warning in engine.takeProductWarnings() { Output.error(warning) }
                 return nil
             } catch {
                 return error
@@ -94,6 +95,7 @@ enum Commands {
                     try engine.ingest(batches: { reader.nextBatch(maxLines: batch) }, workers: workers) { results in
                         if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
                         Output.lines(results.map { $0.json() })
+                        for warning in engine.takeProductWarnings() { Output.error(warning) }
                     }
                 } catch {
                     return storageFailure("ingest", error)
@@ -169,6 +171,7 @@ enum Commands {
         }
         do {
             let answer = try engine.query(query, at: at)
+            for warning in engine.takeProductWarnings() { Output.error(warning) }
             if arguments.flags.contains("--pretty") { print(Output.pretty(answer.json())) } else { Output.line(answer.json()) }
             if case .notFound = answer { return .rejected }
             return .success

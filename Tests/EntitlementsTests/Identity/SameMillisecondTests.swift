@@ -1,0 +1,162 @@
+import EntitlementCore
+import Entitlements
+import Foundation
+import TestPKI
+import Testing
+
+/// Contract sections 1, 3 and 5: versions signed in the same millisecond,
+/// documents carrying signed data the engine does not ingest, Get Notification
+/// History pages, and the warning for products the rules do not name.
+@Suite struct SameMillisecondTests {
+    let t0 = TestPayloads.january2025
+    let app = "704000000000000001"
+
+    func version(revoked: Bool) -> JSONValue {
+        TestPayloads.transaction(
+            transactionId: "2000000000000201", originalTransactionId: "2000000000000201", productId: "com.example.lifetime",
+            type: "Non-Consumable", expiresDate: nil, signedDate: t0 + 500, revocationDate: revoked ? t0 + 400 : nil,
+            revocationType: revoked ? "REFUND_FULL" : nil, revocationReason: revoked ? 0 : nil)
+    }
+
+    @Test func twoVersionsSignedInOneMillisecondAreBothAppendedAndTheGreaterRawWinsInAnyOrder() throws {
+        let a = E2E.pki.sign(version(revoked: false))
+        let b = E2E.pki.sign(version(revoked: true))
+        let winnerRevoked = a.utf8.lexicographicallyPrecedes(b.utf8)
+        for order in [[a, b], [b, a]] {
+            let engine = try E2E.engine()
+            var outcomes: [IngestResult.Outcome] = []
+            for jws in order {  // one batch each: standalone bodies arriving apart
+                outcomes += try engine.ingest([InputBytes(TestPayloads.body(signedTransactionInfo: jws))]).map(\.outcome)
+            }
+            #expect(outcomes == [.appended, .appended])
+            guard case .customer(let view) = try engine.query(.appTransactionId(app), at: t0 + 1_000) else {
+                Issue.record("customer not found")
+                return
+            }
+            #expect(view.purchases.first?.revoked == winnerRevoked)
+            #expect(view.entitlement("pro")?.active == !winnerRevoked)
+            // And a replay agrees.
+            _ = try engine.replay()
+            guard case .customer(let replayed) = try engine.query(.appTransactionId(app), at: t0 + 1_000) else {
+                Issue.record("customer lost by replay")
+                return
+            }
+            #expect(replayed == view)
+        }
+    }
+
+    @Test func theSamePayloadUnderAnotherSignatureIsADuplicate() throws {
+        let engine = try E2E.engine()
+        let first = E2E.pki.sign(version(revoked: false))
+        let second = E2E.pki.sign(version(revoked: false))
+        #expect(first != second)  // ECDSA signatures differ each time
+        let results = try engine.ingest([
+            InputBytes(TestPayloads.body(signedTransactionInfo: first)), InputBytes(TestPayloads.body(signedTransactionInfo: second)),
+        ])
+        #expect(results.map(\.outcome) == [.appended, .duplicate])
+        let renewal = TestPayloads.renewalInfo(originalTransactionId: "2000000000000201", signedDate: t0 + 9)
+        let renewals = try engine.ingest([
+            InputBytes(TestPayloads.body(signedRenewalInfo: E2E.pki.sign(renewal))),
+            InputBytes(TestPayloads.body(signedRenewalInfo: E2E.pki.sign(renewal))),
+        ])
+        #expect(renewals.map(\.outcome) == [.appended, .duplicate])
+    }
+
+    @Test func aDocumentCarryingASignedFieldTheEngineDoesNotIngestIsRejectedWhole() throws {
+        let engine = try E2E.engine()
+        let transaction = E2E.pki.sign(version(revoked: false))
+        let notification = E2E.pki.sign(TestPayloads.notification(type: "TEST", signedDate: t0))
+        let documents: [String] = [
+            JSONWriter.string(["signedPayload": .string(notification), "signedTransactionInfo": .string(transaction)]),
+            JSONWriter.string(["signedTransactions": [.string(transaction)], "signedAppTransactionInfo": .string(transaction)]),
+            JSONWriter.string(["signedTransactionInfo": .string(transaction), "signedPromotionalOffer": .string(transaction)]),
+            JSONWriter.string(["notificationHistory": [["signedPayload": .string(notification), "signedTransactionInfo": .string(transaction)]]]),
+        ]
+        for document in documents {
+            let results = try engine.ingest([InputBytes(document)])
+            #expect(results.count == 1)
+            #expect(results.first?.outcome == .rejected)
+            #expect(results.first?.errorCode == "MALFORMED_INPUT")
+            #expect(results.first?.errorMessage?.contains("rejected whole") == true)
+        }
+        #expect(try engine.query(.appTransactionId(app)).json()["error"]?["code"] == "NOT_FOUND")
+        // A transaction with its renewal info is one form, still accepted.
+        let pair = JSONWriter.string([
+            "signedTransactionInfo": .string(transaction),
+            "signedRenewalInfo": .string(E2E.pki.sign(TestPayloads.renewalInfo(originalTransactionId: "2000000000000201", signedDate: t0))),
+        ])
+        #expect(try engine.ingest([InputBytes(pair)]).map(\.outcome) == [.appended, .appended])
+    }
+
+    @Test func aNotificationHistoryPageIsOneItemPerSignedPayload() throws {
+        let engine = try E2E.engine()
+        let tx = TestPayloads.transaction(transactionId: "2000000000000301", originalTransactionId: "2000000000000301", signedDate: t0 + 5)
+        let first = E2E.pki.sign(
+            TestPayloads.notification(
+                type: "SUBSCRIBED", subtype: "INITIAL_BUY", uuid: "22222222-0000-4000-8000-000000000001", signedDate: t0 + 10,
+                signedTransactionInfo: E2E.pki.sign(tx)))
+        let second = E2E.pki.sign(TestPayloads.notification(type: "TEST", uuid: "22222222-0000-4000-8000-000000000002", signedDate: t0 + 11))
+        let page = JSONWriter.string([
+            "notificationHistory": [
+                ["signedPayload": .string(first), "sendAttempts": [["attemptDate": .int(t0 + 10), "sendAttemptResult": "SUCCESS"]]],
+                ["signedPayload": .string(second), "sendAttempts": []],
+            ],
+            "hasMore": true, "paginationToken": "57a7d2b4-0001",
+        ])
+        let results = try engine.ingest([InputBytes(page)])
+        #expect(results.map(\.outcome) == [.appended, .appended])
+        #expect(results.map(\.eventId) == ["22222222-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002"])
+        #expect(try engine.ingest([InputBytes(page)]).map(\.outcome) == [.duplicate, .duplicate])
+        let empty = try engine.ingest([InputBytes(#"{"notificationHistory":[],"hasMore":false}"#)])
+        #expect(!empty.contains { $0.outcome == .rejected })
+        for bad in [#"{"notificationHistory":{}}"#, #"{"notificationHistory":[{"sendAttempts":[]}]}"#, #"{"notificationHistory":[{"signedPayload":5}]}"#] {
+            let rejected = try engine.ingest([InputBytes(bad)])
+            #expect(rejected.map(\.errorCode) == ["MALFORMED_INPUT"])
+        }
+    }
+
+    @Test func anEmptyOrNonDigitAppTransactionIdIsRejectedWithAPreciseMessage() throws {
+        let engine = try E2E.engine()
+        for (id, expected) in [("", "is empty"), ("otid:2000", "not a decimal number"), ("70400000000000000a", "not a decimal number")] {
+            let tx = TestPayloads.transaction(
+                transactionId: "2000000000000401", originalTransactionId: "2000000000000401", appTransactionId: id, signedDate: t0)
+            for document in [
+                TestPayloads.body(signedTransactionInfo: E2E.pki.sign(tx)),
+                E2E.notification("DID_RENEW", signed: t0 + 1, transaction: tx),
+                TestPayloads.body(
+                    signedRenewalInfo: E2E.pki.sign(
+                        TestPayloads.renewalInfo(originalTransactionId: "2000000000000401", appTransactionId: id, signedDate: t0))),
+            ] {
+                let results = try engine.ingest([InputBytes(document)])
+                #expect(results.map(\.errorCode) == ["MALFORMED_INPUT"])
+                #expect(results.first?.errorMessage?.contains(expected) == true, "\(results.first?.errorMessage ?? "")")
+            }
+        }
+        #expect(try engine.query(.originalTransactionId("2000000000000401")).json()["error"]?["code"] == "NOT_FOUND")
+    }
+
+    @Test func aProductMissingFromTheRulesIsWarnedOnStderrOncePerCommand() throws {
+        let folder = E2E.folder()
+        let config = try E2E.writeConfig(in: folder)
+        let lines = (0..<3).map { n in
+            TestPayloads.body(
+                signedTransactionInfo: E2E.pki.sign(
+                    TestPayloads.transaction(
+                        transactionId: "200000000000050\(n)", originalTransactionId: "200000000000050\(n)", productId: "com.example.new",
+                        type: "Non-Consumable", expiresDate: nil, signedDate: t0 + Int64(n))))
+        }
+        let db = folder.appendingPathComponent("w.sqlite").path
+        let run = try E2E.run(["ingest", "--db", db, "--config", config], stdin: lines.joined(separator: "\n") + "\n")
+        #expect(run.status == 0)
+        let warning = "warning: product com.example.new is not in rules.products: it grants nothing"
+        #expect(run.stderr.components(separatedBy: warning).count - 1 == 1, "\(run.stderr)")
+        let query = try E2E.run(["query", "--db", db, "--config", config, "--original-transaction-id", "2000000000000500"])
+        #expect(query.status == 0)
+        #expect(query.stderr.contains(warning))
+        let known = try E2E.run(
+            ["ingest", "--db", db, "--config", config],
+            stdin: TestPayloads.body(signedTransactionInfo: E2E.pki.sign(version(revoked: false))) + "\n")
+        #expect(known.status == 0)
+        #expect(!known.stderr.contains("warning: product"))
+    }
+}

@@ -7,5 +7,6 @@ extension SchemaMigrations {
         m002_quarantine,
         m003_projections,
         m004_projections_next,
+        m005_app_binding,
     ]
 }

@@ -11,9 +11,12 @@ extension SignedDataVerifier {
         }
     }
 
-    /// In Production, `appAppleId` must be the configured one (Apple checks it only there).
-    func checkAppAppleId(_ appAppleId: Int64?) throws(VerificationError) {
-        guard configuration.environment == .production, appAppleId != configuration.appAppleId else { return }
+    /// In Production, `appAppleId` must be the configured one (Apple checks it only there):
+    /// when Production is the only accepted environment, or the payload says Production.
+    func checkAppAppleId(_ appAppleId: Int64?, environment: String?) throws(VerificationError) {
+        let production = configuration.environments.contains(.production)
+            && (configuration.environments.count == 1 || environment == AppStoreEnvironment.production.rawValue)
+        guard production, appAppleId != configuration.appAppleId else { return }
         let expected = configuration.appAppleId.map(String.init) ?? "none"
         throw VerificationError(
             .invalidAppIdentifier,
@@ -22,11 +25,12 @@ extension SignedDataVerifier {
     }
 
     func checkEnvironment(_ environment: String?, field: String) throws(VerificationError) {
-        guard environment == configuration.environment.rawValue else {
+        guard let environment, configuration.environments.contains(where: { $0.rawValue == environment }) else {
+            let configured = configuration.environments.map(\.rawValue).joined(separator: ", ")
             throw VerificationError(
                 .invalidEnvironment,
-                environment.map { "\(field) \($0) does not match the configured \(configuration.environment.rawValue)" }
-                    ?? "the payload carries no \(field); the configured environment is \(configuration.environment.rawValue)")
+                environment.map { "\(field) \($0) does not match the configured \(configured)" }
+                    ?? "the payload carries no \(field); the configured environment is \(configured)")
         }
     }
 
@@ -53,7 +57,7 @@ extension SignedDataVerifier {
             (bundleId, appAppleId, environment) = (nil, nil, nil)
         }
         try checkBundleId(bundleId)
-        try checkAppAppleId(appAppleId)
+        try checkAppAppleId(appAppleId, environment: environment)
         try checkEnvironment(environment, field: "environment")
     }
 }

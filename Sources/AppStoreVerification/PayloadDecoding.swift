@@ -25,7 +25,7 @@ extension SignedDataVerifier {
         do { payload = try AppTransactionPayload(json: json) } catch { throw .malformed("AppTransaction payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         try checkBundleId(payload.bundleId)
-        try checkAppAppleId(payload.appAppleId)
+        try checkAppAppleId(payload.appAppleId, environment: payload.receiptType)
         try checkEnvironment(payload.receiptType, field: "receiptType")
         return SignedAppTransaction(jws: jws, payload: payload)
     }

@@ -41,8 +41,13 @@ public struct SignedDataVerifier: Sendable {
     ///   is missing; `INVALID_CERTIFICATE` when a trusted root does not parse or, outside
     ///   Xcode/LocalTesting, no root is configured.
     public init(configuration: VerifierConfiguration) throws(VerificationError) {
-        if configuration.environment == .production && configuration.appAppleId == nil {
+        if configuration.environments.contains(.production) && configuration.appAppleId == nil {
             throw VerificationError(.invalidAppIdentifier, "appAppleId is required when the environment is Production")
+        }
+        if Set(configuration.environments.map(\.isLocal)).count > 1 {
+            throw VerificationError(
+                .invalidEnvironment,
+                "Xcode and LocalTesting (unsigned data) cannot be combined with Production or Sandbox (signed data)")
         }
         if configuration.environment.isLocal {
             trust = nil

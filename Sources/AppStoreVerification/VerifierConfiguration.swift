@@ -1,6 +1,6 @@
 public import EntitlementCore
 
-/// What a ``SignedDataVerifier`` accepts: one app, one environment, and the roots it trusts.
+/// What a ``SignedDataVerifier`` accepts: one app, its environments, and the roots it trusts.
 public struct VerifierConfiguration: Sendable {
     /// The app's bundle identifier; every payload must carry exactly this `bundleId`.
     public var bundleId: String
@@ -11,6 +11,10 @@ public struct VerifierConfiguration: Sendable {
     /// ``AppStoreEnvironment/localTesting`` skip the chain and signature checks, as StoreKit
     /// testing data is not signed by Apple.
     public var environment: AppStoreEnvironment
+    /// Every environment whose payloads are accepted (contract section 2: a production
+    /// server also receives App Review's Sandbox data), ``environment`` first. Signed
+    /// (Production, Sandbox) and unsigned (Xcode, LocalTesting) environments are never mixed.
+    public var environments: [AppStoreEnvironment]
     /// The DER certificates of the trusted roots. Defaults to the embedded Apple Root CA - G3
     /// (``AppleRootCertificate/g3DER``). Use ``loadCertificate(from:)`` to read DER or PEM files.
     public var trustedRootsDER: [[UInt8]]
@@ -23,12 +27,16 @@ public struct VerifierConfiguration: Sendable {
         bundleId: String,
         appAppleId: Int64? = nil,
         environment: AppStoreEnvironment,
+        environments: [AppStoreEnvironment]? = nil,
         trustedRootsDER: [[UInt8]] = [AppleRootCertificate.g3DER],
         chainCacheCapacity: Int = 64
     ) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environment = environment
+        var accepted = [environment]
+        for other in environments ?? [] where !accepted.contains(other) { accepted.append(other) }
+        self.environments = accepted
         self.trustedRootsDER = trustedRootsDER
         self.chainCacheCapacity = chainCacheCapacity
     }

@@ -7,7 +7,12 @@ public struct EngineConfiguration: Sendable {
     public var bundleId: String
     /// Required in Production.
     public var appAppleId: Int64?
+    /// The first (or only) environment accepted.
     public var environment: AppStoreEnvironment
+    /// Every environment accepted (contract section 2), ``environment`` first: e.g.
+    /// Production and Sandbox, since App Review buys with sandbox accounts in the
+    /// production app. Never mixes signed and unsigned environments.
+    public var environments: [AppStoreEnvironment]
     /// Trusted roots (DER); `nil` means the embedded Apple Root CA - G3.
     public var rootCertificatesDER: [[UInt8]]?
     public var rules: Rules
@@ -19,12 +24,15 @@ public struct EngineConfiguration: Sendable {
     public static let defaultMaxInputBytes = 1 << 20
 
     public init(
-        bundleId: String, appAppleId: Int64? = nil, environment: AppStoreEnvironment,
+        bundleId: String, appAppleId: Int64? = nil, environment: AppStoreEnvironment, environments: [AppStoreEnvironment]? = nil,
         rootCertificatesDER: [[UInt8]]? = nil, rules: Rules, maxInputBytes: Int = EngineConfiguration.defaultMaxInputBytes
     ) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environment = environment
+        var accepted = [environment]
+        for other in environments ?? [] where !accepted.contains(other) { accepted.append(other) }
+        self.environments = accepted
         self.rootCertificatesDER = rootCertificatesDER
         self.rules = rules
         self.maxInputBytes = maxInputBytes
@@ -55,20 +63,15 @@ public struct EngineConfiguration: Sendable {
         guard case .string(let bundleId)? = object["bundleId"], !bundleId.isEmpty else {
             throw ConfigurationError(field: "bundleId", message: "required: the app's bundle identifier, e.g. \"com.example.app\"")
         }
-        guard case .string(let environmentName)? = object["environment"] else {
-            throw ConfigurationError(field: "environment", message: "required: one of Production, Sandbox, Xcode, LocalTesting")
-        }
-        guard let environment = AppStoreEnvironment(rawValue: environmentName) else {
-            throw ConfigurationError(
-                field: "environment", message: "\"\(environmentName)\" is not one of Production, Sandbox, Xcode, LocalTesting")
-        }
+        let environments = try Self.environments(object["environment"])
+        let environment = environments[0]
         var appAppleId: Int64? = nil
         switch object["appAppleId"] {
         case nil, .null?: break
         case .int(let id)? where id > 0: appAppleId = id
         case let other?: throw ConfigurationError(field: "appAppleId", message: "expected a positive integer, found \(JSONWriter.string(other))")
         }
-        if environment == .production && appAppleId == nil {
+        if environments.contains(.production) && appAppleId == nil {
             throw ConfigurationError(field: "appAppleId", message: "required in Production: the app's Apple ID (a number)")
         }
         var roots: [[UInt8]]? = nil
@@ -111,9 +114,50 @@ public struct EngineConfiguration: Sendable {
         let rules: Rules
         do { rules = try Rules(json: rulesJSON) } catch { throw ConfigurationError(field: error.field, message: error.reason) }
         self.init(
-            bundleId: bundleId, appAppleId: appAppleId, environment: environment, rootCertificatesDER: roots, rules: rules,
+            bundleId: bundleId, appAppleId: appAppleId, environment: environment, environments: environments,
+            rootCertificatesDER: roots, rules: rules,
             maxInputBytes: maxInputBytes)
         if let section = object["appStoreServerAPI"] { appStoreServerAPI = try .parse(section, baseDirectory: baseDirectory) }
+    }
+}
+
+extension EngineConfiguration {
+    /// `environment`: one name, or a non-empty list of distinct names, never
+    /// mixing signed (Production, Sandbox) with unsigned (Xcode, LocalTesting) data.
+    static func environments(_ value: JSONValue?) throws(ConfigurationError) -> [AppStoreEnvironment] {
+        let names = "one of Production, Sandbox, Xcode, LocalTesting, or a list of them such as [\"Production\", \"Sandbox\"]"
+        func parse(_ value: JSONValue, field: String) throws(ConfigurationError) -> AppStoreEnvironment {
+            guard case .string(let name) = value else {
+                throw ConfigurationError(field: field, message: "expected \(names), found \(value.typeName)")
+            }
+            guard let environment = AppStoreEnvironment(rawValue: name) else {
+                throw ConfigurationError(field: field, message: "\"\(name)\" is not one of Production, Sandbox, Xcode, LocalTesting")
+            }
+            return environment
+        }
+        switch value {
+        case nil, .null?:
+            throw ConfigurationError(field: "environment", message: "required: \(names)")
+        case .array(let list)?:
+            guard !list.isEmpty else { throw ConfigurationError(field: "environment", message: "empty list: expected \(names)") }
+            var environments: [AppStoreEnvironment] = []
+            for (index, element) in list.enumerated() {
+                let environment = try parse(element, field: "environment[\(index)]")
+                guard !environments.contains(environment) else {
+                    throw ConfigurationError(field: "environment[\(index)]", message: "\(environment.rawValue) is listed twice")
+                }
+                environments.append(environment)
+            }
+            if environments.contains(where: \.isLocal) && environments.contains(where: { !$0.isLocal }) {
+                throw ConfigurationError(
+                    field: "environment",
+                    message:
+                        "Xcode and LocalTesting (unsigned StoreKit testing data) cannot be combined with Production or Sandbox (data signed by Apple): use a separate database and configuration for each")
+            }
+            return environments
+        case let other?:
+            return [try parse(other, field: "environment")]
+        }
     }
 }
 

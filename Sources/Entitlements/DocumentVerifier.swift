@@ -14,7 +14,7 @@ public struct DocumentVerifier: Sendable {
             verifier = try SignedDataVerifier(
                 configuration: VerifierConfiguration(
                     bundleId: configuration.bundleId, appAppleId: configuration.appAppleId,
-                    environment: configuration.environment,
+                    environment: configuration.environment, environments: configuration.environments,
                     trustedRootsDER: configuration.rootCertificatesDER ?? [AppleRootCertificate.g3DER]))
         } catch {
             throw EngineError(code: error.code.rawValue, message: error.message)

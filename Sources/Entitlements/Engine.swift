@@ -34,6 +34,8 @@ public final class Engine: Sendable {
         documentVerifier = try DocumentVerifier(configuration: configuration)
         do {
             let opened = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
+            // Before anything is read or written: the database must be this app's (section 2).
+            try opened.bind(bundleId: configuration.bundleId, environments: configuration.environments, now: Self.now())
             store = LockedStore(opened)
             readers = ReaderPool(path: databasePath)
         } catch {

@@ -41,6 +41,7 @@ enum Commands {
             return (engine, .success)
         } catch {
             Output.error("entitlements \(command): \(error.code): \(error.message)")
+            if error.code == "DATABASE_MISMATCH" { return (nil, .usage) }
             return (nil, error.code.hasPrefix("DATABASE") ? .storage : .usage)
         }
     }

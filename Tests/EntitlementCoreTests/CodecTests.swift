@@ -86,6 +86,7 @@ struct CodecTests {
             copy.appTransaction = state.appTransaction
             copy.accountToken = state.accountToken
             copy.lastNotification = state.lastNotification
+            copy.environments = state.environments
             rebuilt[key] = copy
         }
         for key in reference.keys {

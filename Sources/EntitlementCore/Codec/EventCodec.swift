@@ -6,7 +6,8 @@
 ///
 /// ```
 /// u8 version = 1
-/// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction
+/// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction, in the low 4 bits;
+///    the high 4 bits the environment: 0 not recorded, 1 Production, 2 Sandbox, 3 Xcode, 4 LocalTesting
 /// notification: flags, string notificationUUID, type, [subtype], date signedDate,
 ///               [string appTransactionId], [transaction facts], [renewal facts], [app transaction facts]
 /// otherwise:    the facts of that kind
@@ -32,7 +33,7 @@ public enum EventCodec {
         switch event.body {
         case .notification(let notification):
             typealias F = FactsLayout.Notification
-            writer.byte(KindCode.notification)
+            writer.byte(KindCode.notification | environmentBits(event.environment))
             var flags: UInt64 = 0
             if notification.subtype != nil { flags |= F.subtype }
             if notification.appTransactionId != nil { flags |= F.appTransactionId }
@@ -51,16 +52,27 @@ public enum EventCodec {
             }
             if let value = notification.appTransaction { writer.appTransactionFacts(value.facts) }
         case .transaction(let transaction):
-            writer.byte(KindCode.transaction)
+            writer.byte(KindCode.transaction | environmentBits(event.environment))
             writer.transactionFacts(transaction.facts)
         case .renewalInfo(let renewalInfo):
-            writer.byte(KindCode.renewalInfo)
+            writer.byte(KindCode.renewalInfo | environmentBits(event.environment))
             writer.renewalFacts(renewalInfo.facts)
         case .appTransaction(let appTransaction):
-            writer.byte(KindCode.appTransaction)
+            writer.byte(KindCode.appTransaction | environmentBits(event.environment))
             writer.appTransactionFacts(appTransaction.facts)
         }
         return writer.bytes
+    }
+
+    /// The environment's code in the kind byte's high bits.
+    static func environmentBits(_ environment: AppStoreEnvironment?) -> UInt8 {
+        switch environment {
+        case nil: return 0
+        case .production?: return 1 << 4
+        case .sandbox?: return 2 << 4
+        case .xcode?: return 3 << 4
+        case .localTesting?: return 4 << 4
+        }
     }
 
     /// The event at `seq` whose facts are `bytes`, every `raw` `nil`.
@@ -89,7 +101,9 @@ public enum EventCodec {
         _ bytes: UnsafeRawBufferPointer, seq: Int64, sharing interner: UnsafeMutablePointer<StringInterner>?
     ) throws(CodecError) -> Event {
         var reader = ByteReader(bytes, interner: interner)
-        switch try readHeader(&reader) {
+        let (kind, environment) = try readHeader(&reader)
+        let event: Event
+        switch kind {
         case .notification:
             typealias F = FactsLayout.Notification
             let flags = try reader.flags(known: F.known)
@@ -102,7 +116,7 @@ public enum EventCodec {
             let renewalInfo = flags & F.renewalInfo != 0 ? try reader.renewalFacts(sharing: transaction) : nil
             let appTransaction = flags & F.appTransaction != 0 ? try reader.appTransactionFacts() : nil
             try reader.finish()
-            return Event(
+            event = Event(
                 seq: seq,
                 body: .notification(
                     NotificationFacts(
@@ -116,31 +130,43 @@ public enum EventCodec {
         case .transaction:
             let facts = try reader.transactionFacts()
             try reader.finish()
-            return Event(seq: seq, body: .transaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
+            event = Event(seq: seq, body: .transaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
         case .renewalInfo:
             let facts = try reader.renewalFacts()
             try reader.finish()
-            return Event(seq: seq, body: .renewalInfo(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
+            event = Event(seq: seq, body: .renewalInfo(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
         case .appTransaction:
             let facts = try reader.appTransactionFacts()
             try reader.finish()
-            return Event(seq: seq, body: .appTransaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
+            event = Event(seq: seq, body: .appTransaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
         }
+        var decoded = event
+        decoded.environment = environment
+        return decoded
     }
 
     /// Reads the format version and the event's kind.
-    static func readHeader(_ reader: inout ByteReader) throws(CodecError) -> EventKind {
+    static func readHeader(_ reader: inout ByteReader) throws(CodecError) -> (EventKind, AppStoreEnvironment?) {
         let version = try reader.byte()
         guard version == formatVersion else {
             throw CodecError(code: .unsupportedVersion, offset: 0, message: "event format version \(version)")
         }
-        let kind = try reader.byte()
-        switch kind {
-        case KindCode.notification: return .notification
-        case KindCode.transaction: return .transaction
-        case KindCode.renewalInfo: return .renewalInfo
-        case KindCode.appTransaction: return .appTransaction
-        default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(kind)")
+        let byte = try reader.byte()
+        let environment: AppStoreEnvironment?
+        switch byte >> 4 {
+        case 0: environment = nil
+        case 1: environment = .production
+        case 2: environment = .sandbox
+        case 3: environment = .xcode
+        case 4: environment = .localTesting
+        default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown environment code \(byte >> 4)")
+        }
+        switch byte & 0x0F {
+        case KindCode.notification: return (.notification, environment)
+        case KindCode.transaction: return (.transaction, environment)
+        case KindCode.renewalInfo: return (.renewalInfo, environment)
+        case KindCode.appTransaction: return (.appTransaction, environment)
+        default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(byte & 0x0F)")
         }
     }
 

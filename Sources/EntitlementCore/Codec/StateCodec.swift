@@ -11,8 +11,9 @@
 /// string key
 /// count, then per transaction (sorted by transactionId): ref, transaction facts
 /// count, then per originalTransactionId (sorted): count, then per version (ascending signedDate): ref, renewal facts
-/// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype
+/// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype, 16 environments
 /// [ref, app transaction facts] [string token, date signedDate, ref] [string uuid, type, [subtype], date signedDate]
+/// [u8 environments (``EnvironmentSet``)]
 /// ```
 ///
 /// After the table, every string is its number in the table: a customer's ten
@@ -34,7 +35,8 @@ public enum StateCodec {
     private static let hasAccountToken: UInt8 = 2
     private static let hasLastNotification: UInt8 = 4
     private static let lastNotificationHasSubtype: UInt8 = 8
-    private static let knownFlags: UInt8 = 15
+    private static let hasEnvironments: UInt8 = 16
+    private static let knownFlags: UInt8 = 31
 
     /// The bytes of `state`.
     public static func encode(_ state: CustomerState) -> [UInt8] {
@@ -72,6 +74,7 @@ public enum StateCodec {
             flags |= hasLastNotification
             if notification.subtype != nil { flags |= lastNotificationHasSubtype }
         }
+        if !state.environments.isEmpty { flags |= hasEnvironments }
         writer.byte(flags)
         if let appTransaction = state.appTransaction {
             writer.ref(appTransaction.ref)
@@ -88,6 +91,7 @@ public enum StateCodec {
             if let subtype = notification.subtype { writer.notificationSubtype(subtype) }
             writer.date(notification.signedDate)
         }
+        if !state.environments.isEmpty { writer.byte(state.environments.rawValue) }
         let strings = writer.table?.strings ?? []
         var out = ByteWriter(capacity: writer.bytes.count + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
         out.byte(formatVersion)
@@ -187,6 +191,14 @@ public enum StateCodec {
             state.lastNotification = NotificationSummaryFacts(
                 notificationUUID: uuid, type: type, subtype: subtype, signedDate: try reader.date())
         }
+        if flags & hasEnvironments != 0 {
+            let offset = reader.offset
+            let bits = try reader.byte()
+            guard bits != 0, bits & ~EnvironmentSet.known == 0 else {
+                throw CodecError(code: .invalidTag, offset: offset, message: "unknown environments \(bits)")
+            }
+            state.environments = EnvironmentSet(rawValue: bits)
+        }
         try reader.finish()
         return state
     }
@@ -228,6 +240,7 @@ protocol StateSink {
     var appTransaction: Signed<AppTransactionFacts>? { get set }
     var accountToken: AccountTokenClaim? { get set }
     var lastNotification: NotificationSummaryFacts? { get set }
+    var environments: EnvironmentSet { get set }
 }
 
 extension CustomerState: StateSink {

@@ -7,6 +7,7 @@ extension CustomerView {
             JSONObject([
                 ("appTransactionId", .string(appTransactionId)),
                 ("at", .int(at)),
+                ("environment", .nullable(environment)),
                 ("appAccountToken", .nullable(appAccountToken)),
                 ("entitlements", EntitlementView.json(entitlements)),
                 ("subscriptions", .array(subscriptions.map { $0.json() })),

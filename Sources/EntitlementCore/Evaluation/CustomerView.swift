@@ -15,6 +15,9 @@ public struct CustomerView: Sendable, Hashable {
     public var purchases: [PurchaseView]
     /// Consumable balances, sorted by currency.
     public var balances: [CurrencyBalance]
+    /// The environment the customer's data came from (`Production`, `Sandbox`,
+    /// ...; several joined by commas), `nil` when no event recorded one.
+    public var environment: String? = nil
 
     /// A view with exactly these fields (``Evaluation/evaluate(_:rules:at:)`` makes them).
     public init(

@@ -12,9 +12,11 @@ public enum Evaluation {
     ///   - rules: What each product grants, and whether billing states grant.
     ///   - at: The moment, in milliseconds since 1970.
     public static func evaluate(_ state: CustomerState, rules: Rules, at: Int64) -> CustomerView {
-        evaluate(
+        var view = evaluate(
             key: state.key, accountToken: state.accountToken?.token, transactions: state.transactions.values.lazy.map(\.facts),
             renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) }, rules: rules, at: at)
+        view.environment = state.environments.displayName
+        return view
     }
 
     /// The answer at `at` for the state stored as `bytes` (``StateCodec``), decoded
@@ -24,10 +26,12 @@ public enum Evaluation {
     /// - Throws: ``CodecError`` for bytes that are truncated or corrupted.
     public static func evaluate(stateBytes bytes: UnsafeRawBufferPointer, rules: Rules, at: Int64) throws(CodecError) -> CustomerView {
         let input = try StateCodec.decode(bytes, standingAt: at, into: EvaluationInput.self)
-        return evaluate(
+        var view = evaluate(
             key: input.key, accountToken: input.accountToken?.token, transactions: input.transactions,
             renewalInfo: { otid in input.standingRenewalInfos.first { $0.facts.originalTransactionId == otid }?.facts },
             rules: rules, at: at)
+        view.environment = input.environments.displayName
+        return view
     }
 
     /// - Parameter renewalInfo: The renewal info standing at `at` for an `originalTransactionId`.
@@ -131,6 +135,7 @@ struct EvaluationInput: StateSink {
     var appTransaction: Signed<AppTransactionFacts>? = nil
     var accountToken: AccountTokenClaim? = nil
     var lastNotification: NotificationSummaryFacts? = nil
+    var environments: EnvironmentSet = []
 
     init(key: CustomerKey, transactions: Int) {
         self.key = key

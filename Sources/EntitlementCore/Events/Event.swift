@@ -4,10 +4,14 @@ public struct Event: Sendable, Hashable {
     /// reducers never use to decide anything).
     public var seq: Int64
     public var body: EventBody
+    /// The environment the event's data was signed for (`nil` for facts logged
+    /// before events recorded it).
+    public var environment: AppStoreEnvironment?
 
-    public init(seq: Int64, body: EventBody) {
+    public init(seq: Int64, body: EventBody, environment: AppStoreEnvironment? = nil) {
         self.seq = seq
         self.body = body
+        self.environment = environment
     }
 
     public var kind: EventKind {
@@ -37,6 +41,7 @@ extension Event {
     /// signed object's raw JWS.
     public init(seq: Int64, input: VerifiedInput) {
         self.seq = seq
+        self.environment = input.environment
         switch input {
         case .notification(let n):
             let data = n.payload.data

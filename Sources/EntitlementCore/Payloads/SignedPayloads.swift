@@ -58,6 +58,19 @@ public enum VerifiedInput: Sendable, Hashable {
         }
     }
 
+    /// The environment the input was signed for (a notification's from its
+    /// `data`, `summary` or `appData`; an AppTransaction's `receiptType`), when
+    /// it names one the engine knows.
+    public var environment: AppStoreEnvironment? {
+        switch self {
+        case .notification(let n):
+            return (n.payload.environment ?? n.transaction?.payload.environment).flatMap(AppStoreEnvironment.init(rawValue:))
+        case .transaction(let t): return AppStoreEnvironment(rawValue: t.payload.environment)
+        case .renewalInfo(let r): return AppStoreEnvironment(rawValue: r.payload.environment)
+        case .appTransaction(let a): return AppStoreEnvironment(rawValue: a.payload.receiptType)
+        }
+    }
+
     /// The outermost JWS, as received.
     public var jws: String {
         switch self {

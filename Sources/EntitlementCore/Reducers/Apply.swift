@@ -19,6 +19,7 @@ extension CustomerState {
     ///   `signedDate`, the greater token string, so no raw JWS is needed).
     /// - ``lastNotification`` becomes the notification's summary when it is
     ///   greater by (`signedDate`, `notificationUUID`).
+    /// - ``environments`` gains the event's environment.
     ///
     /// A notification's type never overrides the signed data it carries: a
     /// REFUND is a revocation because its transaction carries a
@@ -49,6 +50,7 @@ extension CustomerState {
         case .appTransaction(let appTransaction):
             try applySigned(transaction: nil, renewalInfo: nil, appTransaction: appTransaction)
         }
+        environments.formUnion(EnvironmentSet(event.environment))
     }
 
     /// Where an incoming renewal info goes among the stored versions.

@@ -29,10 +29,13 @@ extension CustomerState {
         var renewalInfo: Signed<RenewalFacts>? = nil
         var appTransaction: Signed<AppTransactionFacts>? = nil
         var summary: NotificationSummaryFacts? = nil
+        var environment: AppStoreEnvironment? = nil
         do throws(CodecError) {
             try withUnsafeMutablePointer(to: &interner) { (pointer) throws(CodecError) in
                 var reader = ByteReader(bytes, interner: pointer)
-                switch try EventCodec.readHeader(&reader) {
+                let (kind, recorded) = try EventCodec.readHeader(&reader)
+                environment = recorded
+                switch kind {
                 case .notification:
                     typealias F = FactsLayout.Notification
                     let flags = try reader.flags(known: F.known)
@@ -70,5 +73,6 @@ extension CustomerState {
             throw .missingRawJWS(error)
         }
         if let summary { note(summary) }
+        environments.formUnion(EnvironmentSet(environment))
     }
 }

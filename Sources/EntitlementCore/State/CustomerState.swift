@@ -19,6 +19,8 @@ public struct CustomerState: Sendable, Hashable {
     public var accountToken: AccountTokenClaim?
     /// The latest-signed notification, for display.
     public var lastNotification: NotificationSummaryFacts?
+    /// The environments of the customer's events (contract section 2).
+    public var environments: EnvironmentSet
 
     public init(key: CustomerKey) {
         self.key = key
@@ -27,6 +29,7 @@ public struct CustomerState: Sendable, Hashable {
         self.appTransaction = nil
         self.accountToken = nil
         self.lastNotification = nil
+        self.environments = []
     }
 }
 

@@ -8,5 +8,6 @@ extension SchemaMigrations {
         m003_projections,
         m004_projections_next,
         m005_app_binding,
+        m006_customer_links,
     ]
 }

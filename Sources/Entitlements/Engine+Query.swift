@@ -2,9 +2,14 @@ import EntitlementCore
 import EventStore
 
 /// Whom a query asks about.
+///
+/// Every form answers the whole customer (contract section 5): an
+/// `appTransactionId`, or `otid:<X>` (an alias of the appTransactionId X is
+/// linked to, once it is); any `originalTransactionId` or `transactionId` of it.
 public enum CustomerQuery: Sendable, Hashable {
     case appTransactionId(String)
     case originalTransactionId(String)
+    case transactionId(String)
     case appAccountToken(String)
 }
 
@@ -35,17 +40,26 @@ extension Engine {
             return try readers.withReader { store throws(StoreError) -> QueryAnswer in
                 switch query {
                 case .appTransactionId(let id):
-                    guard let view = try view(of: id, at: at, store: store) else {
+                    guard let view = try view(of: try store.resolveCustomer(id), at: at, store: store) else {
                         return .notFound("no events for appTransactionId \(id)")
                     }
                     return .customer(view)
                 case .originalTransactionId(let otid):
-                    for key in try store.customers(originalTransactionId: otid) {
-                        if let view = try view(of: key, at: at, store: store) { return .customer(view) }
+                    if let view = try view(of: try store.resolveCustomer("otid:" + otid), at: at, store: store) {
+                        return .customer(view)
                     }
                     return .notFound("no events for originalTransactionId \(otid)")
+                case .transactionId(let id):
+                    guard let key = try store.customer(transactionId: id), let view = try view(of: key, at: at, store: store) else {
+                        return .notFound("no events for transactionId \(id)")
+                    }
+                    return .customer(view)
                 case .appAccountToken(let token):
-                    let keys = try store.customers(appAccountToken: token)
+                    var keys: [CustomerKey] = []
+                    for key in try store.customers(appAccountToken: token) {
+                        let customer = try store.resolveCustomer(key)
+                        if !keys.contains(customer) { keys.append(customer) }
+                    }
                     var views: [CustomerView] = []
                     for key in keys { if let view = try view(of: key, at: at, store: store) { views.append(view) } }
                     guard !views.isEmpty else { return .notFound("no events carry appAccountToken \(token)") }

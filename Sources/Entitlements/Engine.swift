@@ -36,6 +36,12 @@ public final class Engine: Sendable {
             let opened = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
             // Before anything is read or written: the database must be this app's (section 2).
             try opened.bind(bundleId: configuration.bundleId, environments: configuration.environments, now: Self.now())
+            // A database made before customers were linked keeps otid: customers apart
+            // from their appTransactionId until rebuilt once (contract section 5).
+            if (try? opened.identityRebuildPending()) == true {
+                _ = try? opened.replay(
+                    rules: configuration.rules, rulesJSON: rulesJSON, now: Self.now(), collectDiff: false)
+            }
             store = LockedStore(opened)
             readers = ReaderPool(path: databasePath)
         } catch {

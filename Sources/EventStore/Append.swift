@@ -32,7 +32,26 @@ public enum AppendOutcome: Sendable, Hashable {
     case quarantined(code: String, message: String)
 }
 
+extension AppendOutcome {
+    /// The same outcome naming `customer`.
+    func naming(_ customer: CustomerKey) -> AppendOutcome {
+        switch self {
+        case .appended(let eventId, let kind, _, let seq): return .appended(eventId: eventId, kind: kind, customerKey: customer, seq: seq)
+        case .duplicate(let eventId, let kind, _, let seq): return .duplicate(eventId: eventId, kind: kind, customerKey: customer, seq: seq)
+        case .quarantined: return self
+        }
+    }
+}
+
 extension EventStore {
+    /// The hook where merges of `otid:` customers into appTransactionIds are
+    /// reported, in the batch's transaction. Contract section 8's change feed
+    /// records them with cause "merge" (the merged customer's entitlements
+    /// inactive under its old key); until that feed exists this does nothing.
+    func customersMerged(_ merges: [CustomerMerge]) throws {
+        _ = merges
+    }
+
     /// Appends a batch in one `BEGIN IMMEDIATE` transaction: new events, their
     /// facts, quarantined rejections, lookups, and the projections of every
     /// customer the batch touches. Either all of it is committed or none.
@@ -63,8 +82,10 @@ extension EventStore {
         var (lastSeq, prevHash) = try lastEvent()
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(items.count)
-        var touched: [CustomerKey] = []
-        var pending: [CustomerKey: [Event]] = [:]
+        var batch: [Event] = []
+        var changes = IdentityChanges()
+        // Outcomes name the customer each item belongs to once the batch's links are in.
+        var itemEvents: [(index: Int, event: Event)] = []
 
         let findExisting = try connection.cached("SELECT seq, customer_key FROM events WHERE identity = ?")
         for item in items {
@@ -76,6 +97,7 @@ extension EventStore {
                 let identity = EventIdentity.identity(of: input, hash: hash)
                 let eventId = EventIdentity.eventId(of: input)
                 if let (seq, key) = try existingEvent(identity: identity, input: input, findExisting: findExisting) {
+                    itemEvents.append((outcomes.count, Event(seq: seq, input: input)))
                     outcomes.append(.duplicate(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
                     continue
                 }
@@ -92,14 +114,19 @@ extension EventStore {
                     try facts.bind(3, blob: EventCodec.encode(event))
                     try facts.step()
                     try recordLookups(event, key: key)
-                    if pending[key] == nil { touched.append(key) }
-                    pending[key, default: []].append(event)
+                    batch.append(event)
                 }
+                for claim in event.linkClaims { try record(claim, changes: &changes) }
+                itemEvents.append((outcomes.count, event))
                 outcomes.append(.appended(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
             }
         }
-        for key in touched {
-            try project(key: key, events: pending[key] ?? [], generation: engine.generation, rules: rules)
+        let merges = try project(batch: batch, changes: changes, generation: engine.generation, rules: rules)
+        try customersMerged(merges)
+        var owners: [String: CustomerKey] = [:]
+        for (index, event) in itemEvents {
+            guard let owner = try owner(of: event, cache: &owners) else { continue }
+            outcomes[index] = outcomes[index].naming(owner)
         }
         return outcomes
     }

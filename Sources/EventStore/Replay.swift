@@ -77,28 +77,55 @@ extension EventStore {
             let reader = try Connection(path: path, mode: .readWrite)
             var report = ReplayReport(events: 0, customers: 0, changed: 0, diffs: [], caughtUp: 0, rulesVersion: rules.version)
             var snapshotSeq: Int64 = 0
+            // Who the customers are at the snapshot (contract section 5): each linked
+            // originalTransactionId's appTransactionId.
+            var snapshotLinks: [String: CustomerKey] = [:]
             try reader.read { () throws -> Void in
                 snapshotSeq = try reader.scalarInt("SELECT coalesce(max(seq), 0) FROM events") ?? 0
+                let identity = try ReplayIdentity(reader: reader)
+                snapshotLinks = identity.links
+                // The rows of customers made of more than one key (an `otid:` key merged
+                // into its appTransactionId, conflicting links) are gathered here while the
+                // scan goes on, and reduced at its end.
+                var gathered = GatheredCustomers()
+                let oldByKey = try reader.prepare("SELECT state FROM projections WHERE generation = ? AND customer_key = ?")
                 let total = try reader.scalarInt("SELECT count(*) FROM event_facts") ?? 0
                 let facts = try reader.prepare("SELECT customer_key, seq, facts FROM event_facts ORDER BY customer_key, seq")
-                let old = try reader.prepare(
+                let oldInOrder = try reader.prepare(
                     "SELECT customer_key, state FROM projections WHERE generation = ? ORDER BY customer_key")
-                try old.bind(1, previous.generation)
-                var oldHasRow = try old.step()
+                try oldInOrder.bind(1, previous.generation)
+                var oldHasRow = try oldInOrder.step()
 
                 // Encoded states waiting for their write: each state is encoded once, for
                 // the comparison with the previous generation and for the write alike.
                 var buffered: [(CustomerKey, [UInt8], Int64)] = []
                 buffered.reserveCapacity(chunkSize)
 
-                func finishCustomer(_ key: CustomerKey, _ lastSeq: Int64, _ newBytes: [UInt8]) throws {
-                    // Merge-join with the previous generation, both ordered by key.
-                    while oldHasRow, let oldKey = old.string(0), oldKey < key { oldHasRow = try old.step() }
+                func finishCustomer(_ key: CustomerKey, _ lastSeq: Int64, _ newBytes: [UInt8], outOfOrder: Bool = false) throws {
+                    // Merge-join with the previous generation, both ordered by key; a
+                    // gathered customer (finished after the scan) looks its row up.
+                    let old: Statement
+                    let column: Int32
+                    var oldRow: Bool
+                    if outOfOrder {
+                        old = oldByKey
+                        column = 0
+                        oldByKey.reset()
+                        try oldByKey.bind(1, previous.generation)
+                        try oldByKey.bind(2, key)
+                        oldRow = try oldByKey.step()
+                    } else {
+                        old = oldInOrder
+                        column = 1
+                        while oldHasRow, let oldKey = old.string(0), oldKey < key { oldHasRow = try old.step() }
+                        oldRow = oldHasRow && old.string(0) == key
+                    }
+                    defer { if outOfOrder { oldByKey.reset() } }
                     var hasOld = false
                     var differs = true
-                    if oldHasRow, old.string(0) == key {
+                    if oldRow {
                         hasOld = true
-                        let same = old.withBlob(1) { bytes in
+                        let same = old.withBlob(column) { bytes in
                             bytes.count == newBytes.count
                                 && newBytes.withUnsafeBytes { new in bytes.count == 0 || memcmp(bytes.baseAddress!, new.baseAddress!, bytes.count) == 0 }
                         }
@@ -113,7 +140,7 @@ extension EventStore {
                         else { throw StoreError(code: .unreadable, message: "the state rebuilt for \(key) does not decode: please report this") }
                         let before =
                             hasOld
-                            ? try? old.withBlob(1) { bytes throws(CodecError) in
+                            ? try? old.withBlob(column) { bytes throws(CodecError) in
                                 try Evaluation.evaluate(stateBytes: bytes, rules: previousRules ?? rules, at: now)
                             } : nil
                         if rulesChanged, let before, before != after { differs = true }
@@ -144,7 +171,7 @@ extension EventStore {
                 // while this thread finishes the chunk before it and reads the next: the
                 // finishing goes customer by customer in key order, exactly as one thread
                 // would (progress, comparison, diffs, writes).
-                func finish(_ chunk: ReplayChunk, _ results: [ReplayChunk.Outcome]) throws {
+                func finish(_ chunk: ReplayChunk, _ results: [ReplayChunk.Outcome], outOfOrder: Bool = false) throws {
                     for (customer, result) in zip(chunk.customers, results) {
                         var counted = customer.rows.count
                         var outcome: (Int64, [UInt8])? = nil
@@ -182,7 +209,7 @@ extension EventStore {
                             }
                             outcome = (lastSeq, StateCodec.encode(state))
                         }
-                        try finishCustomer(customer.key, outcome!.0, outcome!.1)
+                        try finishCustomer(customer.key, outcome!.0, outcome!.1, outOfOrder: outOfOrder)
                     }
                 }
 
@@ -198,22 +225,40 @@ extension EventStore {
                 }
 
                 var currentKey: CustomerKey? = nil
+                var route = ReplayIdentity.Route.alone
                 while try facts.step() {
                     let seq = facts.int64(1)
                     if seq > snapshotSeq { continue }
-                    // The same customer as the row before: compared in place, no String made.
+                    // The same key as the row before: compared in place, no String made.
                     if currentKey == nil || !facts.text(0, equals: currentKey!) {
                         let key = facts.string(0) ?? ""
                         if key != currentKey {
-                            if chunk.events >= ReplayChunk.events { try handOver() }
                             currentKey = key
-                            chunk.customers.append(ReplayCustomer(key: key))
+                            route = identity.route(key)
+                            if case .alone = route {
+                                if chunk.events >= ReplayChunk.events { try handOver() }
+                                chunk.customers.append(ReplayCustomer(key: key))
+                            }
                         }
                     }
-                    facts.withBlob(2) { bytes in chunk.append(seq: seq, facts: bytes) }
+                    switch route {
+                    case .alone:
+                        facts.withBlob(2) { bytes in chunk.append(seq: seq, facts: bytes) }
+                    case .whole(let owner):
+                        facts.withBlob(2) { bytes in gathered.append(seq: seq, facts: bytes, to: owner) }
+                    case .byRow:
+                        let key = currentKey!
+                        facts.withBlob(2) { bytes in
+                            gathered.append(seq: seq, facts: bytes, to: identity.owner(ofRow: bytes, seq: seq, filedUnder: key))
+                        }
+                    }
                 }
                 try handOver()
                 if let last = inFlight { try finish(last.chunk, last.outcomes()) }
+                if !gathered.chunk.customers.isEmpty {
+                    let chunk = gathered.sorted()
+                    try finish(chunk, chunk.reduce(rules: rules), outOfOrder: true)
+                }
                 try flush()
                 try writer.finish()
                 progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
@@ -224,20 +269,25 @@ extension EventStore {
                 let newer = try connection.prepare(
                     "SELECT f.customer_key, f.seq, f.facts FROM events e JOIN event_facts f ON f.customer_key = e.customer_key AND f.seq = e.seq WHERE e.seq > ? ORDER BY e.seq")
                 try newer.bind(1, snapshotSeq)
-                var byCustomer: [CustomerKey: [Event]] = [:]
-                var order: [CustomerKey] = []
+                var events: [Event] = []
                 var count: Int64 = 0
                 while try newer.step() {
-                    let key = newer.string(0) ?? ""
                     let seq = newer.int64(1)
-                    let event = try newer.withBlob(2) { bytes in try EventCodec.decode(bytes, seq: seq) }
-                    if byCustomer[key] == nil { order.append(key) }
-                    byCustomer[key, default: []].append(event)
+                    events.append(try newer.withBlob(2) { bytes in try EventCodec.decode(bytes, seq: seq) })
                     count += 1
                 }
-                for key in order {
-                    try project(key: key, events: byCustomer[key] ?? [], generation: next, rules: rules, table: .next)
+                // Links those events changed since the snapshot merge or split customers of
+                // the new generation as they did the current one.
+                var changes = IdentityChanges()
+                for event in events {
+                    for claim in event.linkClaims where changes.before[claim.originalTransactionId] == nil {
+                        let now = try link(of: claim.originalTransactionId)?.appTransactionId
+                        let then = snapshotLinks[claim.originalTransactionId]
+                        if now != then { changes.before[claim.originalTransactionId] = .some(then) }
+                    }
                 }
+                _ = try project(batch: events, changes: changes, generation: next, rules: rules, table: .next)
+                try connection.execute("DELETE FROM identity_rebuild_pending")
                 // The new generation becomes `projections`; the previous one waits in
                 // `projections_next` to be emptied.
                 try connection.execute("ALTER TABLE projections RENAME TO projections_retired")
@@ -459,4 +509,83 @@ private final class OutcomeSlots: @unchecked Sendable {
     }
 
     func values() -> [ReplayChunk.Outcome] { slots.map { $0! } }
+}
+
+/// Who the customers are at a replay's snapshot, and where each key's rows go.
+struct ReplayIdentity {
+    /// Each linked originalTransactionId's appTransactionId.
+    var links: [String: CustomerKey] = [:]
+    /// appTransactionIds whose rows come from more than their own key, or whose
+    /// own key holds rows of another customer.
+    var gathered = Set<CustomerKey>()
+
+    /// Where the rows filed under one key go.
+    enum Route {
+        /// The key is a customer of its own, whole: the rows stream as they are.
+        case alone
+        /// Every row belongs to this (gathered) customer.
+        case whole(CustomerKey)
+        /// Each row goes to its owner (decoded).
+        case byRow
+    }
+
+    init(reader: Connection) throws {
+        let linkRows = try reader.prepare("SELECT original_transaction_id, app_transaction_id FROM customer_links")
+        while try linkRows.step() { links[linkRows.string(0) ?? ""] = linkRows.string(1) ?? "" }
+        let conflicts = try reader.prepare("SELECT original_transaction_id, app_transaction_id FROM link_conflicts")
+        while try conflicts.step() {
+            gathered.insert(conflicts.string(1) ?? "")
+            if let winner = links[conflicts.string(0) ?? ""] { gathered.insert(winner) }
+        }
+        // Keys otid:X of linked X (legacy data without appTransactionId): their rows join X's customer.
+        let otidKeys = try reader.prepare(
+            "SELECT DISTINCT customer_key FROM event_facts WHERE customer_key >= 'otid:' AND customer_key < 'otid;'")
+        while try otidKeys.step() {
+            let key = otidKeys.string(0) ?? ""
+            if let winner = links[String(key.dropFirst(5))] { gathered.insert(winner) }
+        }
+    }
+
+    func route(_ key: CustomerKey) -> Route {
+        if key.hasPrefix("otid:") {
+            if let winner = links[String(key.dropFirst(5))] { return .whole(winner) }
+            return .alone
+        }
+        return gathered.contains(key) ? .byRow : .alone
+    }
+
+    /// The customer a row filed under `key` belongs to (its own key when it does not decode:
+    /// the reducer then reports the damage).
+    func owner(ofRow bytes: UnsafeRawBufferPointer, seq: Int64, filedUnder key: CustomerKey) -> CustomerKey {
+        guard let event = try? EventCodec.decode(bytes, seq: seq), let otid = event.originalTransactionId else { return key }
+        return links[otid] ?? "otid:" + otid
+    }
+}
+
+/// Rows of gathered customers, collected during a replay's scan.
+struct GatheredCustomers {
+    var chunk = ReplayChunk()
+    private var index: [CustomerKey: Int] = [:]
+
+    mutating func append(seq: Int64, facts: UnsafeRawBufferPointer, to key: CustomerKey) {
+        let position: Int
+        if let known = index[key] {
+            position = known
+        } else {
+            position = chunk.customers.count
+            index[key] = position
+            chunk.customers.append(ReplayCustomer(key: key))
+        }
+        chunk.customers[position].rows.append(ReplayCustomer.Row(seq: seq, start: chunk.bytes.count, count: facts.count))
+        chunk.bytes.append(contentsOf: facts)
+        chunk.events += 1
+    }
+
+    /// The chunk with its customers in key order, each one's rows in `seq` order.
+    func sorted() -> ReplayChunk {
+        var sorted = chunk
+        sorted.customers.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        for index in sorted.customers.indices { sorted.customers[index].rows.sort { $0.seq < $1.seq } }
+        return sorted
+    }
 }

@@ -149,12 +149,14 @@ enum Commands {
     static func query(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let arguments = try Arguments(
             args, command: "query",
-            valued: ["--db", "--config", "--app-transaction-id", "--original-transaction-id", "--app-account-token", "--at"],
+            valued: ["--db", "--config", "--app-transaction-id", "--original-transaction-id", "--transaction-id", "--app-account-token", "--at"],
             switches: ["--pretty"])
-        let selectors = ["--app-transaction-id", "--original-transaction-id", "--app-account-token"].filter { arguments.values[$0] != nil }
+        let selectors = ["--app-transaction-id", "--original-transaction-id", "--transaction-id", "--app-account-token"]
+            .filter { arguments.values[$0] != nil }
         guard selectors.count == 1 else {
             throw UsageError(
-                message: "give exactly one of --app-transaction-id, --original-transaction-id, --app-account-token", command: "query")
+                message: "give exactly one of --app-transaction-id, --original-transaction-id, --transaction-id, --app-account-token",
+                command: "query")
         }
         let at = try arguments.integer("--at")
         if let at, at < 0 { throw UsageError(message: "--at expects milliseconds since 1970 (a non-negative integer)", command: "query") }
@@ -168,6 +170,7 @@ enum Commands {
         switch selectors[0] {
         case "--app-transaction-id": query = .appTransactionId(arguments.values["--app-transaction-id"]!)
         case "--original-transaction-id": query = .originalTransactionId(arguments.values["--original-transaction-id"]!)
+        case "--transaction-id": query = .transactionId(arguments.values["--transaction-id"]!)
         default: query = .appAccountToken(arguments.values["--app-account-token"]!)
         }
         do {

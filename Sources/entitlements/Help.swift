@@ -10,7 +10,7 @@ enum Help {
 
         USAGE
           entitlements ingest  [--db PATH] --config PATH [--workers N] [FILE ...]
-          entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --app-account-token UUID) [--at MS]
+          entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at MS]
           entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress]
           entitlements verify  --config PATH [FILE ...]
           entitlements audit   [--db PATH] --config PATH
@@ -56,7 +56,7 @@ enum Help {
               --batch N       most lines committed in one transaction (default 512)
             """,
         "query": """
-            entitlements query [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --app-account-token UUID) [--at MS]
+            entitlements query [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at MS]
 
             Prints what the customer may use at a moment, as one JSON object: entitlements,
             subscriptions (status active, grace_period, billing_retry, expired or revoked),
@@ -64,8 +64,10 @@ enum Help {
             and exit 1.
 
             OPTIONS
-              --app-transaction-id ID        the customer's appTransactionId (or otid:ORIGINAL_ID)
+              --app-transaction-id ID        the customer's appTransactionId (or otid:ORIGINAL_ID, which
+                                             answers as the appTransactionId it is linked to)
               --original-transaction-id ID   any originalTransactionId of the customer
+              --transaction-id ID            any transactionId of the customer
               --app-account-token UUID       every customer whose data carried this token, merged
               --at MS                        the moment, in ms since 1970 UTC (default: now)
               --pretty                       indent the JSON

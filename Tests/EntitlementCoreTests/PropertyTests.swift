@@ -50,13 +50,14 @@ struct PropertyTests {
         let stripped = try events.map { event throws(CodecError) in try EventCodec.decode(EventCodec.encode(event), seq: event.seq) }
         let reference = try reduceAll(events)
 
+        let links = try CustomerLinks(events)
         var rng = SplitMix64(seed: seed)
         var loads = 0
         for round in 0..<6 {
             let order = round == 0 ? stripped : rng.shuffledWithDuplicates(stripped)
             var states: [CustomerKey: CustomerState] = [:]
             for original in order {
-                guard let key = original.customerKey else { continue }
+                guard let key = links.owner(of: original) else { continue }
                 var event = original
                 var state = states[key] ?? CustomerState(key: key)
                 // Stored between events, as the projection store does: raws dropped.
@@ -104,5 +105,49 @@ struct PropertyTests {
             ties += seen.values.filter { $0.count > 1 }.count
         }
         #expect(ties > 10)
+    }
+
+    @Test func generatedHistoriesExerciseLinks() throws {
+        // Legacy objects that merge into their appTransactionId, otid: customers that
+        // stay apart, and conflicting links, some of them in the same millisecond.
+        var merged = 0, apart = 0, conflicts = 0, sameMillisecond = 0
+        for seed in 1...24 as ClosedRange<UInt64> {
+            let events = RandomHistory.events(seed: seed)
+            let links = try CustomerLinks(events)
+            var claims: [String: [LinkClaim]] = [:]
+            for event in events { for claim in event.linkClaims { claims[claim.originalTransactionId, default: []].append(claim) } }
+            for event in events where event.customerKey?.hasPrefix("otid:") == true {
+                if links.owner(of: event)?.hasPrefix("otid:") == true { apart += 1 } else { merged += 1 }
+            }
+            for list in claims.values where Set(list.map(\.appTransactionId)).count > 1 {
+                conflicts += 1
+                let latest = list.map(\.signedDate).max()!
+                if Set(list.filter { $0.signedDate == latest }.map(\.appTransactionId)).count > 1 { sameMillisecond += 1 }
+            }
+        }
+        #expect(merged > 20)
+        #expect(apart > 5)
+        #expect(conflicts > 5)
+        #expect(sameMillisecond > 0)
+    }
+
+    @Test func theLatestLinkDecidesThenTheGreaterRawInAnyOrder() throws {
+        func claim(_ app: String, _ signed: Int64, _ seq: Int64, _ raw: String) -> LinkClaim {
+            LinkClaim(originalTransactionId: "2000", appTransactionId: app, signedDate: signed, ref: RawRef(eventSeq: seq, slot: .own), raw: raw)
+        }
+        let claims = [claim("7001", 5, 1, "b"), claim("7002", 9, 2, "a"), claim("7003", 9, 3, "c"), claim("7001", 9, 4, "b")]
+        var rng = SplitMix64(seed: 5)
+        for _ in 0..<20 {
+            var links = CustomerLinks()
+            for claim in claims.shuffled(using: &rng) + [claims[0]] { try links.add(claim) }
+            #expect(links.resolve("otid:2000") == "7003")
+            #expect(links.resolve("otid:9999") == "otid:9999")
+            #expect(links.resolve("7001") == "7001")
+        }
+        var missing = CustomerLinks()
+        try missing.add(claim("7001", 9, 1, "b"))
+        #expect(throws: MissingRawJWS.self) {
+            try missing.add(LinkClaim(originalTransactionId: "2000", appTransactionId: "7002", signedDate: 9, ref: RawRef(eventSeq: 2, slot: .own)))
+        }
     }
 }

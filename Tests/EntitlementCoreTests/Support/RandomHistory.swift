@@ -8,6 +8,9 @@ struct RandomHistory {
     var resign: Bool
     let history = History()
     private var nextId = 1
+    /// The share of the current purchase's signed objects that carry no
+    /// appTransactionId (data signed before Apple added it).
+    private var legacy = 0.0
 
     static let customers: [String?] = ["704000000000001", "704000000000002", "704000000000003", nil]
     static let tokens = ["0b6a1c2e-0000-4000-8000-00000000000a", "0b6a1c2e-0000-4000-8000-00000000000b"]
@@ -37,6 +40,31 @@ struct RandomHistory {
 
     private mutating func token() -> String? { rng.chance(0.3) ? rng.pick(Self.tokens) : nil }
 
+    /// The appTransactionId an object of the current purchase carries: none
+    /// for a legacy share of them, so that links arrive first, last, in the
+    /// middle, twice, or never.
+    private mutating func carried(_ app: String?) -> String? {
+        guard app != nil, legacy > 0 else { return app }
+        return rng.chance(legacy) ? nil : app
+    }
+
+    /// Starts a purchase: a third of a customer's purchases are partly legacy,
+    /// some wholly (they stay an `otid:` customer).
+    private mutating func beginPurchase(_ app: String?) {
+        legacy = app != nil && rng.chance(0.35) ? rng.pick([0.5, 0.8, 1.0]) : 0
+    }
+
+    /// Now and then another customer claims the purchase: a conflicting link,
+    /// later signed (it decides) or in the same millisecond (the raw decides).
+    private mutating func conflictingClaim(original: String, product: String, signed: Int64, app: String?) {
+        guard rng.chance(0.12) else { return }
+        let other = rng.pick(Self.customers.compactMap { $0 }.filter { $0 != app })
+        // The latest claim so far on this originalTransactionId: tie with it, or sign after it.
+        let latest = history.events.flatMap(\.linkClaims).filter { $0.originalTransactionId == original }.map(\.signedDate).max() ?? signed
+        let when = rng.chance(0.5) ? latest : latest + rng.int(1...(40 * Time.day))
+        emit(renewal(original: original, product: product, autoRenew: rng.chance(0.5), signed: when, token: token(), app: other))
+    }
+
     private mutating func customer(_ app: String?) {
         for _ in 0..<rng.int(0...2) { subscription(app) }
         for _ in 0..<rng.int(0...4) { oneOff(app) }
@@ -50,6 +78,7 @@ struct RandomHistory {
 
     private mutating func subscription(_ app: String?) {
         let otid = id("2000")
+        beginPurchase(app)
         let product = rng.pick([Product.monthly, Product.premium, Product.basic])
         var purchase = Time.day(rng.int(0...10)) + rng.int(0...Time.hour)
         let periods = rng.int(1...4)
@@ -59,13 +88,13 @@ struct RandomHistory {
             let signed = purchase + rng.int(0...1000)
             let base = transaction(
                 transactionId, original: otid, product: product, purchase: purchase, expires: expires, signed: signed,
-                token: token(), app: app)
+                token: token(), app: carried(app))
             emit(base)
             variants(of: base, product: product, original: otid, app: app)
             if period < periods - 1, rng.chance(0.2) {
                 emit(transaction(
                     transactionId, original: otid, product: product, purchase: purchase, expires: expires,
-                    signed: signed + rng.int(1...Time.day), upgraded: true, app: app))
+                    signed: signed + rng.int(1...Time.day), upgraded: true, app: carried(app)))
             }
             // Renewal infos around this period.
             for _ in 0..<rng.int(0...2) {
@@ -75,26 +104,28 @@ struct RandomHistory {
                     original: otid, product: product,
                     autoRenewProduct: rng.chance(0.2) ? Product.basic : product, autoRenew: rng.chance(0.7),
                     retry: retry, grace: retry && rng.chance(0.5) ? expires + 6 * Time.day : nil,
-                    signed: renewalSigned, token: token(), app: app)
+                    signed: renewalSigned, token: token(), app: carried(app))
                 emit(info)
                 if rng.chance(0.25) {
                     // A different renewal info signed in the same millisecond: the raw decides.
                     emit(renewal(
                         original: otid, product: product, autoRenew: !rng.chance(0.5), retry: !retry,
-                        signed: renewalSigned, token: token(), app: app))
+                        signed: renewalSigned, token: token(), app: carried(app)))
                 }
             }
             purchase = expires + (rng.chance(0.3) ? rng.int(1...(10 * Time.day)) : 0)
         }
+        conflictingClaim(original: otid, product: product, signed: purchase, app: app)
     }
 
     private mutating func oneOff(_ app: String?) {
+        beginPurchase(app)
         let product = rng.pick([Product.lifetime, Product.coins, Product.gems, Product.pass, Product.dayPass, Product.openPass])
         let purchase = Time.day(rng.int(0...40)) + rng.int(0...Time.day)
         let quantity = Product.type(of: product) == "Consumable" ? rng.int(1...5) : 1
         let base = transaction(
             id("3000"), product: product, purchase: purchase, signed: purchase + rng.int(0...1000), quantity: quantity,
-            token: token(), app: app)
+            token: token(), app: carried(app))
         emit(base)
         variants(of: base, product: product, original: nil, app: app)
     }
@@ -109,7 +140,7 @@ struct RandomHistory {
             transaction(
                 p.transactionId, original: original, product: product, purchase: p.purchaseDate, expires: expires,
                 signed: signed, quantity: p.quantity, revoked: revoked, revocationType: type,
-                revocationPercentage: percentage, token: p.appAccountToken, app: app)
+                revocationPercentage: percentage, token: p.appAccountToken, app: carried(app))
         }
         var signed = p.signedDate
         if rng.chance(0.25) {
@@ -187,12 +218,8 @@ extension SplitMix64 {
     }
 }
 
-/// Each customer's state after `events` in the order given.
+/// Each customer's state after `events` in the order given, customers linked
+/// as contract section 5 says (``CustomerLinks``).
 func reduceAll(_ events: [Event], rules: Rules = testRules) throws(MissingRawJWS) -> [CustomerKey: CustomerState] {
-    var states: [CustomerKey: CustomerState] = [:]
-    for event in events {
-        guard let key = event.customerKey else { continue }
-        try states[key, default: CustomerState(key: key)].apply(event, rules: rules)
-    }
-    return states
+    try CustomerLinks.customers(of: events, rules: rules)
 }

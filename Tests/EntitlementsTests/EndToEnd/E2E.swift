@@ -50,12 +50,13 @@ enum E2E {
 
     static func notification(
         _ type: String, _ subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(), signed: Int64,
-        transaction: JSONValue? = nil, renewal: JSONValue? = nil
+        transaction: JSONValue? = nil, renewal: JSONValue? = nil, environment: String = TestPayloads.environment
     ) -> String {
         TestPayloads.body(
             signedPayload: pki.sign(
                 TestPayloads.notification(
-                    type: type, subtype: subtype, uuid: uuid, signedDate: signed, signedTransactionInfo: transaction.map(pki.sign),
+                    type: type, subtype: subtype, uuid: uuid, signedDate: signed, environment: environment,
+                    signedTransactionInfo: transaction.map(pki.sign),
                     signedRenewalInfo: renewal.map(pki.sign))))
     }
 

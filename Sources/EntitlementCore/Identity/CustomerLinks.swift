@@ -1,0 +1,173 @@
+/// A signed object's word that `originalTransactionId` X belongs to the
+/// customer `appTransactionId` A (contract section 5): every signed object that
+/// carries both makes one.
+///
+/// When objects link X to different appTransactionIds, the greatest claim
+/// decides: the later `signedDate`, then the greater raw JWS (the raw of the
+/// object that carries the `appTransactionId`). Being a maximum, the winner
+/// does not depend on the order claims arrive in.
+public struct LinkClaim: Sendable, Hashable {
+    public var originalTransactionId: String
+    public var appTransactionId: String
+    public var signedDate: Int64
+    /// Where the raw JWS of the claiming object is.
+    public var ref: RawRef
+    /// That raw, when at hand (at ingest); needed only to break a tie on `signedDate`.
+    public var raw: String?
+
+    public init(originalTransactionId: String, appTransactionId: String, signedDate: Int64, ref: RawRef, raw: String? = nil) {
+        self.originalTransactionId = originalTransactionId
+        self.appTransactionId = appTransactionId
+        self.signedDate = signedDate
+        self.ref = ref
+        self.raw = raw
+    }
+
+    /// Equality of what the claim says (not where it is): two copies of one
+    /// object make one claim.
+    public static func == (lhs: LinkClaim, rhs: LinkClaim) -> Bool {
+        lhs.originalTransactionId == rhs.originalTransactionId && lhs.appTransactionId == rhs.appTransactionId
+            && lhs.signedDate == rhs.signedDate
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(originalTransactionId)
+        hasher.combine(appTransactionId)
+        hasher.combine(signedDate)
+    }
+
+    /// Which of two claims on one `originalTransactionId` wins.
+    public enum Verdict: Sendable, Hashable {
+        case keepExisting
+        case takeIncoming
+        /// Same `signedDate` under different refs: the raws named here decide.
+        case needsRaws(Set<RawRef>)
+    }
+
+    /// Orders `incoming` against `existing`: later `signedDate`, then the greater
+    /// raw JWS (UTF-8 bytes), then the smaller ref (the copy logged first).
+    public static func verdict(existing: LinkClaim, incoming: LinkClaim) -> Verdict {
+        if incoming.signedDate != existing.signedDate {
+            return incoming.signedDate > existing.signedDate ? .takeIncoming : .keepExisting
+        }
+        if incoming.ref == existing.ref { return .keepExisting }
+        guard let existingRaw = existing.raw, let incomingRaw = incoming.raw else {
+            var missing = Set<RawRef>()
+            if existing.raw == nil { missing.insert(existing.ref) }
+            if incoming.raw == nil { missing.insert(incoming.ref) }
+            return .needsRaws(missing)
+        }
+        if existingRaw == incomingRaw { return incoming.ref < existing.ref ? .takeIncoming : .keepExisting }
+        return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting
+    }
+}
+
+extension Event {
+    /// The links the event's signed objects make: each transaction or renewal
+    /// info carrying both ids, and a notification whose `data.appTransactionId`
+    /// comes with the originalTransactionId of what it carries.
+    public var linkClaims: [LinkClaim] {
+        switch body {
+        case .notification(let n):
+            var claims: [LinkClaim] = []
+            if let t = n.transaction, let app = t.facts.appTransactionId {
+                claims.append(
+                    LinkClaim(
+                        originalTransactionId: t.facts.originalTransactionId, appTransactionId: app, signedDate: t.facts.signedDate,
+                        ref: t.ref, raw: t.raw))
+            }
+            if let r = n.renewalInfo, let app = r.facts.appTransactionId {
+                claims.append(
+                    LinkClaim(
+                        originalTransactionId: r.facts.originalTransactionId, appTransactionId: app, signedDate: r.facts.signedDate,
+                        ref: r.ref, raw: r.raw))
+            }
+            if let app = n.appTransactionId, let otid = originalTransactionId {
+                claims.append(
+                    LinkClaim(
+                        originalTransactionId: otid, appTransactionId: app, signedDate: n.signedDate,
+                        ref: RawRef(eventSeq: seq, slot: .own)))  // the notification's raw is loaded on a tie
+            }
+            return claims
+        case .transaction(let t):
+            guard let app = t.facts.appTransactionId else { return [] }
+            return [
+                LinkClaim(
+                    originalTransactionId: t.facts.originalTransactionId, appTransactionId: app, signedDate: t.facts.signedDate,
+                    ref: t.ref, raw: t.raw)
+            ]
+        case .renewalInfo(let r):
+            guard let app = r.facts.appTransactionId else { return [] }
+            return [
+                LinkClaim(
+                    originalTransactionId: r.facts.originalTransactionId, appTransactionId: app, signedDate: r.facts.signedDate,
+                    ref: r.ref, raw: r.raw)
+            ]
+        case .appTransaction:
+            return []
+        }
+    }
+}
+
+/// Who the customer is (contract section 5), as a pure function of the set of
+/// events: the winning link of every originalTransactionId, and the customers
+/// the customers the events then form.
+public struct CustomerLinks: Sendable, Hashable {
+    /// The winning claim of each linked originalTransactionId.
+    public private(set) var winners: [String: LinkClaim] = [:]
+
+    public init() {}
+
+    /// The links of `events` (any order, any duplicates).
+    /// - Throws: ``MissingRawJWS`` when two claims tie on `signedDate` and a raw is not at hand.
+    public init(_ events: some Sequence<Event>) throws(MissingRawJWS) {
+        for event in events {
+            for claim in event.linkClaims { try add(claim) }
+        }
+    }
+
+    /// Takes `claim` when it beats the standing one.
+    /// - Returns: whether the appTransactionId that X is linked to changed.
+    @discardableResult
+    public mutating func add(_ claim: LinkClaim) throws(MissingRawJWS) -> Bool {
+        guard let existing = winners[claim.originalTransactionId] else {
+            winners[claim.originalTransactionId] = claim
+            return true
+        }
+        switch LinkClaim.verdict(existing: existing, incoming: claim) {
+        case .keepExisting: return false
+        case .takeIncoming:
+            winners[claim.originalTransactionId] = claim
+            return existing.appTransactionId != claim.appTransactionId
+        case .needsRaws(let refs): throw MissingRawJWS(refs: refs)
+        }
+    }
+
+    /// The customer an event belongs to: the one its originalTransactionId X
+    /// is linked to, else `otid:<X>`; an event without one (an AppTransaction,
+    /// a notification with only `data.appTransactionId`) belongs to the
+    /// appTransactionId it carries (``Event/customerKey``).
+    public func owner(of event: Event) -> CustomerKey? {
+        if let otid = event.originalTransactionId { return winners[otid]?.appTransactionId ?? "otid:" + otid }
+        return event.customerKey
+    }
+
+    /// The customer `key` names: an appTransactionId, or `otid:<X>`, which
+    /// answers as an alias of the appTransactionId X is linked to.
+    public func resolve(_ key: CustomerKey) -> CustomerKey {
+        guard key.hasPrefix("otid:") else { return key }
+        return winners[String(key.dropFirst(5))]?.appTransactionId ?? key
+    }
+
+    /// Every customer's state after `events` (any order, any duplicates): each
+    /// event goes to its ``owner(of:)`` under the links of all of `events`.
+    /// - Throws: ``MissingRawJWS`` as ``CustomerState/apply(_:rules:)`` and ``add(_:)``.
+    public static func customers(of events: [Event], rules: Rules) throws(MissingRawJWS) -> [CustomerKey: CustomerState] {
+        let links = try CustomerLinks(events)
+        var states: [CustomerKey: CustomerState] = [:]
+        for event in events {
+            guard let key = links.owner(of: event) else { continue }
+            try states[key, default: CustomerState(key: key)].apply(event, rules: rules)
+        }
+        return states
+    }
+}

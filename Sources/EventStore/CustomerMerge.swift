@@ -1,0 +1,251 @@
+import EntitlementCore
+
+/// What one batch changed in who the customers are: per originalTransactionId
+/// whose link changed, the appTransactionId it was linked to before (`nil`: none).
+struct IdentityChanges {
+    var before: [String: String?] = [:]
+}
+
+/// A customer `otid:<X>` that became an alias of an appTransactionId: its
+/// projection is gone and its data answers under `into` (contract section 8
+/// reports its entitlements inactive under its old key, with cause "merge").
+public struct CustomerMerge: Sendable, Hashable {
+    public var from: CustomerKey
+    public var into: CustomerKey
+}
+
+extension EventStore {
+    // MARK: Links
+
+    /// The winning link of `originalTransactionId`, if any.
+    func link(of originalTransactionId: String) throws -> LinkClaim? {
+        let statement = try connection.cached(
+            "SELECT app_transaction_id, signed_date, ref_seq, ref_slot FROM customer_links WHERE original_transaction_id = ?")
+        defer { statement.reset() }
+        try statement.bind(1, originalTransactionId)
+        guard try statement.step() else { return nil }
+        return LinkClaim(
+            originalTransactionId: originalTransactionId, appTransactionId: statement.string(0) ?? "",
+            signedDate: statement.int64(1),
+            ref: RawRef(eventSeq: statement.int64(2), slot: RawRef.Slot(rawValue: UInt8(clamping: statement.int64(3))) ?? .own))
+    }
+
+    /// Records `claim` when it beats the standing link of its
+    /// originalTransactionId (later `signedDate`, then greater raw JWS), and
+    /// notes in `changes` what X was linked to before the batch when that
+    /// changes. Claims naming different appTransactionIds for one X are
+    /// remembered in `link_conflicts` (facts of X may be filed under each).
+    func record(_ claim: LinkClaim, changes: inout IdentityChanges) throws {
+        let otid = claim.originalTransactionId
+        if var existing = try link(of: otid) {
+            if existing.appTransactionId != claim.appTransactionId {
+                let conflict = try connection.cached(
+                    "INSERT OR IGNORE INTO link_conflicts (original_transaction_id, app_transaction_id) VALUES (?, ?)")
+                for app in [existing.appTransactionId, claim.appTransactionId] {
+                    conflict.reset()
+                    try conflict.bind(1, otid)
+                    try conflict.bind(2, app)
+                    try conflict.step()
+                }
+            }
+            var incoming = claim
+            var decided: LinkClaim.Verdict = .needsRaws([])
+            for _ in 0..<3 {
+                decided = LinkClaim.verdict(existing: existing, incoming: incoming)
+                guard case .needsRaws(let refs) = decided else { break }
+                for ref in refs {
+                    let raw = try rawJWS(ref)
+                    if ref == existing.ref { existing.raw = raw }
+                    if ref == incoming.ref { incoming.raw = raw }
+                }
+            }
+            switch decided {
+            case .keepExisting: return
+            case .takeIncoming: break
+            case .needsRaws: throw StoreError(code: .unreadable, message: "could not order two links of originalTransactionId \(otid)")
+            }
+            if existing.appTransactionId != claim.appTransactionId, changes.before[otid] == nil {
+                changes.before[otid] = .some(existing.appTransactionId)
+            }
+        } else if changes.before[otid] == nil {
+            changes.before[otid] = .some(nil)
+        }
+        let save = try connection.cached(
+            "INSERT OR REPLACE INTO customer_links (original_transaction_id, app_transaction_id, signed_date, ref_seq, ref_slot) VALUES (?, ?, ?, ?, ?)")
+        try save.bind(1, otid)
+        try save.bind(2, claim.appTransactionId)
+        try save.bind(3, claim.signedDate)
+        try save.bind(4, claim.ref.eventSeq)
+        try save.bind(5, Int64(claim.ref.slot.rawValue))
+        try save.step()
+    }
+
+    /// The customer `event` belongs to now: the one its originalTransactionId
+    /// is linked to, else `otid:<X>`, else the appTransactionId it carries.
+    func owner(of event: Event, cache: inout [String: CustomerKey]) throws -> CustomerKey? {
+        guard let otid = event.originalTransactionId else { return event.customerKey }
+        if let known = cache[otid] { return known }
+        let owner = try link(of: otid)?.appTransactionId ?? "otid:" + otid
+        cache[otid] = owner
+        return owner
+    }
+
+    /// The customer `key` names now (`otid:<X>` answers as the appTransactionId X is linked to).
+    func resolve(_ key: CustomerKey) throws -> CustomerKey {
+        guard key.hasPrefix("otid:") else { return key }
+        return try link(of: String(key.dropFirst(5)))?.appTransactionId ?? key
+    }
+
+    /// The keys under which facts of `customer` may be filed: its own, `otid:<X>`
+    /// for every X linked to it, and every appTransactionId that also claimed
+    /// such an X (conflicting links).
+    func sources(of customer: CustomerKey) throws -> [CustomerKey] {
+        var sources = [customer]
+        guard !customer.hasPrefix("otid:") else { return sources }
+        let linked = try connection.cached(
+            "SELECT original_transaction_id FROM customer_links WHERE app_transaction_id = ? ORDER BY original_transaction_id")
+        defer { linked.reset() }
+        try linked.bind(1, customer)
+        var otids: [String] = []
+        while try linked.step() { otids.append(linked.string(0) ?? "") }
+        linked.reset()
+        let claimants = try connection.cached(
+            "SELECT app_transaction_id FROM link_conflicts WHERE original_transaction_id = ? ORDER BY app_transaction_id")
+        defer { claimants.reset() }
+        for otid in otids {
+            sources.append("otid:" + otid)
+            claimants.reset()
+            try claimants.bind(1, otid)
+            while try claimants.step() {
+                let app = claimants.string(0) ?? ""
+                if !sources.contains(app) { sources.append(app) }
+            }
+        }
+        return sources
+    }
+
+    // MARK: Projections across linked keys
+
+    /// Projects a batch's new events into `table`: each customer whose make-up
+    /// did not change is updated with its new events alone; a customer that
+    /// gained or lost an originalTransactionId through a changed link is
+    /// rebuilt from its facts (only the customers concerned: no replay); a
+    /// customer `otid:<X>` whose X got linked is removed (it answers as an
+    /// alias of the appTransactionId it merged into).
+    ///
+    /// - Returns: the merges of `otid:` customers into appTransactionIds.
+    func project(
+        batch events: [Event], changes: IdentityChanges, generation: Int64, rules: Rules, table: ProjectionTable = .current
+    ) throws -> [CustomerMerge] {
+        var rebuild: [CustomerKey] = []
+        var rebuilding = Set<CustomerKey>()
+        var merges: [CustomerMerge] = []
+        func mark(_ key: CustomerKey) { if rebuilding.insert(key).inserted { rebuild.append(key) } }
+        for otid in changes.before.keys.sorted() {
+            let before = changes.before[otid]!
+            guard let now = try link(of: otid)?.appTransactionId, before != now else { continue }
+            if let before {
+                mark(before)
+                mark(now)
+            } else if try projectionExists(key: "otid:" + otid, generation: generation, table: table) {
+                try deleteProjection(key: "otid:" + otid, generation: generation, table: table)
+                merges.append(CustomerMerge(from: "otid:" + otid, into: now))
+                mark(now)
+            }
+            // Else X was unknown until this batch: its events simply go to `now`.
+        }
+        var order: [CustomerKey] = []
+        var pending: [CustomerKey: [Event]] = [:]
+        var owners: [String: CustomerKey] = [:]
+        for event in events {
+            guard let customer = try owner(of: event, cache: &owners), !rebuilding.contains(customer) else { continue }
+            if pending[customer] == nil { order.append(customer) }
+            pending[customer, default: []].append(event)
+        }
+        for key in order {
+            try project(key: key, events: pending[key] ?? [], generation: generation, rules: rules, table: table)
+        }
+        for key in rebuild {
+            try rebuildProjection(of: key, generation: generation, rules: rules, table: table)
+        }
+        return merges
+    }
+
+    /// Rebuilds `customer`'s projection from every fact that belongs to it, or
+    /// removes the projection when none is left.
+    func rebuildProjection(of customer: CustomerKey, generation: Int64, rules: Rules, table: ProjectionTable) throws {
+        var state = CustomerState(key: customer)
+        var lastSeq: Int64 = 0
+        var any = false
+        var owners: [String: CustomerKey] = [:]
+        let facts = try connection.cached("SELECT seq, facts FROM event_facts WHERE customer_key = ? ORDER BY seq")
+        for source in try sources(of: customer) {
+            facts.reset()
+            try facts.bind(1, source)
+            var events: [Event] = []
+            while try facts.step() {
+                let seq = facts.int64(0)
+                events.append(try facts.withBlob(1) { bytes in try EventCodec.decode(bytes, seq: seq) })
+            }
+            facts.reset()
+            for event in events {
+                guard try owner(of: event, cache: &owners) == customer else { continue }
+                try apply(event, to: &state, rules: rules)
+                lastSeq = max(lastSeq, event.seq)
+                any = true
+            }
+        }
+        guard any else {
+            try deleteProjection(key: customer, generation: generation, table: table)
+            return
+        }
+        try writeProjection(
+            key: customer, stateBytes: StateCodec.encode(state), generation: generation, rulesVersion: rules.version,
+            lastSeq: lastSeq, table: table)
+    }
+
+    func projectionExists(key: CustomerKey, generation: Int64, table: ProjectionTable) throws -> Bool {
+        let statement = try connection.cached("SELECT 1 FROM \(table.rawValue) WHERE generation = ? AND customer_key = ?")
+        defer { statement.reset() }
+        try statement.bind(1, generation)
+        try statement.bind(2, key)
+        return try statement.step()
+    }
+
+    func deleteProjection(key: CustomerKey, generation: Int64, table: ProjectionTable) throws {
+        let delete = try connection.cached("DELETE FROM \(table.rawValue) WHERE generation = ? AND customer_key = ?")
+        try delete.bind(1, generation)
+        try delete.bind(2, key)
+        try delete.step()
+    }
+
+    // MARK: Reading
+
+    /// The customer `key` names now: an appTransactionId, or `otid:<X>`, which
+    /// answers as an alias of the appTransactionId X is linked to.
+    public func resolveCustomer(_ key: CustomerKey) throws(StoreError) -> CustomerKey {
+        try mapped { try resolve(key) }
+    }
+
+    /// The customer holding the transaction `transactionId`, if the log has it.
+    public func customer(transactionId: String) throws(StoreError) -> CustomerKey? {
+        try mapped { () throws -> CustomerKey? in
+            let statement = try connection.cached(
+                "SELECT original_transaction_id, customer_key FROM events WHERE transaction_id = ? ORDER BY seq LIMIT 1")
+            defer { statement.reset() }
+            try statement.bind(1, transactionId)
+            guard try statement.step() else { return nil }
+            let otid = statement.string(0)
+            let key = statement.string(1)
+            statement.reset()
+            if let otid { return try resolve("otid:" + otid) }
+            return key
+        }
+    }
+
+    /// Whether a migration left the projections to be rebuilt (a database made
+    /// before customers were linked, holding `otid:` customers that now merge).
+    public func identityRebuildPending() throws(StoreError) -> Bool {
+        try mapped { (try connection.scalarInt("SELECT count(*) FROM identity_rebuild_pending") ?? 0) > 0 }
+    }
+}

@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore", "SchemaMigrations"]),
         .testTarget(
             name: "AppStoreServerAPITests",
-            dependencies: ["AppStoreServerAPI", "Entitlements", "EntitlementCore", "TestPKI", "COpenSSL", "CLibSSL"]),
+            dependencies: ["AppStoreServerAPI", "Entitlements", "EntitlementCore", "EventStore", "TestPKI", "COpenSSL", "CLibSSL"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "TestPKI", "DemoFixtures"]),
     ],
     swiftLanguageModes: [.v6]

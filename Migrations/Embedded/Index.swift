@@ -9,5 +9,6 @@ extension SchemaMigrations {
         m004_projections_next,
         m005_app_binding,
         m006_customer_links,
+        m010_sync_state,
     ]
 }

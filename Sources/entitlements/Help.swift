@@ -15,6 +15,8 @@ enum Help {
           entitlements verify  --config PATH [FILE ...]
           entitlements audit   [--db PATH] --config PATH
           entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
+          entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
+          entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
           entitlements demo
 
         Run `entitlements COMMAND --help` for a command's options.
@@ -30,6 +32,8 @@ enum Help {
 
     static let commands: [String: String] = [
         "sign": SignCommand.help,
+        "sync": SyncCommand.help,
+        "set-account-token": SyncCommand.setAccountTokenHelp,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 

@@ -135,7 +135,7 @@ extension Tool {
         in folder: URL, keyPath: String, baseURL: String? = nil, bundleId: String = "com.example.app", environment: String = "Sandbox",
         rootPEM: String? = nil, rules: JSONValue = ["version": "1", "products": [:]]
     ) throws -> String {
-        var api: JSONObject = JSONObject([
+        var api = JSONObject([
             ("issuerId", "57246542-96fe-1a63-e053-0824d011072a"), ("keyId", "2X9R4HXF34"), ("privateKeyPath", .string(keyPath)),
         ])
         if let baseURL { api["baseURL"] = .string(baseURL) }

@@ -1,0 +1,362 @@
+import EntitlementCore
+import EventStore
+import Foundation
+
+/// Brings what the App Store Server API holds into the engine (contract section 10):
+/// Get Notification History for what Apple failed to deliver or a new deployment never
+/// saw, and a customer's transaction history, subscription statuses and app transaction.
+///
+/// Every page is ingested, and committed, before the next is requested, through exactly
+/// the verification of any other input, so a failure later keeps everything before it;
+/// where to resume (the end of the last successful notification sync, the history
+/// revision reached per customer) is kept in the database.
+///
+/// ```swift
+/// let sync = try AppStoreSync(engine: engine)
+/// let outcome = sync.notifications(start: nil, onlyFailures: true) { page in print(page.json()) }
+/// ```
+public final class AppStoreSync: Sendable {
+    public let engine: Engine
+    public let client: AppStoreServerAPIClient
+    let clock: @Sendable () -> Int64
+
+    /// How far before the previous sync's end a resumed notification sync starts: Apple's
+    /// history can record a notification sent just before a sync's end a little later, and
+    /// what comes twice is a harmless duplicate.
+    public static let resumeOverlap: Int64 = 10 * 60 * 1000
+    /// Apple keeps notification history for 180 days.
+    public static let historyWindow: Int64 = 180 * 24 * 60 * 60 * 1000
+
+    /// - Parameters:
+    ///   - client: the API client; by default one for the engine's configuration.
+    ///   - clock: now, in milliseconds since 1970.
+    public init(engine: Engine, client: AppStoreServerAPIClient, clock: @escaping @Sendable () -> Int64 = { Engine.now() }) {
+        self.engine = engine
+        self.client = client
+        self.clock = clock
+    }
+
+    /// A sync for `engine`'s configuration, sending over HTTPS with libssl.
+    /// - Throws: ``EngineError`` with `CONFIGURATION` (no `appStoreServerAPI` section, an
+    ///   environment the API does not serve), a key error code (`KEY_NOT_FOUND`, ...) or an
+    ///   HTTP client error code.
+    public convenience init(engine: Engine) throws(EngineError) {
+        let configuration = engine.configuration
+        let client = try Self.client(for: configuration, transport: nil)
+        self.init(engine: engine, client: client)
+    }
+
+    /// The API client a configuration describes: its key, and `baseURL` or Apple's host for its environment.
+    public static func client(
+        for configuration: EngineConfiguration, transport: (any HTTPTransport)?,
+        sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) }
+    ) throws(EngineError) -> AppStoreServerAPIClient {
+        guard let api = configuration.appStoreServerAPI else {
+            throw EngineError(
+                code: "CONFIGURATION",
+                message: "configuration field \"appStoreServerAPI\": required: {\"issuerId\", \"keyId\", \"privateKeyPath\"} of the In-App Purchase key")
+        }
+        let baseURL: URL
+        if let configured = api.baseURL {
+            baseURL = configured
+        } else {
+            switch configuration.environment {
+            case .production: baseURL = AppStoreServerAPIConfiguration.productionURL
+            case .sandbox: baseURL = AppStoreServerAPIConfiguration.sandboxURL
+            case .xcode, .localTesting:
+                throw EngineError(
+                    code: "CONFIGURATION",
+                    message: "the App Store Server API serves Production and Sandbox, not \(configuration.environment.rawValue); set appStoreServerAPI.baseURL to reach a local server")
+            }
+        }
+        let signer: AppStoreSigner
+        do { signer = try api.signer(bundleId: configuration.bundleId) } catch {
+            throw EngineError(code: error.code.rawValue, message: error.message)
+        }
+        let chosen: any HTTPTransport
+        if let transport {
+            chosen = transport
+        } else {
+            do { chosen = try HTTPClient() } catch { throw EngineError(code: error.code.rawValue, message: error.message) }
+        }
+        return AppStoreServerAPIClient(signer: signer, baseURL: baseURL, transport: chosen, sleep: sleep)
+    }
+
+    var environmentName: String { engine.configuration.environment.rawValue }
+
+    // MARK: Notifications
+
+    /// Get Notification History from `start` (default: the end of the last successful
+    /// sync of the same kind less ``resumeOverlap``, else 180 days ago) to now, every page
+    /// ingested; on success the end is kept as the next start.
+    /// - Parameter page: called after each page is committed.
+    public func notifications(start: Int64?, onlyFailures: Bool, page: (SyncPage) -> Void) -> SyncOutcome {
+        var totals = SyncTotals()
+        let end = clock()
+        let stateKey = (onlyFailures ? "notifications-failures:" : "notifications:") + environmentName
+        let from: Int64
+        if let start {
+            from = start
+        } else {
+            let stored: String?
+            do { stored = try engine.syncState(stateKey) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
+            if let stored, let last = Int64(stored) {
+                from = max(last - Self.resumeOverlap, end - Self.historyWindow)
+            } else {
+                from = end - Self.historyWindow
+            }
+        }
+        var token: String? = nil
+        while true {
+            let request = APIRequest.notificationHistory(startDate: from, endDate: end, onlyFailures: onlyFailures, paginationToken: token)
+            let response: APIResponse
+            do { response = try client.send(request) } catch { return SyncOutcome(totals: totals, failure: .api(error)) }
+            guard case .array(let history)? = response.json?["notificationHistory"] else {
+                return SyncOutcome(totals: totals, failure: .malformed(request, response, "has no notificationHistory array"))
+            }
+            var documents: [InputBytes] = []
+            for entry in history {
+                // Each signedPayload exactly as Apple POSTs it; anything else is handed on as is, to be quarantined.
+                if case .string(let jws)? = entry["signedPayload"] {
+                    documents.append(InputBytes(JSONWriter.string(["signedPayload": .string(jws)])))
+                } else {
+                    documents.append(InputBytes(JSONWriter.string(entry)))
+                }
+            }
+            if let failure = ingest(documents, request: request, response: response, totals: &totals, page: page) {
+                return SyncOutcome(totals: totals, failure: failure)
+            }
+            guard response.json?["hasMore"] == .bool(true) else { break }
+            guard case .string(let next)? = response.json?["paginationToken"], !next.isEmpty else {
+                return SyncOutcome(totals: totals, failure: .malformed(request, response, "says hasMore but carries no paginationToken"))
+            }
+            token = next
+        }
+        do { try engine.setSyncState(String(end), keys: [stateKey]) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
+        return SyncOutcome(totals: totals, failure: nil)
+    }
+
+    // MARK: One customer
+
+    /// Get Transaction History (v2) from the revision stored for this customer, then Get
+    /// All Subscription Statuses and Get App Transaction Info, each page ingested; the
+    /// revision reached is stored after each page.
+    /// - Parameter id: any transaction id of the customer, or its appTransactionId.
+    public func customer(_ id: String, page: (SyncPage) -> Void) -> SyncOutcome {
+        var totals = SyncTotals()
+        let idKey = "history:\(environmentName):id:\(id)"
+        var revision: String?
+        do { revision = try storedRevision(id: id, idKey: idKey) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
+        while true {
+            let request = APIRequest.transactionHistory(transactionId: id, revision: revision)
+            let response: APIResponse
+            do { response = try client.send(request) } catch { return SyncOutcome(totals: totals, failure: .api(error)) }
+            guard let json = response.json, case .array = json["signedTransactions"] else {
+                return SyncOutcome(totals: totals, failure: .malformed(request, response, "has no signedTransactions array"))
+            }
+            let results: [IngestResult]
+            switch ingestWhole(json, request: request, response: response, totals: &totals, page: page) {
+            case .success(let ingested): results = ingested
+            case .failure(let failure): return SyncOutcome(totals: totals, failure: failure)
+            }
+            if case .string(let reached)? = json["revision"], !reached.isEmpty {
+                revision = reached
+                let customers = Set(results.compactMap(\.appTransactionId)).sorted()
+                let keys = [idKey] + customers.map { "history:\(environmentName):customer:\($0)" }
+                do { try engine.setSyncState(reached, keys: keys) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
+            }
+            guard json["hasMore"] == .bool(true) else { break }
+            guard revision != nil else {
+                return SyncOutcome(totals: totals, failure: .malformed(request, response, "says hasMore but carries no revision"))
+            }
+        }
+
+        let statuses = APIRequest.subscriptionStatuses(transactionId: id)
+        do {
+            let response = try client.send(statuses)
+            guard let json = response.json, case .array = json["data"] else {
+                return SyncOutcome(totals: totals, failure: .malformed(statuses, response, "has no data array"))
+            }
+            if case .failure(let failure) = ingestWhole(json, request: statuses, response: response, totals: &totals, page: page) {
+                return SyncOutcome(totals: totals, failure: failure)
+            }
+        } catch {
+            return SyncOutcome(totals: totals, failure: .api(error))
+        }
+
+        let appTransaction = APIRequest.appTransactionInfo(transactionId: id)
+        do {
+            let response = try client.send(appTransaction)
+            guard let json = response.json, case .string = json["signedAppTransactionInfo"] else {
+                return SyncOutcome(totals: totals, failure: .malformed(appTransaction, response, "has no signedAppTransactionInfo"))
+            }
+            if case .failure(let failure) = ingestWhole(json, request: appTransaction, response: response, totals: &totals, page: page) {
+                return SyncOutcome(totals: totals, failure: failure)
+            }
+        } catch {
+            // An app bought before app transactions existed has none: nothing to ingest, not a failure.
+            guard error.apiErrorCode == Self.appTransactionDoesNotExist, let status = error.status else {
+                return SyncOutcome(totals: totals, failure: .api(error))
+            }
+            page(SyncPage(request: appTransaction.description, status: status, items: 0, results: []))
+        }
+        return SyncOutcome(totals: totals, failure: nil)
+    }
+
+    /// Apple's AppTransactionDoesNotExistError.
+    static let appTransactionDoesNotExist: Int64 = 4_040_019
+
+    /// The revision to start from: stored under the id itself, else under the customer
+    /// the engine already links the id to.
+    func storedRevision(id: String, idKey: String) throws(EngineError) -> String? {
+        if let stored = try engine.syncState(idKey) { return stored }
+        for key in try engine.customerKeys(forAnyId: id) {
+            if let stored = try engine.syncState("history:\(environmentName):customer:\(key)") { return stored }
+        }
+        return nil
+    }
+
+    // MARK: Set App Account Token
+
+    /// Set App Account Token: ties the purchases of `originalTransactionId` to `appAccountToken`
+    /// (a UUID) at Apple; `sync --customer` then brings the re-signed data in.
+    public func setAppAccountToken(originalTransactionId: String, appAccountToken: String) -> SyncOutcome {
+        let request = APIRequest.setAppAccountToken(originalTransactionId: originalTransactionId, appAccountToken: appAccountToken)
+        do {
+            let response = try client.send(request)
+            return SyncOutcome(
+                totals: SyncTotals(), failure: nil,
+                pages: [SyncPage(request: request.description, status: response.status, items: 0, results: [])])
+        } catch {
+            return SyncOutcome(totals: SyncTotals(), failure: .api(error))
+        }
+    }
+
+    // MARK: Ingesting pages
+
+    /// Ingests one answer as a single input document (the forms of contract section 1).
+    private func ingestWhole(
+        _ json: JSONValue, request: APIRequest, response: APIResponse, totals: inout SyncTotals, page: (SyncPage) -> Void
+    ) -> Result<[IngestResult], SyncFailure> {
+        var results: [IngestResult] = []
+        let failure = ingest(
+            [InputBytes(bytes: JSONWriter.bytes(json))], request: request, response: response, totals: &totals,
+            page: { synced in
+                results = synced.results
+                page(synced)
+            })
+        if let failure { return .failure(failure) }
+        return .success(results)
+    }
+
+    private func ingest(
+        _ documents: [InputBytes], request: APIRequest, response: APIResponse, totals: inout SyncTotals, page: (SyncPage) -> Void
+    ) -> SyncFailure? {
+        var results: [IngestResult] = []
+        if !documents.isEmpty {
+            do { results = try engine.ingest(documents, workers: 2) } catch { return .engine(error) }
+        }
+        for result in results {
+            switch result.outcome {
+            case .appended: totals.appended += 1
+            case .duplicate: totals.duplicate += 1
+            case .rejected: totals.rejected += 1
+            }
+        }
+        page(SyncPage(request: request.description, status: response.status, items: results.count, results: results))
+        return nil
+    }
+}
+
+/// One page fetched and committed.
+public struct SyncPage: Sendable {
+    /// `METHOD /path?query`.
+    public var request: String
+    public var status: Int
+    /// How many signed items the page held (each one appended, duplicate or rejected).
+    public var items: Int
+    public var results: [IngestResult]
+
+    /// `{"request": ..., "status": 200, "items": N}`.
+    public func json() -> JSONValue {
+        ["request": .string(request), "status": .int(Int64(status)), "items": .int(Int64(items))]
+    }
+}
+
+/// What a sync added.
+public struct SyncTotals: Sendable, Equatable {
+    public var appended = 0
+    public var duplicate = 0
+    public var rejected = 0
+
+    public init(appended: Int = 0, duplicate: Int = 0, rejected: Int = 0) {
+        self.appended = appended
+        self.duplicate = duplicate
+        self.rejected = rejected
+    }
+
+    /// `{"appended": A, "duplicate": D, "rejected": R}`.
+    public func json() -> JSONValue {
+        ["appended": .int(Int64(appended)), "duplicate": .int(Int64(duplicate)), "rejected": .int(Int64(rejected))]
+    }
+}
+
+/// Why a sync stopped early (what it committed before stays committed).
+public enum SyncFailure: Error, Sendable {
+    /// The API answered with an error, or did not answer.
+    case api(APIError)
+    /// The database could not be written.
+    case engine(EngineError)
+
+    static func malformed(_ request: APIRequest, _ response: APIResponse, _ what: String) -> SyncFailure {
+        .api(
+            APIError(
+                code: .malformedResponse, request: request.description, status: response.status,
+                message: "Apple's answer \(what)"))
+    }
+
+    /// The line the commands print.
+    public func json() -> JSONValue {
+        switch self {
+        case .api(let error): return error.json()
+        case .engine(let error): return ["error": ["code": .string(error.code), "message": .string(error.message)]]
+        }
+    }
+}
+
+/// The end of a sync: what it added, and why it stopped when it stopped early.
+public struct SyncOutcome: Sendable {
+    public var totals: SyncTotals
+    public var failure: SyncFailure?
+    /// For requests that ingest nothing (Set App Account Token): the answer.
+    public var pages: [SyncPage] = []
+}
+
+extension Engine {
+    /// The value `sync` stored under `key`.
+    func syncState(_ key: String) throws(EngineError) -> String? {
+        do { return try store.withLock { store throws(StoreError) in try store.syncState(key) } } catch { throw EngineError(error) }
+    }
+
+    func setSyncState(_ value: String, keys: [String]) throws(EngineError) {
+        do {
+            try store.withLock { store throws(StoreError) in try store.setSyncState(value, keys: keys, at: Engine.now()) }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    /// Customers the engine already links `id` to: itself when it is a customer key, the
+    /// holders of it as an originalTransactionId.
+    func customerKeys(forAnyId id: String) throws(EngineError) -> [CustomerKey] {
+        do {
+            return try store.withLock { store throws(StoreError) -> [CustomerKey] in
+                var keys = try store.customers(originalTransactionId: id)
+                if try store.projection(of: id) != nil { keys.insert(id, at: 0) }
+                return keys
+            }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+}

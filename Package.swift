@@ -57,6 +57,8 @@ let package = Package(
         .target(name: "TestPKI", dependencies: ["COpenSSL", "EntitlementCore"]),
         .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "TestPKI", "COpenSSL"]),
         .executableTarget(name: "entitlements-fixtures", dependencies: ["TestPKI", "EntitlementCore"]),
+        // The README's embedding example: `import Entitlements` alone, async API, Encodable answers (run by the tests).
+        .executableTarget(name: "entitlements-example", dependencies: ["Entitlements"]),
 
         .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore"]),
         .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "TestPKI", "DemoFixtures"]),

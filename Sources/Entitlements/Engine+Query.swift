@@ -13,8 +13,8 @@ public enum CustomerQuery: Sendable, Hashable {
     case appAccountToken(String)
 }
 
-/// A query's answer.
-public enum QueryAnswer: Sendable {
+/// A query's answer. Encodes exactly the keys and values `entitlements query` prints.
+public enum QueryAnswer: Sendable, Encodable {
     /// One customer's state at the asked time.
     case customer(CustomerView)
     /// Every customer carrying an app account token, entitlements merged.
@@ -30,6 +30,8 @@ public enum QueryAnswer: Sendable {
         case .notFound(let message): return ["error": ["code": "NOT_FOUND", "message": .string(message)]]
         }
     }
+
+    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
 }
 
 extension Engine {

@@ -1,3 +1,4 @@
+import AppStoreVerification
 import EntitlementCore
 import EventStore
 
@@ -8,11 +9,13 @@ extension Engine {
         diff: Bool = false, now: Int64? = nil, progress: (ReplayProgress) -> Void = { _ in }
     ) throws(EngineError) -> ReplayReport {
         do {
-            return try store.withLock { store throws(StoreError) in
-                try store.replay(
-                    rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,
-                    progress: progress)
-            }
+            // A connection of its own: the replay reads one snapshot and writes in short
+            // batches, so ingests on the engine's write connection carry on meanwhile (the
+            // swap applies what they appended). It never holds the engine's lock.
+            let store = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
+            return try store.replay(
+                rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,
+                progress: progress)
         } catch {
             throw EngineError(error)
         }
@@ -23,8 +26,9 @@ extension Engine {
     /// exactly what each signed JWS says, stopping at the first mismatch.
     public func audit(progress: (Int64) -> Void = { _ in }) throws(EngineError) -> AuditReport {
         do {
-            return try store.withLock { store throws(StoreError) in
-                try store.audit(
+            // A connection of its own, reading one snapshot: ingests carry on meanwhile.
+            let store = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
+            return try store.audit(
                     reverify: { kind, raw in
                         let expected: InputItem.Expected
                         switch kind {
@@ -38,7 +42,6 @@ extension Engine {
                         case .failure(let error): return ("\(error.code.rawValue): \(error.message)", nil)
                         }
                     }, progress: progress)
-            }
         } catch {
             throw EngineError(error)
         }

@@ -24,6 +24,8 @@ public final class Engine: Sendable {
     let readers: ReaderPool
     /// Products met that the rules do not name (``takeProductWarnings()``).
     let productWarnings = ProductWarnings()
+    /// Threads on which the `async` API runs the work (started on first use).
+    let threads = EngineThreads()
 
     /// Opens (or creates) the database at `databasePath`.
     /// - Throws: ``EngineError`` when the trust store or the database cannot be used.
@@ -49,6 +51,8 @@ public final class Engine: Sendable {
         }
     }
 
+    deinit { threads.stop() }
+
     /// Milliseconds since 1970, now.
     public static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
@@ -63,9 +67,11 @@ public final class Engine: Sendable {
     ///   - receivedAt: time of receipt; now by default.
     /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
     public func ingest(_ documents: [InputBytes], workers: Int = 1, receivedAt: Int64? = nil) throws(EngineError) -> [IngestResult] {
-        let items = verifyAll(documents, workers: workers).flatMap { $0 }
+        let verified = verifyAll(documents, workers: workers)
+        let items = verified.flatMap { $0 }
         noteProducts(items)
-        return Self.results(try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now()))
+        let outcomes = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now())
+        return Self.results(outcomes, documents: documents, verified: verified)
     }
 
     /// Ingests a stream of batches, each in one transaction, handing each
@@ -86,6 +92,7 @@ public final class Engine: Sendable {
         }
         guard let first = next() else { return }
         var current = verifyAll(first, workers: workers)
+        var currentDocuments = first
         // A thread of its own, not Dispatch's shared pool, which a server's handlers may fill.
         let verifier = WorkerThread(name: "entitlements.ingest.verify")
         defer { verifier.finish() }
@@ -104,23 +111,44 @@ public final class Engine: Sendable {
             let items = current.flatMap { $0 }
             noteProducts(items)
             let outcomes = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now())
-            deliver(Self.results(outcomes))
-            guard upcoming != nil else { return }
+            deliver(Self.results(outcomes, documents: currentDocuments, verified: current))
+            guard let upcoming else { return }
             group.wait()
             current = box.items
+            currentDocuments = upcoming
         }
     }
 
-    static func results(_ outcomes: [AppendOutcome]) -> [IngestResult] {
-        outcomes.map { outcome in
-            switch outcome {
-            case .appended(let eventId, let kind, let key, _):
-                return IngestResult(outcome: .appended, kind: kind, eventId: eventId, appTransactionId: key)
-            case .duplicate(let eventId, let kind, let key, _):
-                return IngestResult(outcome: .duplicate, kind: kind, eventId: eventId, appTransactionId: key)
-            case .quarantined(let code, let message):
-                return IngestResult(outcome: .rejected, errorCode: code, errorMessage: message)
+    /// One result per item, each with its document's number, and one `empty` result for
+    /// a document that held no item.
+    static func results(_ outcomes: [AppendOutcome], documents: [InputBytes], verified: [[AppendItem]]) -> [IngestResult] {
+        var results: [IngestResult] = []
+        results.reserveCapacity(outcomes.count)
+        var next = 0
+        for (index, items) in verified.enumerated() {
+            let input = index < documents.count ? documents[index].number ?? index + 1 : index + 1
+            if items.isEmpty {
+                results.append(IngestResult(outcome: .empty, input: input))
+                continue
             }
+            for outcome in outcomes[next..<(next + items.count)] {
+                var result = Self.result(outcome)
+                result.input = input
+                results.append(result)
+            }
+            next += items.count
+        }
+        return results
+    }
+
+    static func result(_ outcome: AppendOutcome) -> IngestResult {
+        switch outcome {
+        case .appended(let eventId, let kind, let key, _):
+            return IngestResult(outcome: .appended, kind: kind, eventId: eventId, appTransactionId: key)
+        case .duplicate(let eventId, let kind, let key, _):
+            return IngestResult(outcome: .duplicate, kind: kind, eventId: eventId, appTransactionId: key)
+        case .quarantined(let code, let message):
+            return IngestResult(outcome: .rejected, errorCode: code, errorMessage: message)
         }
     }
 
@@ -184,10 +212,14 @@ private final class VerifiedBatch: @unchecked Sendable {
 public struct InputBytes: Sendable {
     public var bytes: [UInt8]
     public var size: Int
+    /// The document's 1-based number in its input (an NDJSON line number, blank lines
+    /// counted), echoed as `input` in its results; `nil`: its position in the batch.
+    public var number: Int?
 
-    public init(bytes: [UInt8], size: Int? = nil) {
+    public init(bytes: [UInt8], size: Int? = nil, number: Int? = nil) {
         self.bytes = bytes
         self.size = size ?? bytes.count
+        self.number = number
     }
 
     public init(_ text: String) { self.init(bytes: Array(text.utf8)) }

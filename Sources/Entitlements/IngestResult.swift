@@ -1,9 +1,12 @@
 import EntitlementCore
 
 /// What happened to one input item, as `ingest` prints it.
-public struct IngestResult: Sendable, Hashable {
+public struct IngestResult: Sendable, Hashable, Encodable {
     public enum Outcome: String, Sendable, Hashable {
         case appended, duplicate, rejected
+        /// The document held no item (an empty history page): one line says so, so that
+        /// acknowledgments stay one per document sent.
+        case empty
     }
 
     public var outcome: Outcome
@@ -13,10 +16,27 @@ public struct IngestResult: Sendable, Hashable {
     public var appTransactionId: String?
     public var errorCode: String?
     public var errorMessage: String?
+    /// The 1-based number of the input document the item came from: for NDJSON, its line
+    /// number (blank lines counted); else its position in the batch handed to the engine.
+    public var input: Int?
+
+    public init(
+        outcome: Outcome, kind: EventKind? = nil, eventId: String? = nil, appTransactionId: String? = nil,
+        errorCode: String? = nil, errorMessage: String? = nil, input: Int? = nil
+    ) {
+        self.outcome = outcome
+        self.kind = kind
+        self.eventId = eventId
+        self.appTransactionId = appTransactionId
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.input = input
+    }
 
     /// The contract's NDJSON line.
     public func json() -> JSONValue {
         var object = JSONObject()
+        if let input { object["input"] = .int(Int64(input)) }
         object["result"] = .string(outcome.rawValue)
         switch outcome {
         case .appended, .duplicate:
@@ -25,7 +45,12 @@ public struct IngestResult: Sendable, Hashable {
             object["appTransactionId"] = appTransactionId.map { .string($0) } ?? .null
         case .rejected:
             object["error"] = ["code": .string(errorCode ?? "MALFORMED_INPUT"), "message": .string(errorMessage ?? "")]
+        case .empty:
+            break
         }
         return .object(object)
     }
+
+    /// Encodes exactly the keys and values of ``json()`` (the line `ingest` prints).
+    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
 }

@@ -16,6 +16,8 @@ public struct InputReader {
     var current: [UInt8] = []
     var currentSize = 0
     var atEnd = false
+    /// Lines completed so far, blank ones included: the number of the line being read is this + 1.
+    var lineNumber = 0
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
 
     /// Reads standard input.
@@ -49,6 +51,7 @@ public struct InputReader {
             if atEnd {
                 // A last line without its newline, skipped when blank like any other blank line.
                 let blank = currentSize == current.count && current.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
+                if currentSize > 0 { lineNumber += 1 }
                 if currentSize > 0 && !blank { lines.append(takeCurrent()) } else { current = []; currentSize = 0 }
                 return lines.isEmpty ? nil : lines
             }
@@ -62,6 +65,7 @@ public struct InputReader {
     public mutating func readAll() -> InputBytes {
         while !atEnd { fill(); consumeAll() }
         consumeAll()
+        lineNumber = 1  // one document: document 1
         return takeCurrent()
     }
 
@@ -94,7 +98,7 @@ public struct InputReader {
     }
 
     private mutating func takeCurrent() -> InputBytes {
-        let line = InputBytes(bytes: current, size: currentSize)
+        let line = InputBytes(bytes: current, size: currentSize, number: lineNumber)
         current = []
         currentSize = 0
         return line
@@ -114,6 +118,7 @@ public struct InputReader {
                 return
             }
             readIndex = end + 1
+            lineNumber += 1
             if current.last == 0x0D { current.removeLast(); currentSize -= 1 }
             if currentSize == 0 || current.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) && currentSize == current.count {
                 current = []

@@ -135,7 +135,8 @@ extension EventStore {
                         let hex = String(byte, radix: 16)
                         return byte < 16 ? "0" + hex : hex
                     }.joined()
-                    if report.events & 0x3FFF == 0 { progress(report.events) }
+                    // Also after the first event: a caller sees the audit under way on its snapshot.
+                    if report.events == 1 || report.events & 0x3FFF == 0 { progress(report.events) }
                 }
                 // Facts that belong to no event (inserted behind the engine's back) would count on replay.
                 if everyFactChecked, (try connection.scalarInt("SELECT count(*) FROM event_facts") ?? 0) != factsChecked {

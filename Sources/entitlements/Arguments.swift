@@ -1,3 +1,5 @@
+import Entitlements
+
 /// A usage error: exit code 2, with what was expected.
 struct UsageError: Error {
     var message: String
@@ -51,6 +53,17 @@ struct Arguments {
             } else {
                 positional.append(argument)
             }
+        }
+    }
+
+    /// A moment (`--at`, `--until`, `--start`): integer milliseconds or ISO 8601 UTC, parsed by
+    /// the library's one ``TimeArgument`` (an integer below 100000000000 is refused: seconds?).
+    func time(_ name: String, command: String) throws(UsageError) -> Int64? {
+        guard let text = values[name] else { return nil }
+        do {
+            return try TimeArgument.parse(text)
+        } catch {
+            throw UsageError(message: "\(name) \(error.message)", command: command)
         }
     }
 

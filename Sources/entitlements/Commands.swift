@@ -65,6 +65,8 @@ enum Commands {
         let limit = engine.configuration.maxInputBytes
         var anyRejected = false
         let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
+        // Every file is checked before anything is ingested: a usage error commits nothing.
+        try checkInputs(files, command: "ingest")
 
         func run(_ documents: [InputBytes]) -> EngineError? {
             do {
@@ -117,6 +119,31 @@ enum Commands {
         case lines(InputReader)
     }
 
+    /// Every input file exists, is a file (not a folder) and can be read; else a usage
+    /// error naming it. `-` is standard input.
+    static func checkInputs(_ files: [String], command: String) throws(UsageError) {
+        for file in files where file != "-" {
+            var info = stat()
+            guard stat(file, &info) == 0 else {
+                let reason = errno
+                if reason == ENOENT || reason == ENOTDIR {
+                    throw UsageError(message: "no input file \(file)", command: command)
+                }
+                throw UsageError(message: "cannot read input file \(file): \(String(cString: strerror(reason)))", command: command)
+            }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                throw UsageError(message: "input \(file) is a folder, not a file (give the files in it)", command: command)
+            }
+            let fd = open(file, O_RDONLY)
+            guard fd >= 0 else {
+                let reason = errno
+                let why = reason == EACCES || reason == EPERM ? "permission denied" : String(cString: strerror(reason))
+                throw UsageError(message: "cannot read input file \(file): \(why)", command: command)
+            }
+            close(fd)
+        }
+    }
+
     static func openInput(_ file: String, limit: Int, command: String) throws(UsageError) -> Input {
         if file == "-" { return .lines(InputReader(standardInputWithLimit: limit)) }
         if let whole = wholeDocument(path: file, limit: limit) { return .whole(whole) }
@@ -158,8 +185,7 @@ enum Commands {
                 message: "give exactly one of --app-transaction-id, --original-transaction-id, --transaction-id, --app-account-token",
                 command: "query")
         }
-        let at = try arguments.integer("--at")
-        if let at, at < 0 { throw UsageError(message: "--at expects milliseconds since 1970 (a non-negative integer)", command: "query") }
+        let at = try arguments.time("--at", command: "query")
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "query")
         }
@@ -240,7 +266,7 @@ enum Commands {
     // MARK: verify
 
     static func verify(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
-        let arguments = try Arguments(args, command: "verify", valued: ["--config", "--db"], switches: [])
+        let arguments = try Arguments(args, command: "verify", valued: ["--config"], switches: [])
         guard let configPath = arguments.values["--config"] else {
             throw UsageError(message: "--config PATH is required", command: "verify")
         }
@@ -256,6 +282,7 @@ enum Commands {
         }
         var anyRejected = false
         let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
+        try checkInputs(files, command: "verify")
         func report(_ documents: [InputBytes]) {
             let lines = documents.flatMap(verifier.verify)
             if lines.contains(where: { $0["result"] == "rejected" }) { anyRejected = true }
@@ -277,6 +304,9 @@ enum Commands {
 
     static func audit(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let arguments = try Arguments(args, command: "audit", valued: ["--db", "--config"], switches: ["--progress"])
+        if !arguments.positional.isEmpty {
+            throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "audit")
+        }
         let (loaded, code) = try loadEngine(arguments, command: "audit")
         guard let engine = loaded else { return code }
         let meter = ProgressMeter(enabled: arguments.flags.contains("--progress") || Output.stderrIsTerminal)

@@ -9,21 +9,24 @@ enum Help {
         (appTransactionId) may use at any moment.
 
         USAGE
-          entitlements ingest  [--db PATH] --config PATH [--workers N] [FILE ...]
-          entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at MS]
-          entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress]
+          entitlements ingest  [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
+          entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]
+          entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
           entitlements verify  --config PATH [FILE ...]
-          entitlements audit   [--db PATH] --config PATH
+          entitlements audit   [--db PATH] --config PATH [--progress]
           entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
           entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
           entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
           entitlements demo
+          entitlements --version
 
-        Run `entitlements COMMAND --help` for a command's options.
+        Run `entitlements COMMAND --help` for a command's options; any other option is a usage error.
 
         COMMON OPTIONS
           --db PATH       the SQLite database (default: entitlements.sqlite in the working directory)
           --config PATH   the JSON configuration: bundleId, appAppleId, environment, rootCertificates, rules
+          TIME            (--at, --until, --start) milliseconds since 1970 UTC, or ISO 8601 UTC such as
+                          2026-11-23T10:00:00Z; an integer below 100000000000 (seconds?) is refused
 
         EXIT CODES
           0  success; 1  something was rejected or not found; 2  usage or configuration error;
@@ -48,10 +51,13 @@ enum Help {
             page {"signedTransactions": [...]}, a Get All Subscription Statuses response
             {"data": [{"lastTransactions": [...]}]}, or a bare JWS.
 
-            Prints one line per item:
-              {"result":"appended","kind":"notification","eventId":"...","appTransactionId":"..."}
-              {"result":"duplicate",...}   {"result":"rejected","error":{"code":"...","message":"..."}}
-            Rejected inputs are kept in the quarantine table.
+            Prints one line per item, each with "input": the 1-based number of the document it came
+            from (the line number in NDJSON, blank lines counted; 1 for a file holding one document):
+              {"input":1,"result":"appended","kind":"notification","eventId":"...","appTransactionId":"..."}
+              {"input":2,"result":"duplicate",...}   {"input":3,"result":"rejected","error":{"code":"...","message":"..."}}
+              {"input":4,"result":"empty"}   (a document holding no item, e.g. an empty history page)
+            Rejected inputs are kept in the quarantine table. Every FILE is checked before anything
+            is ingested: a missing, unreadable or folder FILE is a usage error (exit 2).
 
             OPTIONS
               --db PATH       database (default entitlements.sqlite)
@@ -60,7 +66,7 @@ enum Help {
               --batch N       most lines committed in one transaction (default 512)
             """,
         "query": """
-            entitlements query [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at MS]
+            entitlements query [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]
 
             Prints what the customer may use at a moment, as one JSON object: entitlements,
             subscriptions (status active, grace_period, billing_retry, expired or revoked),
@@ -68,12 +74,15 @@ enum Help {
             and exit 1.
 
             OPTIONS
+              --db PATH                      database (default entitlements.sqlite)
+              --config PATH                  configuration file (required)
               --app-transaction-id ID        the customer's appTransactionId (or otid:ORIGINAL_ID, which
                                              answers as the appTransactionId it is linked to)
               --original-transaction-id ID   any originalTransactionId of the customer
               --transaction-id ID            any transactionId of the customer
               --app-account-token UUID       every customer whose data carried this token, merged
-              --at MS                        the moment, in ms since 1970 UTC (default: now)
+              --at TIME                      the moment (default: now): ms since 1970 UTC, or ISO 8601
+                                             UTC such as 2026-11-23T10:00:00Z
               --pretty                       indent the JSON
             """,
         "replay": """
@@ -85,6 +94,8 @@ enum Help {
             {"events":N,"appTransactionIds":M,"changed":K,"rulesVersion":"..."}.
 
             OPTIONS
+              --db PATH     database (default entitlements.sqlite)
+              --config PATH configuration file (required)
               --diff        also list the customers whose active entitlements (now) change
               --reverify    first re-verify every stored JWS against the current trust store
               --progress    progress on stderr even when it is not a terminal
@@ -94,13 +105,22 @@ enum Help {
             entitlements verify --config PATH [FILE ...]
 
             Checks and decodes without storing: one line per item, {"result":"verified",
-            "kind":...,"payload":{...}} with nested JWS decoded in place, or the error.
+            "kind":...,"payload":{...}} with nested JWS decoded in place, or the error. No
+            database is used.
+
+            OPTIONS
+              --config PATH   configuration file (required)
             """,
         "audit": """
-            entitlements audit [--db PATH] --config PATH
+            entitlements audit [--db PATH] --config PATH [--progress]
 
             Recomputes the log's hash chain and re-verifies every stored JWS against the
             trust store; reports the first event that does not match. Exit 1 if one does.
+
+            OPTIONS
+              --db PATH       database (default entitlements.sqlite)
+              --config PATH   configuration file (required)
+              --progress      progress on stderr even when it is not a terminal
             """,
         "demo": """
             entitlements demo

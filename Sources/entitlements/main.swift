@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Entitlements
 
 /// entitlements: the command line. Thin: parse flags, call the library, print JSON.
 func run(_ argv: [String]) -> ExitCode {
@@ -8,6 +9,14 @@ func run(_ argv: [String]) -> ExitCode {
     guard let command = arguments.first else {
         Output.error(Help.overview)
         return .usage
+    }
+    if command == "--version" || command == "-V" {
+        guard arguments.count == 1 else {
+            Output.error("entitlements: --version takes no arguments\nRun `entitlements --help` for usage.")
+            return .usage
+        }
+        print("entitlements \(Engine.version)")
+        return .success
     }
     if command == "--help" || command == "-h" || command == "help" {
         if command == "help", let topic = arguments.dropFirst().first, let text = Help.commands[topic] {

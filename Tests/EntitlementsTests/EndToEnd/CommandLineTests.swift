@@ -16,7 +16,7 @@ import Testing
             #expect(help.stdout.hasPrefix("entitlements \(command)"))
         }
         #expect(try E2E.run(["ingest", "--help"]).stdout.contains("--workers"))
-        #expect(try E2E.run(["query", "--help"]).stdout.contains("--at MS"))
+        #expect(try E2E.run(["query", "--help"]).stdout.contains("--at TIME"))
     }
 
     @Test func usageErrorsExitTwoAndSayWhatWasExpected() throws {
@@ -29,7 +29,7 @@ import Testing
             (["ingest", "--config"], "--config needs a value"),
             (["ingest"], "--config PATH is required"),
             (["query", "--config", config], "give exactly one of"),
-            (["query", "--config", config, "--app-transaction-id", "1", "--at", "soon"], "--at expects an integer"),
+            (["query", "--config", config, "--app-transaction-id", "1", "--at", "soon"], "--at expects milliseconds"),
             (["demo", "extra"], "demo takes no arguments"),
         ]
         for (arguments, expected) in cases {
@@ -76,7 +76,7 @@ import Testing
         #expect(ingest.status == 1)  // something was rejected
         #expect(ingest.lines.count == 2)
         #expect(ingest.lines[0] == [
-            "result": "appended", "kind": "notification", "eventId": "22222222-0000-4000-8000-000000000001",
+            "input": 1, "result": "appended", "kind": "notification", "eventId": "22222222-0000-4000-8000-000000000001",
             "appTransactionId": "704000000000000001",
         ])
         #expect(ingest.lines[1]["result"] == "rejected")
@@ -179,7 +179,7 @@ import Testing
         let ingest = try E2E.run(["ingest", "--config", config, sample], in: folder)
         #expect(ingest.status == 0)
         #expect(ingest.lines.first == [
-            "result": "appended", "kind": "notification", "eventId": "2e2a6ce0-ec9f-4037-b1bf-618af85527bd", "appTransactionId": nil,
+            "input": 1, "result": "appended", "kind": "notification", "eventId": "2e2a6ce0-ec9f-4037-b1bf-618af85527bd", "appTransactionId": nil,
         ])
         let sandbox = folder.appendingPathComponent("sandbox.json").path
         try Data(#"{"bundleId":"com.goodheartapp","environment":"Sandbox","rules":{"version":"1"}}"#.utf8).write(to: URL(fileURLWithPath: sandbox))

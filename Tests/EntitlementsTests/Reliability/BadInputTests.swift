@@ -109,7 +109,10 @@ extension Reliability {
             let before = try Probe(workspace.path("db.sqlite")).eventCount()
             let expected = files.filter { !$0.0.isBlank }.flatMap(\.0.expected)
             for command in ["ingest", "verify"] {
-                let outcome = try workspace.cli(command, db: "db.sqlite", files.map(\.1.path))
+                // verify uses no database (--db is refused there).
+                let outcome = command == "verify"
+                    ? try Tool.run(["verify", "--config", workspace.configPath] + files.map(\.1.path), in: workspace.folder)
+                    : try workspace.cli(command, db: "db.sqlite", files.map(\.1.path))
                 #expect(outcome.status == 1, "\(command) exit \(outcome.status): \(outcome.stderr)")
                 let codes = outputObjects(outcome.stdout).map { text($0["error"]?["code"]) ?? text($0["result"]) ?? "?" }
                 #expect(codes == expected, "\(command): \(zip(codes, expected).enumerated().filter { $0.element.0 != $0.element.1 }.prefix(5).map { "\($0.offset): \($0.element)" })")

@@ -261,9 +261,11 @@ public final class AppStoreSync: Sendable {
             case .appended: totals.appended += 1
             case .duplicate: totals.duplicate += 1
             case .rejected: totals.rejected += 1
+            case .empty: break  // a document that held no item (an empty page)
             }
         }
-        page(SyncPage(request: request.description, status: response.status, items: results.count, results: results))
+        let items = results.filter { $0.outcome != .empty }.count
+        page(SyncPage(request: request.description, status: response.status, items: items, results: results))
         return nil
     }
 }

@@ -80,4 +80,10 @@ extension APIRequest {
             method: "PUT", path: "/inApps/v1/transactions/" + encode(originalTransactionId) + "/appAccountToken",
             body: ["appAccountToken": .string(appAccountToken)])
     }
+
+    /// Send Consumption Information (v2): `PUT /inApps/v2/transactions/consumption/{transactionId}`
+    /// with a ConsumptionRequest body (`customerConsented`, `deliveryStatus`, ...); Apple answers `202`.
+    public static func sendConsumption(transactionId: String, body: JSONValue) -> APIRequest {
+        APIRequest(method: "PUT", path: "/inApps/v2/transactions/consumption/" + encode(transactionId), body: body)
+    }
 }

@@ -55,5 +55,8 @@ import Testing
         #expect(history.body == ["startDate": 1, "endDate": 2])
         #expect(history.description == "POST /inApps/v1/notifications/history")
         #expect(APIRequest.notificationHistory(startDate: 1, endDate: 2, onlyFailures: true, paginationToken: "t").body?["onlyFailures"] == .bool(true))
+        let consumption = APIRequest.sendConsumption(transactionId: "2000000000000001", body: ["customerConsented": true, "deliveryStatus": "DELIVERED"])
+        #expect(consumption.description == "PUT /inApps/v2/transactions/consumption/2000000000000001")
+        #expect(consumption.body?["deliveryStatus"] == "DELIVERED")
     }
 }

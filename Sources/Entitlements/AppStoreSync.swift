@@ -216,6 +216,40 @@ public final class AppStoreSync: Sendable {
         return nil
     }
 
+    // MARK: Async
+
+    /// ``notifications(start:onlyFailures:page:)`` on a thread of its own (it waits for Apple),
+    /// suspending the caller; `page` is called on that thread.
+    public func notifications(start: Int64?, onlyFailures: Bool, page: @escaping @Sendable (SyncPage) -> Void = { _ in }) async -> SyncOutcome {
+        do {
+            return try await engine.onOwnThread("entitlements.sync") { () throws(EngineError) in
+                self.notifications(start: start, onlyFailures: onlyFailures, page: page)
+            }
+        } catch {
+            return SyncOutcome(totals: SyncTotals(), failure: .engine(error))
+        }
+    }
+
+    /// ``customer(_:page:)`` on a thread of its own, suspending the caller.
+    public func customer(_ id: String, page: @escaping @Sendable (SyncPage) -> Void = { _ in }) async -> SyncOutcome {
+        do {
+            return try await engine.onOwnThread("entitlements.sync") { () throws(EngineError) in self.customer(id, page: page) }
+        } catch {
+            return SyncOutcome(totals: SyncTotals(), failure: .engine(error))
+        }
+    }
+
+    /// ``setAppAccountToken(originalTransactionId:appAccountToken:)`` on a thread of its own.
+    public func setAppAccountToken(originalTransactionId: String, appAccountToken: String) async -> SyncOutcome {
+        do {
+            return try await engine.onOwnThread("entitlements.sync") { () throws(EngineError) in
+                self.setAppAccountToken(originalTransactionId: originalTransactionId, appAccountToken: appAccountToken)
+            }
+        } catch {
+            return SyncOutcome(totals: SyncTotals(), failure: .engine(error))
+        }
+    }
+
     // MARK: Set App Account Token
 
     /// Set App Account Token: ties the purchases of `originalTransactionId` to `appAccountToken`
@@ -256,16 +290,17 @@ public final class AppStoreSync: Sendable {
         if !documents.isEmpty {
             do { results = try engine.ingest(documents, workers: 2) } catch { return .engine(error) }
         }
+        // An empty page (a history page with no transactions) holds no item.
+        results.removeAll { $0.outcome == .empty }
         for result in results {
             switch result.outcome {
             case .appended: totals.appended += 1
             case .duplicate: totals.duplicate += 1
             case .rejected: totals.rejected += 1
-            case .empty: break  // a document that held no item (an empty page)
+            case .empty: break  // removed above
             }
         }
-        let items = results.filter { $0.outcome != .empty }.count
-        page(SyncPage(request: request.description, status: response.status, items: items, results: results))
+        page(SyncPage(request: request.description, status: response.status, items: results.count, results: results))
         return nil
     }
 }

@@ -380,6 +380,20 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         #expect(again.first?.items == 0)
     }
 
+    /// The async twin runs on a thread of its own and answers the same.
+    @Test func asyncTwin() async throws {
+        let fixture = try SyncFixture()
+        fixture.serveCustomer()
+        let sync = try fixture.sync(try fixture.engine())
+        let pages = Mutex<[Int]>([])
+        let outcome = await sync.customer(Scenario.customerOriginal) { page in pages.withLock { $0.append(page.items) } }
+        #expect(outcome.failure == nil)
+        #expect(outcome.totals == SyncTotals(appended: 27, duplicate: 1, rejected: 0))
+        #expect(pages.withLock { $0 } == [20, 5, 2, 1])
+        let again = await sync.customer(Scenario.customerOriginal)
+        #expect(again.totals == SyncTotals(appended: 0, duplicate: 3, rejected: 0), "from revision r2: an empty history page, statuses, app transaction")
+    }
+
     @Test func aFailedPageKeepsTheRevisionReached() throws {
         let fixture = try SyncFixture()
         fixture.serveCustomer { request in

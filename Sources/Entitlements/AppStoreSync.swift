@@ -19,6 +19,8 @@ public final class AppStoreSync: Sendable {
     public let engine: Engine
     public let client: AppStoreServerAPIClient
     let clock: @Sendable () -> Int64
+    /// The environment synced: which of Apple's hosts (without `baseURL`) and whose resume points.
+    public let environment: AppStoreEnvironment
 
     /// How far before the previous sync's end a resumed notification sync starts: Apple's
     /// history can record a notification sent just before a sync's end a little later, and
@@ -28,11 +30,16 @@ public final class AppStoreSync: Sendable {
     public static let historyWindow: Int64 = 180 * 24 * 60 * 60 * 1000
 
     /// - Parameters:
-    ///   - client: the API client; by default one for the engine's configuration.
+    ///   - client: the API client (``client(for:environment:transport:sleep:)``).
+    ///   - environment: the environment `client` reaches; by default the configuration's first.
     ///   - clock: now, in milliseconds since 1970.
-    public init(engine: Engine, client: AppStoreServerAPIClient, clock: @escaping @Sendable () -> Int64 = { Engine.now() }) {
+    public init(
+        engine: Engine, client: AppStoreServerAPIClient, environment: AppStoreEnvironment? = nil,
+        clock: @escaping @Sendable () -> Int64 = { Engine.now() }
+    ) {
         self.engine = engine
         self.client = client
+        self.environment = environment ?? engine.configuration.environment
         self.clock = clock
     }
 
@@ -40,17 +47,26 @@ public final class AppStoreSync: Sendable {
     /// - Throws: ``EngineError`` with `CONFIGURATION` (no `appStoreServerAPI` section, an
     ///   environment the API does not serve), a key error code (`KEY_NOT_FOUND`, ...) or an
     ///   HTTP client error code.
-    public convenience init(engine: Engine) throws(EngineError) {
+    /// - Parameter environment: one of the configuration's environments (a production server
+    ///   that also accepts Sandbox syncs each separately); by default the first.
+    public convenience init(engine: Engine, environment: AppStoreEnvironment? = nil) throws(EngineError) {
         let configuration = engine.configuration
-        let client = try Self.client(for: configuration, transport: nil)
-        self.init(engine: engine, client: client)
+        let client = try Self.client(for: configuration, environment: environment, transport: nil)
+        self.init(engine: engine, client: client, environment: environment)
     }
 
-    /// The API client a configuration describes: its key, and `baseURL` or Apple's host for its environment.
+    /// The API client a configuration describes: its key, and `baseURL` or Apple's host for
+    /// `environment` (by default the configuration's first).
     public static func client(
-        for configuration: EngineConfiguration, transport: (any HTTPTransport)?,
+        for configuration: EngineConfiguration, environment: AppStoreEnvironment? = nil, transport: (any HTTPTransport)?,
         sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) }
     ) throws(EngineError) -> AppStoreServerAPIClient {
+        let environment = environment ?? configuration.environment
+        guard configuration.environments.contains(environment) else {
+            throw EngineError(
+                code: "CONFIGURATION",
+                message: "\(environment.rawValue) is not one of the configuration's environments (\(configuration.environments.map(\.rawValue).joined(separator: ", ")))")
+        }
         guard let api = configuration.appStoreServerAPI else {
             throw EngineError(
                 code: "CONFIGURATION",
@@ -60,13 +76,13 @@ public final class AppStoreSync: Sendable {
         if let configured = api.baseURL {
             baseURL = configured
         } else {
-            switch configuration.environment {
+            switch environment {
             case .production: baseURL = AppStoreServerAPIConfiguration.productionURL
             case .sandbox: baseURL = AppStoreServerAPIConfiguration.sandboxURL
             case .xcode, .localTesting:
                 throw EngineError(
                     code: "CONFIGURATION",
-                    message: "the App Store Server API serves Production and Sandbox, not \(configuration.environment.rawValue); set appStoreServerAPI.baseURL to reach a local server")
+                    message: "the App Store Server API serves Production and Sandbox, not \(environment.rawValue); set appStoreServerAPI.baseURL to reach a local server")
             }
         }
         let signer: AppStoreSigner
@@ -82,7 +98,7 @@ public final class AppStoreSync: Sendable {
         return AppStoreServerAPIClient(signer: signer, baseURL: baseURL, transport: chosen, sleep: sleep)
     }
 
-    var environmentName: String { engine.configuration.environment.rawValue }
+    var environmentName: String { environment.rawValue }
 
     // MARK: Notifications
 
@@ -314,6 +330,13 @@ public struct SyncPage: Sendable {
     public var items: Int
     public var results: [IngestResult]
 
+    public init(request: String, status: Int, items: Int, results: [IngestResult]) {
+        self.request = request
+        self.status = status
+        self.items = items
+        self.results = results
+    }
+
     /// `{"request": ..., "status": 200, "items": N}`.
     public func json() -> JSONValue {
         ["request": .string(request), "status": .int(Int64(status)), "items": .int(Int64(items))]
@@ -367,6 +390,12 @@ public struct SyncOutcome: Sendable {
     public var failure: SyncFailure?
     /// For requests that ingest nothing (Set App Account Token): the answer.
     public var pages: [SyncPage] = []
+
+    public init(totals: SyncTotals, failure: SyncFailure?, pages: [SyncPage] = []) {
+        self.totals = totals
+        self.failure = failure
+        self.pages = pages
+    }
 }
 
 extension Engine {

@@ -5,7 +5,7 @@ import Foundation
 /// `entitlements sync` and `entitlements set-account-token` (contract section 10).
 enum SyncCommand {
     static let help = """
-        entitlements sync [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
+        entitlements sync [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID) [--environment E]
 
         Fetches from the App Store Server API (appStoreServerAPI in the configuration; Apple's
         production or sandbox host by environment, or baseURL) and ingests what it returns
@@ -30,6 +30,8 @@ enum SyncCommand {
           --db PATH       database (default entitlements.sqlite; created if missing)
           --config PATH   configuration file with an appStoreServerAPI section (required)
           --start MS      start of the notification window: milliseconds or ISO 8601 UTC
+          --environment E Production or Sandbox, one of the configuration's environments (default:
+                          its first): which of Apple's hosts, and whose resume points
 
         EXIT CODES
           0 done; 1 an API error or a rejected item (everything before it is kept); 2 usage,
@@ -37,7 +39,7 @@ enum SyncCommand {
         """
 
     static let setAccountTokenHelp = """
-        entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
+        entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID [--environment E]
 
         Calls Set App Account Token (PUT /inApps/v1/transactions/{ID}/appAccountToken): ties a
         purchase made outside the app (an offer code) or an account that changed hands to the
@@ -47,15 +49,16 @@ enum SyncCommand {
         {"appended": 0, "duplicate": 0, "rejected": 0}; an error as `sync` prints it, exit 1.
 
         OPTIONS
-          --db PATH                       accepted for symmetry with sync (nothing is written)
+          --db PATH                       accepted for symmetry with sync (no database is opened)
           --config PATH                   configuration file with an appStoreServerAPI section (required)
           --original-transaction-id ID    the purchase's originalTransactionId
           --app-account-token UUID        the user's UUID
+          --environment E                 Production or Sandbox, one of the configuration's (default: its first)
         """
 
     static func sync(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let arguments = try Arguments(
-            args, command: "sync", valued: ["--db", "--config", "--start", "--customer"], switches: ["--notifications", "--only-failures"])
+            args, command: "sync", valued: ["--db", "--config", "--start", "--customer", "--environment"], switches: ["--notifications", "--only-failures"])
         if let extra = arguments.positional.first { throw UsageError(message: "unexpected argument \"\(extra)\"", command: "sync") }
         let notifications = arguments.flags.contains("--notifications")
         let customer = arguments.values["--customer"]
@@ -77,9 +80,9 @@ enum SyncCommand {
         guard let sync else { return failureCode }
         let outcome =
             if let customer {
-                sync.customer(customer) { Output.line($0.json()) }
+                sync.customer(customer) { page in printPage(page, sync) }
             } else {
-                sync.notifications(start: start, onlyFailures: arguments.flags.contains("--only-failures")) { Output.line($0.json()) }
+                sync.notifications(start: start, onlyFailures: arguments.flags.contains("--only-failures")) { page in printPage(page, sync) }
             }
         try? sync.engine.checkpoint()
         return finish(outcome, command: "sync")
@@ -88,7 +91,7 @@ enum SyncCommand {
     static func setAccountToken(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let command = "set-account-token"
         let arguments = try Arguments(
-            args, command: command, valued: ["--db", "--config", "--original-transaction-id", "--app-account-token"], switches: [])
+            args, command: command, valued: ["--db", "--config", "--original-transaction-id", "--app-account-token", "--environment"], switches: [])
         if let extra = arguments.positional.first { throw UsageError(message: "unexpected argument \"\(extra)\"", command: command) }
         guard let original = arguments.values["--original-transaction-id"], !original.isEmpty, !original.contains("/") else {
             throw UsageError(message: "--original-transaction-id ID is required", command: command)
@@ -99,12 +102,47 @@ enum SyncCommand {
         guard let token = UUID(uuidString: tokenText) else {
             throw UsageError(message: "--app-account-token expects a UUID, got \"\(tokenText)\"", command: command)
         }
-        guard let appStore = try openSync(arguments, command: command) else { return .usage }
-        let (sync, failureCode) = appStore
-        guard let sync else { return failureCode }
-        let outcome = sync.setAppAccountToken(originalTransactionId: original, appAccountToken: token.uuidString.lowercased())
-        for page in outcome.pages { Output.line(page.json()) }
+        // Nothing is read from or written to a database: the answer is Apple's.
+        guard let configuration = try SignCommand.loadConfiguration(arguments, command: command) else { return .usage }
+        guard configuration.appStoreServerAPI != nil else {
+            _ = SignCommand.signer(configuration, command: command)  // prints what is missing
+            return .usage
+        }
+        let environment = try chosenEnvironment(arguments, configuration, command: command)
+        let client: AppStoreServerAPIClient
+        do {
+            client = try AppStoreSync.client(for: configuration, environment: environment, transport: nil)
+        } catch {
+            Output.error("entitlements \(command): \(error.code): \(error.message)")
+            return .usage
+        }
+        let request = APIRequest.setAppAccountToken(originalTransactionId: original, appAccountToken: token.uuidString.lowercased())
+        var outcome = SyncOutcome(totals: SyncTotals(), failure: nil)
+        do {
+            let response = try client.send(request)
+            Output.line(SyncPage(request: request.description, status: response.status, items: 0, results: []).json())
+        } catch {
+            outcome.failure = .api(error)
+        }
         return finish(outcome, command: command)
+    }
+
+    /// `--environment`, which must be one of the configuration's; `nil` when not given.
+    static func chosenEnvironment(_ arguments: Arguments, _ configuration: EngineConfiguration, command: String) throws(UsageError)
+        -> AppStoreEnvironment?
+    {
+        guard let name = arguments.values["--environment"] else { return nil }
+        guard let chosen = AppStoreEnvironment(rawValue: name), configuration.environments.contains(chosen) else {
+            let accepted = configuration.environments.map(\.rawValue).joined(separator: ", ")
+            throw UsageError(message: "--environment \(name) is not one of the configuration's environments (\(accepted))", command: command)
+        }
+        return chosen
+    }
+
+    /// A page's line, then the warnings for products the rules do not name.
+    static func printPage(_ page: SyncPage, _ sync: AppStoreSync) {
+        Output.line(page.json())
+        for warning in sync.engine.takeProductWarnings() { Output.error(warning) }
     }
 
     /// The engine and the API client, or `nil` and the exit code after printing why not.
@@ -114,10 +152,11 @@ enum SyncCommand {
             _ = SignCommand.signer(configuration, command: command)  // prints what is missing
             return nil
         }
+        let environment = try chosenEnvironment(arguments, configuration, command: command)
         let (loaded, code) = try Commands.loadEngine(arguments, command: command)
         guard let engine = loaded else { return (nil, code) }
         do {
-            return (try AppStoreSync(engine: engine), .success)
+            return (try AppStoreSync(engine: engine, environment: environment), .success)
         } catch {
             Output.error("entitlements \(command): \(error.code): \(error.message)")
             return nil

@@ -132,7 +132,7 @@ extension Tool {
 
     /// A configuration file in `folder` with an `appStoreServerAPI` section.
     static func writeConfig(
-        in folder: URL, keyPath: String, baseURL: String? = nil, bundleId: String = "com.example.app", environment: String = "Sandbox",
+        in folder: URL, keyPath: String, baseURL: String? = nil, bundleId: String = "com.example.app", environment: JSONValue = "Sandbox",
         rootPEM: String? = nil, rules: JSONValue = ["version": "1", "products": [:]]
     ) throws -> String {
         var api = JSONObject([
@@ -140,7 +140,7 @@ extension Tool {
         ])
         if let baseURL { api["baseURL"] = .string(baseURL) }
         var config = JSONObject([
-            ("bundleId", .string(bundleId)), ("appAppleId", 1_234_567_890), ("environment", .string(environment)), ("rules", rules),
+            ("bundleId", .string(bundleId)), ("appAppleId", 1_234_567_890), ("environment", environment), ("rules", rules),
             ("appStoreServerAPI", .object(api)),
         ])
         if let rootPEM {

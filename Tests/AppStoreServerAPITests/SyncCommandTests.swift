@@ -106,4 +106,44 @@ import TestPKI
         #expect(fixture.mock.requests.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: fixture.folder.appendingPathComponent("entitlements.sqlite").path))
     }
+
+    /// A production server that also accepts Sandbox syncs each environment separately:
+    /// each keeps its own resume points.
+    @Test func eachEnvironmentResumesOnItsOwn() throws {
+        let fixture = try SyncFixture(environment: ["Sandbox", "Production"])
+        fixture.serveCustomer()
+        let otid = Scenario.customerOriginal
+        func firstHistoryRequest(_ arguments: [String]) throws -> String? {
+            let before = fixture.mock.requests.count
+            let run = try Tool.entitlements(["sync", "--config", fixture.configPath, "--customer", otid] + arguments, in: fixture.folder)
+            #expect(run.status == 0, "\(arguments): \(run.stderr)")
+            return fixture.mock.requests.dropFirst(before).first.map { $0.query["revision"] ?? "none" }
+        }
+        #expect(try firstHistoryRequest(["--environment", "Production"]) == "none")
+        #expect(try firstHistoryRequest([]) == "none", "Sandbox (the first) has no resume point yet")
+        #expect(try firstHistoryRequest(["--environment", "Production"]) == "r2")
+        #expect(try firstHistoryRequest(["--environment", "Sandbox"]) == "r2")
+        let refused = try Tool.entitlements(["sync", "--config", fixture.configPath, "--customer", otid, "--environment", "Xcode"], in: fixture.folder)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("Sandbox, Production"))
+    }
+
+    @Test func setAccountTokenOpensNoDatabase() throws {
+        let fixture = try SyncFixture()
+        fixture.serveCustomer()
+        let run = try Tool.entitlements(
+            ["set-account-token", "--config", fixture.configPath, "--original-transaction-id", Scenario.customerOriginal,
+             "--app-account-token", "7e3fb20b-4cdb-47cc-936d-99d65f608138"], in: fixture.folder)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.folder.appendingPathComponent("entitlements.sqlite").path))
+        fixture.serveCustomer { _ in .error(404, code: 4_040_005, message: "Original transaction id not found.") }
+        let missing = try Tool.entitlements(
+            ["set-account-token", "--config", fixture.configPath, "--original-transaction-id", "1", "--app-account-token",
+             "7e3fb20b-4cdb-47cc-936d-99d65f608138"], in: fixture.folder)
+        #expect(missing.status == 1)
+        let output = lines(missing)
+        #expect(output.first?["errorCode"] == 4_040_005)
+        #expect(output.first?["status"] == 404)
+        #expect(output.last == ["appended": 0, "duplicate": 0, "rejected": 0])
+    }
 }

@@ -120,14 +120,14 @@ final class SyncFixture: @unchecked Sendable {
     let configPath: String
     let sleeps = SleepLog()
 
-    init(keyId: String = "2X9R4HXF34") throws {
+    init(keyId: String = "2X9R4HXF34", environment: JSONValue = "Sandbox") throws {
         keyPath = try Tool.generateKey("SubscriptionKey.p8", in: folder)
         try Tool.openssl(["pkey", "-in", keyPath, "-pubout", "-out", "public.pem"], in: folder)
         let publicPEM = try String(contentsOf: folder.appendingPathComponent("public.pem"), encoding: .utf8)
         mock = try MockAppStoreAPI(
             publicKeyPEM: publicPEM, keyId: "2X9R4HXF34", issuerId: "57246542-96fe-1a63-e053-0824d011072a", bundleId: TestPayloads.bundleId)
         configPath = try Tool.writeConfig(
-            in: folder, keyPath: "SubscriptionKey.p8", baseURL: mock.baseURL, bundleId: TestPayloads.bundleId,
+            in: folder, keyPath: "SubscriptionKey.p8", baseURL: mock.baseURL, bundleId: TestPayloads.bundleId, environment: environment,
             rootPEM: Scenario.pki.rootPEM, rules: Scenario.rules)
         if keyId != "2X9R4HXF34" {
             let text = try String(contentsOfFile: configPath, encoding: .utf8).replacingOccurrences(of: "2X9R4HXF34", with: keyId)

@@ -19,7 +19,7 @@ struct Options {
     var only: Set<Stage> = Set(Stage.allCases)
 
     enum Stage: String, CaseIterable {
-        case ecdsa, verify, ingest, peer, query, replay
+        case ecdsa, verify, ingest, peer, query, replay, concurrent
     }
 
     static let help = """
@@ -41,6 +41,8 @@ struct Options {
           query    Engine.query point lookups on a database of --customers customers: rate, p50, p99
           replay   Engine.replay of --events events over --customers customers: events/s, peak RSS
                    (in a child process)
+          concurrent  Engine.ingest latency (p50, p99, max) while Engine.replay of the same database
+                   runs on the same engine (one notification every 5 ms)
 
         OPTIONS
           --out PATH            results JSON (default bench-out/results.json); the corpus
@@ -60,7 +62,7 @@ struct Options {
                                 compact (no certificate chain, default) or full (the real x5c chain)
           --reuse-db            reuse the query/replay database of an earlier run when its size matches
           --keep                keep the databases (default: the query/replay database is removed)
-          --only LIST           stages to run, comma-separated: ecdsa,verify,ingest,peer,query,replay
+          --only LIST           stages to run, comma-separated: ecdsa,verify,ingest,peer,query,replay,concurrent
           --smoke               tiny sizes (200 notifications, 2000 events), checks each stage,
                                 no peer, exits non-zero on a failure; a few seconds in a debug build
           --help                this text

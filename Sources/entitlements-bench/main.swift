@@ -229,7 +229,7 @@ struct Bench {
             }
         }
 
-        if wants(.query) || wants(.replay) {
+        if wants(.query) || wants(.replay) || wants(.concurrent) {
             let path = workFolder + "/big.sqlite"
             let plan = HistoryPlan(total: options.events, customers: options.customers, customerMajor: true)
             var ready = false
@@ -312,6 +312,26 @@ struct Bench {
                             "secondsUntilAllEventsApplied": .double(figures.secondsToLastProgress),
                             "secondsAfterTheLastEvent": .double(figures.seconds - figures.secondsToLastProgress), "peakRSSBytes": .int(figures.peakRSS),
                             "rssBeforeReplayBytes": .int(figures.baselineRSS), "changed": .int(figures.changed),
+                        ])
+                }
+            }
+            if ready && wants(.concurrent) {
+                stage("concurrent") {
+                    let figures = try ConcurrentBench.measure(path: path, corpus: corpus)
+                    report.row(
+                        "concurrent",
+                        "Engine.ingest (1 notification) every \(ConcurrentBench.gapMilliseconds) ms during Engine.replay of \(Format.count(Double(figures.replayEvents))) events: p99",
+                        Format.fixed(figures.p99, 1) + " ms", target: "<= 100 ms", met: figures.p99 <= 100)
+                    report.row(
+                        "concurrent", "the same: ingests / p50 / max",
+                        "\(figures.ingests) / " + Format.fixed(figures.p50, 1) + " ms / " + Format.fixed(figures.max, 1) + " ms")
+                    report.section(
+                        "concurrent",
+                        [
+                            "ingests": .int(Int64(figures.ingests)), "gapMilliseconds": .int(Int64(ConcurrentBench.gapMilliseconds)),
+                            "p50Milliseconds": .double(figures.p50), "p99Milliseconds": .double(figures.p99), "maxMilliseconds": .double(figures.max),
+                            "replaySeconds": .double(figures.replaySeconds), "replayEvents": .int(figures.replayEvents),
+                            "caughtUp": .int(figures.caughtUp),
                         ])
                 }
             }

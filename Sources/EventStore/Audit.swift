@@ -116,7 +116,9 @@ extension EventStore {
                                 return
                             }
                             let matches = factsOf.withBlob(0) { bytes in
-                                (try? EventCodec.decode(bytes, seq: seq)).map(EventCodec.encode) == EventCodec.encode(event)
+                                // Facts stored by an earlier build (format 1) hold no display facts.
+                                (try? EventCodec.decode(bytes, seq: seq)).map(EventCodec.encode)
+                                    == EventCodec.encode(event, formatVersion: EventCodec.formatVersion(of: bytes) ?? 0)
                             }
                             factsOf.reset()
                             if !matches {

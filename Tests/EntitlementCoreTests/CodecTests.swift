@@ -293,7 +293,7 @@ struct CodecTests {
         let event = Event(seq: 1, body: .renewalInfo(Signed(RenewalFacts(originalTransactionId: "o", signedDate: 1), ref: RawRef(eventSeq: 1, slot: .own))))
         let bytes = EventCodec.encode(event)
         #expect(eventError([UInt8]()) == .truncated)
-        #expect(eventError([2] + Array(bytes.dropFirst())) == .unsupportedVersion)
+        #expect(eventError([3] + Array(bytes.dropFirst())) == .unsupportedVersion)
         #expect(eventError(bytes + [0]) == .trailingBytes)
         #expect(eventError([1, 9]) == .invalidTag)
         // Flags 0x80 0x00: a varint that is not minimal.
@@ -307,7 +307,7 @@ struct CodecTests {
         // A count larger than the bytes left.
         #expect(stateError([1, 1, 0x6B, 0xFF, 0xFF, 0x03]) == .truncated)
         #expect(stateError([2, 0xFF, 0xFF, 0x03]) == .truncated)
-        #expect(stateError([3, 0]) == .unsupportedVersion)
+        #expect(stateError([4, 0]) == .unsupportedVersion)
         // The same transaction twice.
         var state = CustomerState(key: "k")
         state.transactions["t"] = Signed(

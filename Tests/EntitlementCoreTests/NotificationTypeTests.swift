@@ -32,7 +32,7 @@ struct NotificationTypeTests {
         #expect(subscription.autoRenewStatus == true)
         #expect(subscription.autoRenewProductId == Product.monthly)
         #expect(subscription.ownership == "PURCHASED")
-        #expect(view.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: Time.day(30))])
+        #expect(view.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: Time.day(30), productId: Product.monthly)])
         #expect(view.appAccountToken == Customer.token)
         #expect(history.state().lastNotification?.type == .subscribed)
         #expect(history.state().lastNotification?.subtype == .initialBuy)
@@ -62,7 +62,7 @@ struct NotificationTypeTests {
         #expect(back.subscriptions.first?.status == .active)
         #expect(back.subscriptions.first?.currentTransactionId == Self.renewed)
         #expect(back.subscriptions.first?.autoRenewStatus == true)
-        #expect(back.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(75)))
+        #expect(back.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(75), productId: Product.monthly))
     }
 
     @Test func didRenew() {
@@ -75,7 +75,7 @@ struct NotificationTypeTests {
         let view = history.view(at: Time.day(31))
         #expect(view.subscriptions.first?.status == .active)
         #expect(view.subscriptions.first?.expiresDate == Time.day(60))
-        #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(60)))
+        #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(60), productId: Product.monthly))
     }
 
     @Test func didRenewBillingRecovery() {
@@ -111,7 +111,7 @@ struct NotificationTypeTests {
         var lenient = testRules
         lenient.billingRetryGrantsAccess = true
         let granted = history.view(at: Time.day(31), rules: lenient)
-        #expect(granted.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(30)))
+        #expect(granted.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(30), productId: Product.monthly))
     }
 
     @Test func didFailToRenewGracePeriod() {
@@ -123,7 +123,7 @@ struct NotificationTypeTests {
         let view = history.view(at: Time.day(31))
         #expect(view.subscriptions.first?.status == .gracePeriod)
         #expect(view.subscriptions.first?.gracePeriodExpiresDate == Time.day(36))
-        #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(36)))
+        #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(36), productId: Product.monthly))
 
         var strict = testRules
         strict.gracePeriodGrantsAccess = false
@@ -214,14 +214,14 @@ struct NotificationTypeTests {
         #expect(upgraded.subscriptions[0].currentTransactionId == Self.renewed)
         #expect(upgraded.subscriptions[0].expiresDate == Time.day(40))
         #expect(upgraded.entitlements == [
-            EntitlementView(name: "premium", active: true, expiresDate: Time.day(40)),
-            EntitlementView(name: "pro", active: true, expiresDate: Time.day(40)),
+            EntitlementView(name: "premium", active: true, expiresDate: Time.day(40), productId: Product.premium),
+            EntitlementView(name: "pro", active: true, expiresDate: Time.day(40), productId: Product.premium),
         ])
 
         // Before the upgrade the old transaction was current, even though it is marked upgraded now.
         let before = history.view(at: Time.day(5))
         #expect(before.subscriptions.first?.productId == Product.monthly)
-        #expect(before.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: Time.day(30))])
+        #expect(before.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: Time.day(30), productId: Product.monthly)])
     }
 
     @Test func didChangeRenewalPrefDowngrade() {
@@ -430,7 +430,7 @@ struct NotificationTypeTests {
         let view = history.view(at: Time.day(9))
         #expect(view.subscriptions.first?.status == .active)
         #expect(view.subscriptions.first?.revocationType == nil)
-        #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(30)))
+        #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(30), productId: Product.monthly))
     }
 
     @Test func revokeFamilySharing() {
@@ -515,7 +515,7 @@ struct NotificationTypeTests {
             "ONE_TIME_CHARGE", signed: Time.hour(1),
             transaction: transaction("3000000000000002", product: Product.gems, purchase: Time.hour(1), quantity: 2))
         let view = history.view(at: Time.day(1))
-        #expect(view.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: nil)])
+        #expect(view.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: nil, productId: Product.lifetime)])
         #expect(view.purchases.map(\.type) == ["Non-Consumable", "Consumable"])
         // A consumable missing from the rules: 1 unit of a currency named after the product.
         #expect(view.balances == [CurrencyBalance(currency: Product.gems, amount: 2)])

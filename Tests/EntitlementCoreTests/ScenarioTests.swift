@@ -19,10 +19,10 @@ struct ScenarioTests {
             renewal: renewal(retry: false, signed: Time.day(64)), status: 1)
 
         let expectations: [(at: Int64, status: SubscriptionStatus, pro: EntitlementView)] = [
-            (Time.day(15), .active, EntitlementView(name: "pro", active: true, expiresDate: Time.day(30))),
-            (Time.day(45), .active, EntitlementView(name: "pro", active: true, expiresDate: Time.day(60))),
-            (Time.day(62), .gracePeriod, EntitlementView(name: "pro", active: true, expiresDate: Time.day(66))),
-            (Time.day(65), .active, EntitlementView(name: "pro", active: true, expiresDate: Time.day(94))),
+            (Time.day(15), .active, EntitlementView(name: "pro", active: true, expiresDate: Time.day(30), productId: Product.monthly)),
+            (Time.day(45), .active, EntitlementView(name: "pro", active: true, expiresDate: Time.day(60), productId: Product.monthly)),
+            (Time.day(62), .gracePeriod, EntitlementView(name: "pro", active: true, expiresDate: Time.day(66), productId: Product.monthly)),
+            (Time.day(65), .active, EntitlementView(name: "pro", active: true, expiresDate: Time.day(94), productId: Product.monthly)),
             (Time.day(95), .expired, EntitlementView(name: "pro", active: false, expiresDate: nil)),
         ]
         for expected in expectations {
@@ -53,7 +53,7 @@ struct ScenarioTests {
 
         let before = history.view(at: Time.day(50))
         #expect(before.subscriptions.first?.productId == Product.yearly)
-        #expect(before.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: Time.day(365))])
+        #expect(before.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: Time.day(365), productId: Product.yearly)])
 
         let after = history.view(at: Time.day(101))
         #expect(after.subscriptions.first?.productId == Product.premium)
@@ -93,7 +93,7 @@ struct ScenarioTests {
         #expect(downgraded.subscriptions.first?.productId == Product.basic)
         #expect(downgraded.entitlements == [
             EntitlementView(name: "premium", active: false, expiresDate: nil),
-            EntitlementView(name: "pro", active: true, expiresDate: Time.day(60)),
+            EntitlementView(name: "pro", active: true, expiresDate: Time.day(60), productId: Product.basic),
         ])
     }
 
@@ -124,7 +124,7 @@ struct ScenarioTests {
         #expect(reversedFirst == history.state())
         for at in [Time.day(6), Time.day(10)] {
             let view = history.view(at: at)
-            #expect(view.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: nil)])
+            #expect(view.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: nil, productId: Product.lifetime)])
             #expect(view.purchases.first?.revoked == false)
         }
     }
@@ -144,7 +144,8 @@ struct ScenarioTests {
         #expect(view.purchases == [
             PurchaseView(
                 transactionId: "3000000000000001", productId: Product.lifetime, type: "Non-Consumable", quantity: 1,
-                revoked: true, revocationType: "FAMILY_REVOKE", revocationPercentage: nil, expiresDate: nil)
+                revoked: true, revocationType: "FAMILY_REVOKE", revocationPercentage: nil, expiresDate: nil,
+                purchaseDate: Time.t0, revocationDate: Time.day(20), price: 9990, currency: "USD")
         ])
     }
 
@@ -214,7 +215,7 @@ struct ScenarioTests {
 
         // Stacked: [t0, d7), [d7, d14); a gap; [d20, d27).
         let stacked = history.view(at: Time.day(1))
-        #expect(stacked.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(7)))
+        #expect(stacked.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(7), productId: Product.pass))
         #expect(history.view(at: Time.day(8)).entitlement("pro")?.expiresDate == Time.day(14))
         #expect(history.view(at: Time.day(14)).entitlement("pro") == EntitlementView(name: "pro", active: false, expiresDate: nil))
         #expect(history.view(at: Time.day(21)).entitlement("pro")?.expiresDate == Time.day(27))
@@ -296,10 +297,10 @@ struct ScenarioTests {
         let account = AccountView.merge(token: Customer.token, at: Time.day(10), views: views)
         #expect(account.appTransactionIds == ["704000000000001", "704000000000002", "704000000000003"])
         #expect(account.entitlements == [
-            EntitlementView(name: "premium", active: true, expiresDate: Time.day(30)),
-            EntitlementView(name: "pro", active: true, expiresDate: nil),
+            EntitlementView(name: "premium", active: true, expiresDate: Time.day(30), productId: Product.premium),
+            EntitlementView(name: "pro", active: true, expiresDate: nil, productId: Product.lifetime),
         ])
-        #expect(JSONWriter.string(account.json()) == #"{"appAccountToken":"7e3fb20b-4cdb-47cc-936d-99d65f608138","at":1764547200000,"appTransactionIds":["704000000000001","704000000000002","704000000000003"],"entitlements":{"premium":{"active":true,"expiresDate":1766275200000},"pro":{"active":true,"expiresDate":null}}}"#)
+        #expect(JSONWriter.string(account.json()) == #"{"appAccountToken":"7e3fb20b-4cdb-47cc-936d-99d65f608138","at":1764547200000,"appTransactionIds":["704000000000001","704000000000002","704000000000003"],"entitlements":{"premium":{"active":true,"expiresDate":1766275200000,"productId":"com.example.premium.monthly"},"pro":{"active":true,"expiresDate":null,"productId":"com.example.lifetime"}}}"#)
 
         let later = history.states().values.map { Evaluation.evaluate($0, rules: testRules, at: Time.day(40)) }
         let merged = AccountView.merge(token: Customer.token, at: Time.day(40), views: later.filter { $0.appTransactionId != "704000000000002" })
@@ -319,11 +320,11 @@ struct ScenarioTests {
         history.add(transaction("3000000000000001", product: Product.lifetime, purchase: Time.hour(1)))
         history.add(transaction("3000000000000002", product: Product.gems, purchase: Time.hour(2), quantity: 150))
         let text = JSONWriter.string(history.view(at: Time.day(1)).json())
-        #expect(text == #"{"appTransactionId":"704000000000001","at":1763769600000,"environment":"Production","appAccountToken":"7e3fb20b-4cdb-47cc-936d-99d65f608138","entitlements":{"pro":{"active":true,"expiresDate":null}},"subscriptions":[{"originalTransactionId":"2000000000000001","productId":"com.example.pro.monthly","subscriptionGroupIdentifier":"21000001","status":"active","expiresDate":1766275200000,"gracePeriodExpiresDate":null,"autoRenewStatus":true,"autoRenewProductId":"com.example.pro.monthly","ownership":"PURCHASED","revocationType":null}],"purchases":[{"transactionId":"3000000000000001","productId":"com.example.lifetime","type":"Non-Consumable","quantity":1,"revoked":false,"revocationType":null,"revocationPercentage":null,"expiresDate":null},{"transactionId":"3000000000000002","productId":"com.example.gems","type":"Consumable","quantity":150,"revoked":false,"revocationType":null,"revocationPercentage":null,"expiresDate":null}],"balances":{"com.example.gems":150}}"#)
+        #expect(text == #"{"appTransactionId":"704000000000001","at":1763769600000,"environment":"Production","appAccountToken":"7e3fb20b-4cdb-47cc-936d-99d65f608138","entitlements":{"pro":{"active":true,"expiresDate":null,"productId":"com.example.lifetime"}},"subscriptions":[{"originalTransactionId":"2000000000000001","productId":"com.example.pro.monthly","subscriptionGroupIdentifier":"21000001","status":"active","expiresDate":1766275200000,"gracePeriodExpiresDate":null,"autoRenewStatus":true,"autoRenewProductId":"com.example.pro.monthly","ownership":"PURCHASED","revocationType":null,"transactionId":"2000000000000001","purchaseDate":1763683200000,"originalPurchaseDate":1763683200000,"periodType":"normal","offerPeriod":null,"willRenew":true,"revocationDate":null,"price":9990,"currency":"USD","unsubscribeDetectedAt":null,"billingIssueDetectedAt":null}],"purchases":[{"transactionId":"3000000000000001","productId":"com.example.lifetime","type":"Non-Consumable","quantity":1,"revoked":false,"revocationType":null,"revocationPercentage":null,"expiresDate":null,"purchaseDate":1763686800000,"revocationDate":null,"price":9990,"currency":"USD"},{"transactionId":"3000000000000002","productId":"com.example.gems","type":"Consumable","quantity":150,"revoked":false,"revocationType":null,"revocationPercentage":null,"expiresDate":null,"purchaseDate":1763690400000,"revocationDate":null,"price":9990,"currency":"USD"}],"balances":{"com.example.gems":150},"originalPurchaseDate":null,"originalApplicationVersion":null}"#)
 
         // A customer known but who had bought nothing by `at`.
         let empty = JSONWriter.string(history.view(at: Time.t0 - 1).json())
-        #expect(empty == #"{"appTransactionId":"704000000000001","at":1763683199999,"environment":"Production","appAccountToken":"7e3fb20b-4cdb-47cc-936d-99d65f608138","entitlements":{},"subscriptions":[],"purchases":[],"balances":{}}"#)
+        #expect(empty == #"{"appTransactionId":"704000000000001","at":1763683199999,"environment":"Production","appAccountToken":"7e3fb20b-4cdb-47cc-936d-99d65f608138","entitlements":{},"subscriptions":[],"purchases":[],"balances":{},"originalPurchaseDate":null,"originalApplicationVersion":null}"#)
     }
 
     @Test func renewalInfoBeforeAnyIsTheEarliest() {

@@ -6,6 +6,9 @@ struct ByteReader {
     /// Once read (``StateCodec`` format 2), a string is a number into this table.
     private var table: [String] = []
     private var numbered = false
+    /// Whether the format read may carry display facts (event facts format 2,
+    /// state format 3); the first formats' flag bits for them are refused.
+    var displayFacts = true
     /// Where strings written out in full are shared, when given.
     private let interner: UnsafeMutablePointer<StringInterner>?
 

@@ -2,10 +2,10 @@
 ///
 /// Raw JWS are not written (they stay in the log), nor are ``RawRef``s: they
 /// are rebuilt from the event's `seq` and each object's place in the event.
-/// Layout (format version 1):
+/// Layout (format version 2; version 1 is the same without display facts):
 ///
 /// ```
-/// u8 version = 1
+/// u8 version = 1 or 2
 /// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction, in the low 4 bits;
 ///    the high 4 bits the environment: 0 not recorded, 1 Production, 2 Sandbox, 3 Xcode, 4 LocalTesting
 /// notification: flags, string notificationUUID, type, [subtype], date signedDate,
@@ -16,8 +16,13 @@
 /// Decoding reads in place from an `UnsafeRawBufferPointer` (a SQLite blob,
 /// say) and allocates nothing but the strings it returns.
 public enum EventCodec {
-    /// The format version written by this build (the first byte).
-    public static let formatVersion: UInt8 = 1
+    /// The format version written by this build for events that carry display
+    /// facts (``TransactionFacts/price`` and the like: flag bits that format 1
+    /// does not know). An event without any is written in format 1, byte for
+    /// byte as earlier builds wrote it.
+    public static let formatVersion: UInt8 = 2
+    /// The first format: no display facts.
+    public static let formatVersionWithoutDisplayFacts: UInt8 = 1
 
     private enum KindCode {
         static let notification: UInt8 = 0
@@ -29,7 +34,7 @@ public enum EventCodec {
     /// The bytes of `event`'s facts (its `seq` and raws are not written).
     public static func encode(_ event: Event) -> [UInt8] {
         var writer = ByteWriter(capacity: 160)
-        writer.byte(formatVersion)
+        writer.byte(event.hasDisplayFacts ? formatVersion : formatVersionWithoutDisplayFacts)
         switch event.body {
         case .notification(let notification):
             typealias F = FactsLayout.Notification
@@ -148,9 +153,10 @@ public enum EventCodec {
     /// Reads the format version and the event's kind.
     static func readHeader(_ reader: inout ByteReader) throws(CodecError) -> (EventKind, AppStoreEnvironment?) {
         let version = try reader.byte()
-        guard version == formatVersion else {
+        guard version == formatVersion || version == formatVersionWithoutDisplayFacts else {
             throw CodecError(code: .unsupportedVersion, offset: 0, message: "event format version \(version)")
         }
+        reader.displayFacts = version == formatVersion
         let byte = try reader.byte()
         let environment: AppStoreEnvironment?
         switch byte >> 4 {
@@ -170,6 +176,15 @@ public enum EventCodec {
         }
     }
 
+    /// The format version of the stored facts `bytes` (their first byte), if any.
+    public static func formatVersion(of bytes: UnsafeRawBufferPointer) -> UInt8? { bytes.first }
+
+    /// The bytes of `event`'s facts as format `version` writes them: format 1
+    /// leaves out the display facts (for comparing with facts an earlier build stored).
+    public static func encode(_ event: Event, formatVersion version: UInt8) -> [UInt8] {
+        version == formatVersionWithoutDisplayFacts ? encode(event.withoutDisplayFacts) : encode(event)
+    }
+
     /// The event at `seq` whose facts are `bytes` (see the `UnsafeRawBufferPointer` overload).
     /// - Throws: ``CodecError``.
     public static func decode(_ bytes: [UInt8], seq: Int64) throws(CodecError) -> Event {
@@ -181,5 +196,38 @@ public enum EventCodec {
     public static func decode<Bytes: Collection>(_ bytes: Bytes, seq: Int64) throws(CodecError) -> Event
     where Bytes.Element == UInt8 {
         try withRawBytes(bytes) { buffer throws(CodecError) in try decode(buffer, seq: seq) }
+    }
+}
+
+extension Event {
+    /// Whether any of the event's signed objects carries display facts.
+    var hasDisplayFacts: Bool {
+        switch body {
+        case .notification(let n):
+            return n.transaction?.facts.hasDisplayFacts == true || n.appTransaction?.facts.hasDisplayFacts == true
+        case .transaction(let t): return t.facts.hasDisplayFacts
+        case .renewalInfo: return false
+        case .appTransaction(let a): return a.facts.hasDisplayFacts
+        }
+    }
+
+    /// The event without display facts, as builds before them stored it.
+    var withoutDisplayFacts: Event {
+        var copy = self
+        switch body {
+        case .notification(var n):
+            if let facts = n.transaction?.facts { n.transaction?.facts = facts.withoutDisplayFacts }
+            if let facts = n.appTransaction?.facts { n.appTransaction?.facts = facts.withoutDisplayFacts }
+            copy.body = .notification(n)
+        case .transaction(var t):
+            t.facts = t.facts.withoutDisplayFacts
+            copy.body = .transaction(t)
+        case .renewalInfo:
+            break
+        case .appTransaction(var a):
+            a.facts = a.facts.withoutDisplayFacts
+            copy.body = .appTransaction(a)
+        }
+        return copy
     }
 }

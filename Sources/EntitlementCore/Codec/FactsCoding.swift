@@ -19,6 +19,14 @@ enum FactsLayout {
         /// `quantity` is not 1 and follows.
         static let quantity: UInt64 = 1 << 10
         static let known: UInt64 = (1 << 11) - 1
+        // Display facts (event facts format 2, state format 3).
+        static let originalPurchaseDate: UInt64 = 1 << 11
+        static let offerType: UInt64 = 1 << 12
+        static let offerDiscountType: UInt64 = 1 << 13
+        static let offerPeriod: UInt64 = 1 << 14
+        static let price: UInt64 = 1 << 15
+        static let currency: UInt64 = 1 << 16
+        static let knownWithDisplay: UInt64 = (1 << 17) - 1
     }
 
     enum Renewal {
@@ -46,6 +54,9 @@ enum FactsLayout {
     enum AppTransaction {
         static let originalPurchaseDate: UInt64 = 1 << 0
         static let known: UInt64 = (1 << 1) - 1
+        // Display facts (event facts format 2, state format 3).
+        static let originalApplicationVersion: UInt64 = 1 << 1
+        static let knownWithDisplay: UInt64 = (1 << 2) - 1
     }
 
     enum Notification {
@@ -74,6 +85,12 @@ extension ByteWriter {
         let originalIsSelf = facts.originalTransactionId == facts.transactionId
         if originalIsSelf { flags |= F.originalIsSelf }
         if facts.quantity != 1 { flags |= F.quantity }
+        if facts.originalPurchaseDate != nil { flags |= F.originalPurchaseDate }
+        if facts.offerType != nil { flags |= F.offerType }
+        if facts.offerDiscountType != nil { flags |= F.offerDiscountType }
+        if facts.offerPeriod != nil { flags |= F.offerPeriod }
+        if facts.price != nil { flags |= F.price }
+        if facts.currency != nil { flags |= F.currency }
         varint(flags)
         string(facts.transactionId)
         if !originalIsSelf { string(facts.originalTransactionId) }
@@ -90,6 +107,12 @@ extension ByteWriter {
         if let value = facts.revocationPercentage { int(value) }
         if let value = facts.ownership { ownership(value) }
         if let value = facts.appAccountToken { string(value) }
+        if let value = facts.originalPurchaseDate { date(value) }
+        if let value = facts.offerType { int(value) }
+        if let value = facts.offerDiscountType { string(value) }
+        if let value = facts.offerPeriod { string(value) }
+        if let value = facts.price { int(value) }
+        if let value = facts.currency { string(value) }
     }
 
     /// - Parameter transaction: In a notification, the nested transaction,
@@ -127,17 +150,20 @@ extension ByteWriter {
 
     mutating func appTransactionFacts(_ facts: AppTransactionFacts) {
         typealias F = FactsLayout.AppTransaction
-        varint(facts.originalPurchaseDate != nil ? F.originalPurchaseDate : 0)
+        var flags: UInt64 = facts.originalPurchaseDate != nil ? F.originalPurchaseDate : 0
+        if facts.originalApplicationVersion != nil { flags |= F.originalApplicationVersion }
+        varint(flags)
         string(facts.appTransactionId)
         date(facts.signedDate)
         if let value = facts.originalPurchaseDate { date(value) }
+        if let value = facts.originalApplicationVersion { string(value) }
     }
 }
 
 extension ByteReader {
     mutating func transactionFacts() throws(CodecError) -> TransactionFacts {
         typealias F = FactsLayout.Transaction
-        let flags = try self.flags(known: F.known)
+        let flags = try self.flags(known: displayFacts ? F.knownWithDisplay : F.known)
         let transactionId = try string()
         let originalTransactionId = flags & F.originalIsSelf != 0 ? transactionId : try string()
         let productId = try string()
@@ -153,13 +179,21 @@ extension ByteReader {
         let revocationPercentage = flags & F.revocationPercentage != 0 ? try int() : nil
         let ownership = flags & F.ownership != 0 ? try ownership() : nil
         let appAccountToken = flags & F.appAccountToken != 0 ? try string() : nil
+        let originalPurchaseDate = flags & F.originalPurchaseDate != 0 ? try date() : nil
+        let offerType = flags & F.offerType != 0 ? try int() : nil
+        let offerDiscountType = flags & F.offerDiscountType != 0 ? try string() : nil
+        let offerPeriod = flags & F.offerPeriod != 0 ? try string() : nil
+        let price = flags & F.price != 0 ? try int() : nil
+        let currency = flags & F.currency != 0 ? try string() : nil
         return TransactionFacts(
             transactionId: transactionId, originalTransactionId: originalTransactionId,
             appTransactionId: appTransactionId, productId: productId,
             subscriptionGroupIdentifier: subscriptionGroupIdentifier, type: type, purchaseDate: purchaseDate,
             expiresDate: expiresDate, quantity: quantity, signedDate: signedDate, revocationDate: revocationDate,
             revocationType: revocationType, revocationPercentage: revocationPercentage,
-            isUpgraded: flags & F.isUpgraded != 0, ownership: ownership, appAccountToken: appAccountToken)
+            isUpgraded: flags & F.isUpgraded != 0, ownership: ownership, appAccountToken: appAccountToken,
+            originalPurchaseDate: originalPurchaseDate, offerType: offerType, offerDiscountType: offerDiscountType,
+            offerPeriod: offerPeriod, price: price, currency: currency)
     }
 
     /// - Parameter transaction: In a notification, the nested transaction
@@ -214,7 +248,9 @@ extension ByteReader {
 
     /// Reads past one renewal info record written without sharing (as in a
     /// stored state), building only its `originalTransactionId`.
-    mutating func skipRenewalFacts() throws(CodecError) -> (originalTransactionId: String, signedDate: Int64) {
+    mutating func skipRenewalFacts() throws(CodecError) -> (
+        originalTransactionId: String, signedDate: Int64, autoRenewOff: Bool, billingRetry: Bool
+    ) {
         typealias F = FactsLayout.Renewal
         let start = offset
         let flags = try self.flags(known: F.known)
@@ -229,16 +265,19 @@ extension ByteReader {
         if flags & F.gracePeriodExpiresDate != 0 { _ = try date() }
         if flags & F.expirationIntent != 0 { _ = try int() }
         if flags & F.appAccountToken != 0 { try skipString() }
-        return (originalTransactionId, signedDate)
+        let autoRenewOff = flags & F.autoRenewStatusKnown != 0 && flags & F.autoRenewStatus == 0
+        return (originalTransactionId, signedDate, autoRenewOff, flags & F.isInBillingRetryPeriod != 0)
     }
 
     mutating func appTransactionFacts() throws(CodecError) -> AppTransactionFacts {
         typealias F = FactsLayout.AppTransaction
-        let flags = try self.flags(known: F.known)
+        let flags = try self.flags(known: displayFacts ? F.knownWithDisplay : F.known)
         let appTransactionId = try string()
         let signedDate = try date()
+        let originalPurchaseDate = flags & F.originalPurchaseDate != 0 ? try date() : nil
+        let originalApplicationVersion = flags & F.originalApplicationVersion != 0 ? try string() : nil
         return AppTransactionFacts(
-            appTransactionId: appTransactionId,
-            originalPurchaseDate: flags & F.originalPurchaseDate != 0 ? try date() : nil, signedDate: signedDate)
+            appTransactionId: appTransactionId, originalPurchaseDate: originalPurchaseDate, signedDate: signedDate,
+            originalApplicationVersion: originalApplicationVersion)
     }
 }

@@ -3,10 +3,12 @@
 /// Equal states encode to equal bytes: transactions and renewal infos are
 /// written sorted by id, and every version's ``RawRef`` is written (raws are
 /// not: they stay in the log). Decoding a state therefore gives it back with
-/// every `raw` `nil`. Layout (format version 2):
+/// every `raw` `nil`. Layout (format version 3; version 2 is the same without
+/// display facts, and is still written for a state that holds none, so that
+/// states built before display facts keep their bytes):
 ///
 /// ```
-/// u8 version = 2
+/// u8 version = 3 or 2
 /// count, then each distinct string once (byte count, UTF-8), in order of first use
 /// string key
 /// count, then per transaction (sorted by transactionId): ref, transaction facts
@@ -26,8 +28,10 @@
 /// `transactionId` and renewal versions by their `originalTransactionId`, as
 /// the reducer keys them.
 public enum StateCodec {
-    /// The format version written by this build (the first byte).
-    public static let formatVersion: UInt8 = 2
+    /// The format version written by this build for a state with display facts (the first byte).
+    public static let formatVersion: UInt8 = 3
+    /// The format without display facts (still written for a state that has none).
+    static let formatVersionWithoutDisplayFacts: UInt8 = 2
     /// The first format: strings written in full where they occur.
     static let formatVersionWithoutTable: UInt8 = 1
 
@@ -94,7 +98,9 @@ public enum StateCodec {
         if !state.environments.isEmpty { writer.byte(state.environments.rawValue) }
         let strings = writer.table?.strings ?? []
         var out = ByteWriter(capacity: writer.bytes.count + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
-        out.byte(formatVersion)
+        let display =
+            state.transactions.values.contains { $0.facts.hasDisplayFacts } || state.appTransaction?.facts.hasDisplayFacts == true
+        out.byte(display ? formatVersion : formatVersionWithoutDisplayFacts)
         out.count(strings.count)
         for string in strings { out.fullString(string) }
         out.append(writer.bytes)
@@ -117,10 +123,11 @@ public enum StateCodec {
         var reader = ByteReader(bytes)
         let version = try reader.byte()
         switch version {
-        case formatVersion: try reader.stringTable()
+        case formatVersion, formatVersionWithoutDisplayFacts: try reader.stringTable()
         case formatVersionWithoutTable: break
         default: throw CodecError(code: .unsupportedVersion, offset: 0, message: "state format version \(version)")
         }
+        reader.displayFacts = version == formatVersion
         let key = try reader.string()
         let transactionCount = try reader.count()
         var state = Sink(key: key, transactions: transactionCount)
@@ -142,19 +149,24 @@ public enum StateCodec {
                 // Read past every version (checking their order), then build the standing one.
                 var standing = reader.offset
                 var previous: (originalTransactionId: String, signedDate: Int64)? = nil
+                var runs = RenewalRuns()
                 for index in 0..<versionCount {
                     let versionStart = reader.offset
                     _ = try reader.ref()
                     let head = try reader.skipRenewalFacts()
-                    try Self.checkOrder(previous, head, at: versionStart)
-                    previous = head
-                    if index == 0 || head.signedDate <= at { standing = versionStart }
+                    try Self.checkOrder(previous, (head.originalTransactionId, head.signedDate), at: versionStart)
+                    previous = (head.originalTransactionId, head.signedDate)
+                    if index == 0 || head.signedDate <= at {
+                        standing = versionStart
+                        runs.append(signedDate: head.signedDate, autoRenewOff: head.autoRenewOff, billingRetry: head.billingRetry)
+                    }
                 }
                 let end = reader.offset
                 reader.seek(to: standing)
                 let ref = try reader.ref()
                 versions.append(Signed(try reader.renewalFacts(), ref: ref))
                 reader.seek(to: end)
+                state.renewalRuns(runs)
             } else {
                 versions.reserveCapacity(versionCount)
                 for _ in 0..<versionCount {
@@ -241,6 +253,13 @@ protocol StateSink {
     var accountToken: AccountTokenClaim? { get set }
     var lastNotification: NotificationSummaryFacts? { get set }
     var environments: EnvironmentSet { get set }
+    /// With a moment to decode for: the runs up to the standing version of
+    /// the `originalTransactionId` whose versions are handed over next.
+    mutating func renewalRuns(_ runs: RenewalRuns)
+}
+
+extension StateSink {
+    mutating func renewalRuns(_ runs: RenewalRuns) {}
 }
 
 extension CustomerState: StateSink {

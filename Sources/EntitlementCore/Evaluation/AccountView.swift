@@ -26,23 +26,25 @@ public struct AccountView: Sendable, Hashable {
     /// is active, `nil` (no end) when a non-consumable grants it in any of
     /// them, and `nil` when it is active in none.
     public static func merge(token: String, at: Int64, views: [CustomerView]) -> AccountView {
-        var merged: [String: GrantExpiry?] = [:]
+        var merged: [String: Grant?] = [:]
         for view in views {
             for entitlement in view.entitlements {
-                let expiry: GrantExpiry? =
-                    entitlement.active ? (entitlement.expiresDate.map(GrantExpiry.until) ?? .forever) : nil
-                switch (merged[entitlement.name] ?? nil, expiry) {
+                let grant: Grant? =
+                    entitlement.active
+                    ? Grant(expiry: entitlement.expiresDate.map(GrantExpiry.until) ?? .forever, productId: entitlement.productId ?? "")
+                    : nil
+                switch (merged[entitlement.name] ?? nil, grant) {
                 case (let existing?, let incoming?): merged[entitlement.name] = .some(existing.later(incoming))
                 case (nil, let incoming?): merged[entitlement.name] = .some(incoming)
                 case (_, nil): if merged[entitlement.name] == nil { merged[entitlement.name] = .some(nil) }
                 }
             }
         }
-        let entitlements = merged.map { name, expiry in
-            switch expiry {
+        let entitlements = merged.map { name, grant in
+            switch grant?.expiry {
             case nil: return EntitlementView(name: name, active: false, expiresDate: nil)
-            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil)
-            case .until(let date)?: return EntitlementView(name: name, active: true, expiresDate: date)
+            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil, productId: grant?.productId)
+            case .until(let date)?: return EntitlementView(name: name, active: true, expiresDate: date, productId: grant?.productId)
             }
         }
         .sorted { $0.name.utf8Precedes($1.name) }

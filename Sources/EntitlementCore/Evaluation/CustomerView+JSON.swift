@@ -1,7 +1,10 @@
 extension CustomerView {
     /// The `query` output of contract section 6, keys in the contract's order:
     /// `appTransactionId`, `at`, `appAccountToken`, `entitlements`,
-    /// `subscriptions`, `purchases`, `balances`; absent values are JSON `null`.
+    /// `subscriptions`, `purchases`, `balances`, then the fields revision 2
+    /// added: `originalPurchaseDate`, `originalApplicationVersion` (`environment`
+    /// follows `at`);
+    /// absent values are JSON `null`.
     public func json() -> JSONValue {
         .object(
             JSONObject([
@@ -13,14 +16,19 @@ extension CustomerView {
                 ("subscriptions", .array(subscriptions.map { $0.json() })),
                 ("purchases", .array(purchases.map { $0.json() })),
                 ("balances", .object(JSONObject(balances.map { ($0.currency, .int($0.amount)) }))),
+                ("originalPurchaseDate", .nullable(originalPurchaseDate)),
+                ("originalApplicationVersion", .nullable(originalApplicationVersion)),
             ]))
     }
 }
 
 extension EntitlementView {
-    /// `{"active": ..., "expiresDate": ...}`.
+    /// `{"active": ..., "expiresDate": ..., "productId": ...}`.
     public func json() -> JSONValue {
-        .object(JSONObject([("active", .bool(active)), ("expiresDate", .nullable(expiresDate))]))
+        .object(
+            JSONObject([
+                ("active", .bool(active)), ("expiresDate", .nullable(expiresDate)), ("productId", .nullable(productId)),
+            ]))
     }
 
     /// `{"<name>": {"active": ..., "expiresDate": ...}, ...}` in the order given.
@@ -44,6 +52,17 @@ extension SubscriptionView {
                 ("autoRenewProductId", .nullable(autoRenewProductId)),
                 ("ownership", .nullable(ownership)),
                 ("revocationType", .nullable(revocationType)),
+                ("transactionId", .string(currentTransactionId)),
+                ("purchaseDate", .int(purchaseDate)),
+                ("originalPurchaseDate", .nullable(originalPurchaseDate)),
+                ("periodType", .string(periodType)),
+                ("offerPeriod", .nullable(offerPeriod)),
+                ("willRenew", .bool(willRenew)),
+                ("revocationDate", .nullable(revocationDate)),
+                ("price", .nullable(price)),
+                ("currency", .nullable(currency)),
+                ("unsubscribeDetectedAt", .nullable(unsubscribeDetectedAt)),
+                ("billingIssueDetectedAt", .nullable(billingIssueDetectedAt)),
             ]))
     }
 }
@@ -61,6 +80,10 @@ extension PurchaseView {
                 ("revocationType", .nullable(revocationType)),
                 ("revocationPercentage", .nullable(revocationPercentage)),
                 ("expiresDate", .nullable(expiresDate)),
+                ("purchaseDate", .int(purchaseDate)),
+                ("revocationDate", .nullable(revocationDate)),
+                ("price", .nullable(price)),
+                ("currency", .nullable(currency)),
             ]))
     }
 }

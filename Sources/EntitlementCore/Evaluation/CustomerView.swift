@@ -17,13 +17,21 @@ public struct CustomerView: Sendable, Hashable {
     public var balances: [CurrencyBalance]
     /// The environment the customer's data came from (`Production`, `Sandbox`,
     /// ...; several joined by commas), `nil` when no event recorded one.
-    public var environment: String? = nil
+    public var environment: String?
+    /// The newest AppTransaction's `originalPurchaseDate` (`nil` without one).
+    public var originalPurchaseDate: Int64?
+    /// The newest AppTransaction's `originalApplicationVersion` (`nil` without one).
+    public var originalApplicationVersion: String?
 
     /// A view with exactly these fields (``Evaluation/evaluate(_:rules:at:)`` makes them).
     public init(
         appTransactionId: CustomerKey, at: Int64, appAccountToken: String? = nil, entitlements: [EntitlementView] = [],
-        subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [], balances: [CurrencyBalance] = []
+        subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [], balances: [CurrencyBalance] = [],
+        environment: String? = nil, originalPurchaseDate: Int64? = nil, originalApplicationVersion: String? = nil
     ) {
+        self.environment = environment
+        self.originalPurchaseDate = originalPurchaseDate
+        self.originalApplicationVersion = originalApplicationVersion
         self.appTransactionId = appTransactionId
         self.at = at
         self.appAccountToken = appAccountToken
@@ -66,12 +74,17 @@ public struct EntitlementView: Sendable, Hashable {
     /// pass window's end. `nil` when a non-consumable grants it (no end), or
     /// when nothing grants it.
     public var expiresDate: Int64?
+    /// The product of the source that sets ``expiresDate`` (a non-consumable
+    /// when one grants; among equal sources the smallest `productId`); `nil`
+    /// when nothing grants it.
+    public var productId: String?
 
     /// An entitlement with exactly these fields.
-    public init(name: String, active: Bool, expiresDate: Int64?) {
+    public init(name: String, active: Bool, expiresDate: Int64?, productId: String? = nil) {
         self.name = name
         self.active = active
         self.expiresDate = expiresDate
+        self.productId = productId
     }
 }
 
@@ -112,18 +125,52 @@ public struct SubscriptionView: Sendable, Hashable {
     public var ownership: String?
     /// The current transaction's `revocationType` when ``status`` is ``SubscriptionStatus/revoked``.
     public var revocationType: String?
-    /// The `transactionId` of the current transaction (not in the query JSON).
+    /// The `transactionId` of the current transaction (`transactionId` in the query JSON).
     public var currentTransactionId: String
     /// Whether the subscription grants its product's entitlements at the moment (not in the query JSON).
     public var grants: Bool
+    /// The current transaction's `purchaseDate`.
+    public var purchaseDate: Int64
+    /// The current transaction's `originalPurchaseDate`.
+    public var originalPurchaseDate: Int64?
+    /// `trial` when the current transaction's `offerDiscountType` is `FREE_TRIAL`,
+    /// else by its `offerType`: `intro`, `promotional`, `offer_code`, `win_back`, none `normal`.
+    public var periodType: String
+    /// The current transaction's `offerPeriod` (ISO 8601 duration, as signed).
+    public var offerPeriod: String?
+    /// `autoRenewStatus` is on and the status is active, grace period or billing retry.
+    public var willRenew: Bool
+    /// The current transaction's `revocationDate`, when at or before the moment.
+    public var revocationDate: Int64?
+    /// The current transaction's `price` (milliunits, as signed).
+    public var price: Int64?
+    /// The current transaction's `currency`.
+    public var currency: String?
+    /// When the standing renewal info says auto-renew is off: the `signedDate` of
+    /// the earliest version in the unbroken run of versions saying so.
+    public var unsubscribeDetectedAt: Int64?
+    /// The same for `isInBillingRetryPeriod`.
+    public var billingIssueDetectedAt: Int64?
 
     /// A subscription with exactly these fields.
     public init(
         originalTransactionId: String, productId: String, subscriptionGroupIdentifier: String?,
         status: SubscriptionStatus, expiresDate: Int64?, gracePeriodExpiresDate: Int64?, autoRenewStatus: Bool?,
         autoRenewProductId: String?, ownership: String?, revocationType: String?, currentTransactionId: String,
-        grants: Bool
+        grants: Bool, purchaseDate: Int64 = 0, originalPurchaseDate: Int64? = nil, periodType: String = "normal",
+        offerPeriod: String? = nil, willRenew: Bool = false, revocationDate: Int64? = nil, price: Int64? = nil,
+        currency: String? = nil, unsubscribeDetectedAt: Int64? = nil, billingIssueDetectedAt: Int64? = nil
     ) {
+        self.purchaseDate = purchaseDate
+        self.originalPurchaseDate = originalPurchaseDate
+        self.periodType = periodType
+        self.offerPeriod = offerPeriod
+        self.willRenew = willRenew
+        self.revocationDate = revocationDate
+        self.price = price
+        self.currency = currency
+        self.unsubscribeDetectedAt = unsubscribeDetectedAt
+        self.billingIssueDetectedAt = billingIssueDetectedAt
         self.originalTransactionId = originalTransactionId
         self.productId = productId
         self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
@@ -160,12 +207,25 @@ public struct PurchaseView: Sendable, Hashable {
     public var expiresDate: Int64?
     /// For a pass: its window's start (not in the query JSON).
     public var startsDate: Int64?
+    /// The `purchaseDate`.
+    public var purchaseDate: Int64
+    /// The `revocationDate`, when at or before the moment.
+    public var revocationDate: Int64?
+    /// The `price` (milliunits, as signed).
+    public var price: Int64?
+    /// The `currency` of ``price``.
+    public var currency: String?
 
     /// A purchase with exactly these fields.
     public init(
         transactionId: String, productId: String, type: String, quantity: Int64, revoked: Bool,
-        revocationType: String?, revocationPercentage: Int64?, expiresDate: Int64?, startsDate: Int64? = nil
+        revocationType: String?, revocationPercentage: Int64?, expiresDate: Int64?, startsDate: Int64? = nil,
+        purchaseDate: Int64 = 0, revocationDate: Int64? = nil, price: Int64? = nil, currency: String? = nil
     ) {
+        self.purchaseDate = purchaseDate
+        self.revocationDate = revocationDate
+        self.price = price
+        self.currency = currency
         self.transactionId = transactionId
         self.productId = productId
         self.type = type

@@ -14,7 +14,8 @@ public enum Evaluation {
     public static func evaluate(_ state: CustomerState, rules: Rules, at: Int64) -> CustomerView {
         var view = evaluate(
             key: state.key, accountToken: state.accountToken?.token, transactions: state.transactions.values.lazy.map(\.facts),
-            renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) }, rules: rules, at: at)
+            renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) },
+            appTransaction: state.appTransaction?.facts, rules: rules, at: at)
         view.environment = state.environments.displayName
         return view
     }
@@ -28,16 +29,23 @@ public enum Evaluation {
         let input = try StateCodec.decode(bytes, standingAt: at, into: EvaluationInput.self)
         var view = evaluate(
             key: input.key, accountToken: input.accountToken?.token, transactions: input.transactions,
-            renewalInfo: { otid in input.standingRenewalInfos.first { $0.facts.originalTransactionId == otid }?.facts },
-            rules: rules, at: at)
+            renewalInfo: { otid in
+                guard let index = input.standingRenewalInfos.firstIndex(where: { $0.facts.originalTransactionId == otid }) else {
+                    return nil
+                }
+                return (input.standingRenewalInfos[index].facts, input.renewalRuns[index])
+            },
+            appTransaction: input.appTransaction?.facts, rules: rules, at: at)
         view.environment = input.environments.displayName
         return view
     }
 
-    /// - Parameter renewalInfo: The renewal info standing at `at` for an `originalTransactionId`.
+    /// - Parameter renewalInfo: The renewal info standing at `at` for an
+    ///   `originalTransactionId`, and the runs of versions up to it.
     static func evaluate(
         key: CustomerKey, accountToken: String?, transactions: some Sequence<TransactionFacts>,
-        renewalInfo: (String) -> RenewalFacts?, rules: Rules, at: Int64
+        renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, rules: Rules,
+        at: Int64
     ) -> CustomerView {
         var ledger = EntitlementLedger()
         // Subscriptions by originalTransactionId: a customer has one or a few, so a
@@ -78,7 +86,7 @@ public enum Evaluation {
                 originalTransactionId: originalTransactionId, transactions: transactions,
                 renewalInfo: renewalInfo, rules: rules, at: at)
             if let expiry = evaluated.grant {
-                ledger.grant(rules.products[evaluated.view.productId]?.entitlements ?? [], expiry)
+                ledger.grant(rules.products[evaluated.view.productId]?.entitlements ?? [], expiry, product: evaluated.view.productId)
             }
             subscriptions.append(evaluated.view)
         }
@@ -94,12 +102,14 @@ public enum Evaluation {
             var window: PassWindow?
             switch transaction.type {
             case .nonConsumable:
-                if !revoked { ledger.grant(rule?.entitlements ?? [], .forever) }
+                if !revoked { ledger.grant(rule?.entitlements ?? [], .forever, product: transaction.productId) }
             case .consumable:
                 balances.credit(transaction, rule: rule, at: at)
             case .nonRenewing:
                 window = passes.window(for: transaction, rule: rule, at: at)
-                if let window, window.contains(at) { ledger.grant(rule?.entitlements ?? [], .until(window.end)) }
+                if let window, window.contains(at) {
+                    ledger.grant(rule?.entitlements ?? [], .until(window.end), product: transaction.productId)
+                }
             case .autoRenewable, .unknown:
                 // Auto-renewables are evaluated above; a type Apple adds later grants nothing until described.
                 break
@@ -110,13 +120,16 @@ public enum Evaluation {
                     type: transaction.type.rawValue, quantity: transaction.quantity, revoked: revoked,
                     revocationType: revoked ? transaction.revocationType?.rawValue : nil,
                     revocationPercentage: revoked ? transaction.revocationPercentage : nil,
-                    expiresDate: window?.end, startsDate: window?.start))
+                    expiresDate: window?.end, startsDate: window?.start, purchaseDate: transaction.purchaseDate,
+                    revocationDate: revoked ? transaction.revocationDate : nil, price: transaction.price,
+                    currency: transaction.currency))
         }
 
         return CustomerView(
             appTransactionId: key, at: at, appAccountToken: accountToken,
             entitlements: ledger.views(), subscriptions: subscriptions, purchases: purchases,
-            balances: balances.balances())
+            balances: balances.balances(), originalPurchaseDate: appTransaction?.originalPurchaseDate,
+            originalApplicationVersion: appTransaction?.originalApplicationVersion)
     }
 
     /// `purchaseDate`, then `transactionId`.
@@ -132,6 +145,8 @@ struct EvaluationInput: StateSink {
     var transactions: [TransactionFacts] = []
     /// Per `originalTransactionId`, the renewal info version standing at the moment decoded for.
     var standingRenewalInfos: [Signed<RenewalFacts>] = []
+    /// The runs up to each of ``standingRenewalInfos``, at the same index.
+    var renewalRuns: [RenewalRuns] = []
     var appTransaction: Signed<AppTransactionFacts>? = nil
     var accountToken: AccountTokenClaim? = nil
     var lastNotification: NotificationSummaryFacts? = nil
@@ -148,6 +163,10 @@ struct EvaluationInput: StateSink {
 
     mutating func renewalInfos(_ versions: [Signed<RenewalFacts>], at offset: Int) throws(CodecError) {
         standingRenewalInfos.append(versions[versions.count - 1])
+    }
+
+    mutating func renewalRuns(_ runs: RenewalRuns) {
+        renewalRuns.append(runs)
     }
 }
 
@@ -211,31 +230,52 @@ enum GrantExpiry: Hashable {
     }
 }
 
+/// The latest expiry among an entitlement's granting sources, and the product
+/// of the source that sets it.
+struct Grant: Hashable {
+    var expiry: GrantExpiry
+    var productId: String
+
+    /// The later of two grants; between equal expiries, the smaller `productId`.
+    func later(_ other: Grant) -> Grant {
+        switch (expiry, other.expiry) {
+        case (.forever, .until): return self
+        case (.until, .forever): return other
+        case (.forever, .forever): return other.productId.utf8Precedes(productId) ? other : self
+        case (.until(let lhs), .until(let rhs)):
+            if lhs != rhs { return lhs > rhs ? self : other }
+            return other.productId.utf8Precedes(productId) ? other : self
+        }
+    }
+}
+
 /// Collects the entitlements counted purchases map to, and what grants them.
 struct EntitlementLedger {
-    /// Mentioned entitlements; the value is the latest expiry among granting sources, `nil` if none grants.
-    private var entries: [String: GrantExpiry?] = [:]
+    /// Mentioned entitlements; the value is the latest grant among granting sources, `nil` if none grants.
+    private var entries: [String: Grant?] = [:]
 
     mutating func mention(_ names: [String]) {
         for name in names where entries[name] == nil { entries[name] = .some(nil) }
     }
 
-    mutating func grant(_ names: [String], _ expiry: GrantExpiry) {
+    mutating func grant(_ names: [String], _ expiry: GrantExpiry, product: String) {
+        let incoming = Grant(expiry: expiry, productId: product)
         for name in names {
             if case .some(.some(let existing)) = entries[name] {
-                entries[name] = .some(existing.later(expiry))
+                entries[name] = .some(existing.later(incoming))
             } else {
-                entries[name] = .some(expiry)
+                entries[name] = .some(incoming)
             }
         }
     }
 
     func views() -> [EntitlementView] {
-        entries.map { name, expiry in
-            switch expiry {
+        entries.map { name, grant in
+            switch grant?.expiry {
             case nil: return EntitlementView(name: name, active: false, expiresDate: nil)
-            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil)
-            case .until(let date)?: return EntitlementView(name: name, active: true, expiresDate: date)
+            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil, productId: grant?.productId)
+            case .until(let date)?:
+                return EntitlementView(name: name, active: true, expiresDate: date, productId: grant?.productId)
             }
         }
         .sorted { $0.name.utf8Precedes($1.name) }

@@ -9,15 +9,17 @@ enum SubscriptionEvaluation {
     /// The renewal info that stands at `at`: the latest signed at or before
     /// `at`, else (none was) the earliest.
     /// - Parameter versions: All versions, sorted by `signedDate` ascending.
-    static func renewalInfo(in versions: [Signed<RenewalFacts>], at: Int64) -> RenewalFacts? {
+    static func renewalInfo(in versions: [Signed<RenewalFacts>], at: Int64) -> (RenewalFacts, RenewalRuns)? {
         // Indices, not copies: each copy of the facts retains every string in them.
         guard !versions.isEmpty else { return nil }
         var chosen = 0
+        var runs = RenewalRuns()
         for index in versions.indices {
-            guard versions[index].facts.signedDate <= at else { break }
+            guard index == 0 || versions[index].facts.signedDate <= at else { break }
             chosen = index
+            runs.append(versions[index].facts)
         }
-        return versions[chosen].facts
+        return (versions[chosen].facts, runs)
     }
 
     /// The current transaction: the latest `purchaseDate`, then latest
@@ -70,9 +72,11 @@ enum SubscriptionEvaluation {
     ///   - transactions: The transactions of `originalTransactionId` counted at `at` (at least one).
     ///   - renewalInfo: The renewal info that stands at `at`.
     static func evaluate(
-        originalTransactionId: String, transactions: [TransactionFacts], renewalInfo: RenewalFacts?, rules: Rules,
-        at: Int64
+        originalTransactionId: String, transactions: [TransactionFacts], renewalInfo standing: (RenewalFacts, RenewalRuns)?,
+        rules: Rules, at: Int64
     ) -> Evaluated {
+        let renewalInfo = standing?.0
+        let runs = standing?.1 ?? RenewalRuns()
         // Callers pass at least one transaction; an empty list is evaluated as an expired placeholder.
         let current =
             current(among: transactions)
@@ -102,7 +106,49 @@ enum SubscriptionEvaluation {
             autoRenewStatus: renewalInfo?.autoRenewStatus, autoRenewProductId: renewalInfo?.autoRenewProductId,
             ownership: current.ownership?.rawValue,
             revocationType: status == .revoked ? current.revocationType?.rawValue : nil,
-            currentTransactionId: current.transactionId, grants: grant != nil)
+            currentTransactionId: current.transactionId, grants: grant != nil, purchaseDate: current.purchaseDate,
+            originalPurchaseDate: current.originalPurchaseDate, periodType: periodType(of: current),
+            offerPeriod: current.offerPeriod,
+            willRenew: renewalInfo?.autoRenewStatus == true && (status == .active || status == .gracePeriod || status == .billingRetry),
+            revocationDate: current.isRevoked(at: at) ? current.revocationDate : nil, price: current.price,
+            currency: current.currency,
+            unsubscribeDetectedAt: renewalInfo?.autoRenewStatus == false ? runs.autoRenewOffSince : nil,
+            billingIssueDetectedAt: renewalInfo?.isInBillingRetryPeriod == true ? runs.billingRetrySince : nil)
         return Evaluated(view: view, grant: grant)
+    }
+
+    /// `trial` for a `FREE_TRIAL` discount, else by `offerType`: 1 `intro`,
+    /// 2 `promotional`, 3 `offer_code`, 4 `win_back`, none `normal` (a type
+    /// Apple adds later: `offer`).
+    static func periodType(of transaction: TransactionFacts) -> String {
+        if transaction.offerDiscountType == "FREE_TRIAL" { return "trial" }
+        switch transaction.offerType {
+        case nil: return "normal"
+        case 1?: return "intro"
+        case 2?: return "promotional"
+        case 3?: return "offer_code"
+        case 4?: return "win_back"
+        case _?: return "offer"
+        }
+    }
+}
+
+/// Since when a subscription's renewal infos have said, without a break, that
+/// auto-renew is off and that billing is being retried: the `signedDate` of the
+/// earliest version of each run, up to the standing version.
+struct RenewalRuns: Hashable {
+    var autoRenewOffSince: Int64? = nil
+    var billingRetrySince: Int64? = nil
+
+    /// Adds the next version (ascending by `signedDate`).
+    mutating func append(signedDate: Int64, autoRenewOff: Bool, billingRetry: Bool) {
+        autoRenewOffSince = autoRenewOff ? (autoRenewOffSince ?? signedDate) : nil
+        billingRetrySince = billingRetry ? (billingRetrySince ?? signedDate) : nil
+    }
+
+    mutating func append(_ facts: RenewalFacts) {
+        append(
+            signedDate: facts.signedDate, autoRenewOff: facts.autoRenewStatus == false,
+            billingRetry: facts.isInBillingRetryPeriod)
     }
 }

@@ -65,7 +65,8 @@ extension Event {
                             Signed(
                                 AppTransactionFacts(
                                     appTransactionId: $0, originalPurchaseDate: a.payload.originalPurchaseDate,
-                                    signedDate: a.payload.receiptCreationDate),
+                                    signedDate: a.payload.receiptCreationDate,
+                                    originalApplicationVersion: a.payload.originalApplicationVersion),
                                 ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction), raw: a.jws)
                         }
                     }))
@@ -78,7 +79,8 @@ extension Event {
                 Signed(
                     AppTransactionFacts(
                         appTransactionId: a.payload.appTransactionId ?? "", originalPurchaseDate: a.payload.originalPurchaseDate,
-                        signedDate: a.payload.receiptCreationDate),
+                        signedDate: a.payload.receiptCreationDate,
+                        originalApplicationVersion: a.payload.originalApplicationVersion),
                     ref: RawRef(eventSeq: seq, slot: .own), raw: a.jws))
         }
     }

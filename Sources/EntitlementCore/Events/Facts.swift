@@ -18,13 +18,28 @@ public struct TransactionFacts: Sendable, Hashable {
     public var isUpgraded: Bool
     public var ownership: OwnershipType?
     public var appAccountToken: String?
+    // Display facts (state format 3, event facts format 2): read by the
+    // customer view, never by the decisions of section 5.
+    /// The `originalPurchaseDate`, as signed.
+    public var originalPurchaseDate: Int64?
+    /// Apple's `offerType`: 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+    public var offerType: Int64?
+    /// Apple's `offerDiscountType`, e.g. `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`.
+    public var offerDiscountType: String?
+    /// The `offerPeriod` (ISO 8601 duration), as signed.
+    public var offerPeriod: String?
+    /// The `price` in milliunits of ``currency``, as signed.
+    public var price: Int64?
+    /// The ISO 4217 `currency` of ``price``.
+    public var currency: String?
 
     public init(
         transactionId: String, originalTransactionId: String, appTransactionId: String? = nil, productId: String,
         subscriptionGroupIdentifier: String? = nil, type: ProductType, purchaseDate: Int64, expiresDate: Int64? = nil,
         quantity: Int64 = 1, signedDate: Int64, revocationDate: Int64? = nil, revocationType: RevocationType? = nil,
         revocationPercentage: Int64? = nil, isUpgraded: Bool = false, ownership: OwnershipType? = nil,
-        appAccountToken: String? = nil
+        appAccountToken: String? = nil, originalPurchaseDate: Int64? = nil, offerType: Int64? = nil,
+        offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64? = nil, currency: String? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -42,6 +57,30 @@ public struct TransactionFacts: Sendable, Hashable {
         self.isUpgraded = isUpgraded
         self.ownership = ownership
         self.appAccountToken = appAccountToken
+        self.originalPurchaseDate = originalPurchaseDate
+        self.offerType = offerType
+        self.offerDiscountType = offerDiscountType
+        self.offerPeriod = offerPeriod
+        self.price = price
+        self.currency = currency
+    }
+
+    /// Whether any display fact (written only by the newer formats) is present.
+    var hasDisplayFacts: Bool {
+        originalPurchaseDate != nil || offerType != nil || offerDiscountType != nil || offerPeriod != nil || price != nil
+            || currency != nil
+    }
+
+    /// The same facts without the display facts (as the first formats stored them).
+    var withoutDisplayFacts: TransactionFacts {
+        var copy = self
+        copy.originalPurchaseDate = nil
+        copy.offerType = nil
+        copy.offerDiscountType = nil
+        copy.offerPeriod = nil
+        copy.price = nil
+        copy.currency = nil
+        return copy
     }
 
     public init(_ p: TransactionPayload) {
@@ -52,7 +91,8 @@ public struct TransactionFacts: Sendable, Hashable {
             expiresDate: p.expiresDate, quantity: p.quantity, signedDate: p.signedDate,
             revocationDate: p.revocationDate, revocationType: p.revocationType,
             revocationPercentage: p.revocationPercentage, isUpgraded: p.isUpgraded, ownership: p.inAppOwnershipType,
-            appAccountToken: p.appAccountToken)
+            appAccountToken: p.appAccountToken, originalPurchaseDate: p.originalPurchaseDate, offerType: p.offerType,
+            offerDiscountType: p.offerDiscountType, offerPeriod: p.offerPeriod, price: p.price, currency: p.currency)
     }
 }
 
@@ -103,11 +143,27 @@ public struct AppTransactionFacts: Sendable, Hashable {
     public var originalPurchaseDate: Int64?
     /// `receiptCreationDate`: when the AppTransaction was signed.
     public var signedDate: Int64
+    /// The `originalApplicationVersion` (a display fact, event facts format 2).
+    public var originalApplicationVersion: String?
 
-    public init(appTransactionId: String, originalPurchaseDate: Int64? = nil, signedDate: Int64) {
+    public init(
+        appTransactionId: String, originalPurchaseDate: Int64? = nil, signedDate: Int64,
+        originalApplicationVersion: String? = nil
+    ) {
         self.appTransactionId = appTransactionId
         self.originalPurchaseDate = originalPurchaseDate
         self.signedDate = signedDate
+        self.originalApplicationVersion = originalApplicationVersion
+    }
+
+    /// Whether any display fact is present.
+    var hasDisplayFacts: Bool { originalApplicationVersion != nil }
+
+    /// The same facts without the display facts.
+    var withoutDisplayFacts: AppTransactionFacts {
+        var copy = self
+        copy.originalApplicationVersion = nil
+        return copy
     }
 }
 

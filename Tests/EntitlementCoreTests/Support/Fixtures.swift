@@ -80,7 +80,8 @@ func transaction(
     expires: Int64? = nil, signed: Int64? = nil, quantity: Int64? = nil, revoked: Int64? = nil,
     revocationType: String? = nil, revocationPercentage: Int64? = nil, refundPercentage: Int64? = nil,
     upgraded: Bool = false, ownership: String = "PURCHASED", token: String? = nil, app: String? = Customer.app,
-    offerType: Int64? = nil, jws: String? = nil
+    offerType: Int64? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64 = 9990,
+    currency: String = "USD", originalPurchase: Int64? = nil, environment: String = "Production", jws: String? = nil
 ) -> SignedTransaction {
     let type = Product.type(of: product)
     let isSubscription = type == "Auto-Renewable Subscription"
@@ -92,7 +93,7 @@ func transaction(
         ("productId", json(product)),
         ("subscriptionGroupIdentifier", isSubscription ? json(Customer.group) : nil),
         ("purchaseDate", json(purchase)),
-        ("originalPurchaseDate", json(purchase)),
+        ("originalPurchaseDate", json(originalPurchase ?? purchase)),
         ("expiresDate", json(expires)),
         ("quantity", json(quantity ?? 1)),
         ("type", json(type)),
@@ -103,12 +104,14 @@ func transaction(
         ("revocationDate", json(revoked)),
         ("isUpgraded", upgraded ? json(true) : nil),
         ("offerType", json(offerType)),
-        ("environment", json("Production")),
+        ("offerDiscountType", json(offerDiscountType)),
+        ("offerPeriod", json(offerPeriod)),
+        ("environment", json(environment)),
         ("transactionReason", json("PURCHASE")),
         ("storefront", json("USA")),
         ("storefrontId", json("143441")),
-        ("price", json(Int64(9990))),
-        ("currency", json("USD")),
+        ("price", json(price)),
+        ("currency", json(currency)),
         ("appTransactionId", json(app)),
         ("revocationType", json(revocationType)),
         ("revocationPercentage", json(revocationPercentage)),
@@ -150,15 +153,18 @@ func renewal(
 }
 
 /// A signed AppTransaction built as Apple's payload.
-func appTransaction(_ id: String = Customer.app, created: Int64, originalPurchase: Int64? = nil) -> SignedAppTransaction {
+func appTransaction(
+    _ id: String = Customer.app, created: Int64, originalPurchase: Int64? = nil, originalVersion: String = "1",
+    environment: String = "Production"
+) -> SignedAppTransaction {
     let payload = object([
-        ("receiptType", json("Production")),
+        ("receiptType", json(environment)),
         ("appAppleId", json(Int64(1_234_567_890))),
         ("bundleId", json("com.example.app")),
         ("applicationVersion", json("1")),
         ("receiptCreationDate", json(created)),
         ("originalPurchaseDate", json(originalPurchase ?? Time.t0 - 30 * Time.day)),
-        ("originalApplicationVersion", json("1")),
+        ("originalApplicationVersion", json(originalVersion)),
         ("appTransactionId", json(id)),
         ("originalPlatform", json("iOS")),
     ])

@@ -14,6 +14,7 @@ enum Help {
           entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
           entitlements verify  --config PATH [FILE ...]
           entitlements audit   [--db PATH] --config PATH [--progress]
+          entitlements history [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) [--until MS]
           entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
           entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
           entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
@@ -85,6 +86,7 @@ enum Help {
                                              UTC such as 2026-11-23T10:00:00Z
               --pretty                       indent the JSON
             """,
+        "history": history,
         "replay": """
             entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
 

@@ -1,0 +1,253 @@
+/// A customer's timeline: every moment at which the answer changed, and why
+/// (contract section 7).
+///
+/// Candidate moments are every `purchaseDate`, `expiresDate`,
+/// `gracePeriodExpiresDate`, `revocationDate` and renewal-info `signedDate`
+/// in the customer's data, and the start and end of every pass window. At
+/// each moment M the customer is evaluated at M and at M - 1, with everything
+/// known now, and each difference is one ``HistoryLine``: entitlements first
+/// (by name), then subscriptions (by `originalTransactionId`), then balances
+/// (by currency). A pure function of the state, the events and the rules.
+public enum CustomerHistory {
+    /// The timeline of `state` up to `until` (inclusive), oldest first.
+    /// - Parameters:
+    ///   - state: The customer's state (everything known now).
+    ///   - events: The customer's events: they tell which notification brought
+    ///     each signed object (any order; only notifications matter).
+    ///   - rules: What each product grants.
+    ///   - until: The last moment to consider, in milliseconds since 1970.
+    public static func timeline(
+        state: CustomerState, events: some Sequence<Event>, rules: Rules, until: Int64
+    ) -> [HistoryLine] {
+        let sources = HistorySources(state: state, events: events, rules: rules, until: until)
+        var lines: [HistoryLine] = []
+        for moment in sources.moments where moment <= until && moment > Int64.min {
+            let before = Evaluation.evaluate(state, rules: rules, at: moment - 1)
+            let after = Evaluation.evaluate(state, rules: rules, at: moment)
+            lines.append(contentsOf: differences(before, after, at: moment, sources: sources, rules: rules))
+        }
+        return lines
+    }
+
+    /// The lines for the differences between the answers at `at - 1` and `at`.
+    static func differences(
+        _ before: CustomerView, _ after: CustomerView, at: Int64, sources: HistorySources, rules: Rules
+    ) -> [HistoryLine] {
+        var lines: [HistoryLine] = []
+        let names = Set(before.entitlements.map(\.name)).union(after.entitlements.map(\.name)).sorted { $0.utf8Precedes($1) }
+        for name in names {
+            let old = before.entitlement(name) ?? EntitlementView(name: name, active: false, expiresDate: nil)
+            let new = after.entitlement(name) ?? EntitlementView(name: name, active: false, expiresDate: nil)
+            guard old.active != new.active || old.expiresDate != new.expiresDate || old.productId != new.productId else { continue }
+            let cause = sources.cause(at: at) { source in
+                let grants = source.productId.map { rules.products[$0]?.entitlements.contains(name) ?? false } ?? false
+                let names = source.productId == new.productId || source.productId == old.productId
+                return (grants ? 0 : 2) + (names ? 0 : 1)
+            }
+            lines.append(
+                HistoryLine(
+                    at: at, change: .entitlement(name: name, active: new.active, expiresDate: new.expiresDate, productId: new.productId),
+                    cause: cause))
+        }
+        for subscription in after.subscriptions {
+            let previous = before.subscription(subscription.originalTransactionId)?.status
+            guard previous != subscription.status else { continue }
+            let cause = sources.cause(at: at) { $0.originalTransactionId == subscription.originalTransactionId ? 0 : 1 }
+            lines.append(
+                HistoryLine(
+                    at: at,
+                    change: .subscription(
+                        originalTransactionId: subscription.originalTransactionId, status: subscription.status, previous: previous),
+                    cause: cause))
+        }
+        let currencies = Set(before.balances.map(\.currency)).union(after.balances.map(\.currency)).sorted { $0.utf8Precedes($1) }
+        for currency in currencies {
+            let previous = before.balances.first { $0.currency == currency }?.amount
+            let value = after.balance(currency)
+            guard previous != value else { continue }
+            let cause = sources.cause(at: at) { source in
+                guard let product = source.productId else { return 1 }
+                return (rules.products[product]?.currency ?? product) == currency ? 0 : 1
+            }
+            lines.append(HistoryLine(at: at, change: .balance(currency: currency, value: value, previous: previous), cause: cause))
+        }
+        return lines
+    }
+}
+
+/// Every dated fact of one customer that can change an answer, and the
+/// notification that brought each.
+struct HistorySources {
+    /// One signed fact whose date is a candidate moment.
+    struct Source {
+        var moment: Int64
+        var cause: HistoryCause
+        /// The product it is about (a transaction's; a renewal info's subscription's).
+        var productId: String?
+        var originalTransactionId: String?
+        /// Lower is preferred when several sources share a moment.
+        var priority: Int
+    }
+
+    private(set) var moments: [Int64] = []
+    private var byMoment: [Int64: [Source]] = [:]
+
+    init(state: CustomerState, events: some Sequence<Event>, rules: Rules, until: Int64) {
+        let carriers = NotificationCarriers(events: events)
+        var sources: [Source] = []
+        func add(_ moment: Int64?, _ cause: HistoryCause, product: String?, otid: String?, priority: Int) {
+            guard let moment else { return }
+            sources.append(Source(moment: moment, cause: cause, productId: product, originalTransactionId: otid, priority: priority))
+        }
+        for version in state.transactions.values {
+            let t = version.facts
+            func cause(_ field: String, _ value: Int64?) -> HistoryCause {
+                var cause = HistoryCause(kind: .transaction, id: t.transactionId, field: field)
+                if let notification = carriers.transaction(t.transactionId, field: field, value: value) {
+                    cause.notificationType = notification.type
+                    cause.subtype = notification.subtype
+                }
+                return cause
+            }
+            add(t.revocationDate, cause("revocationDate", t.revocationDate), product: t.productId, otid: t.originalTransactionId, priority: 0)
+            add(t.purchaseDate, cause("purchaseDate", t.purchaseDate), product: t.productId, otid: t.originalTransactionId, priority: 1)
+            if t.type != .nonRenewing {
+                add(t.expiresDate, cause("expiresDate", t.expiresDate), product: t.productId, otid: t.originalTransactionId, priority: 3)
+            }
+        }
+        for (otid, versions) in state.renewalInfos {
+            // The subscription's product: that of its latest transaction (renewal infos may not say).
+            let product = state.transactions.values.filter { $0.facts.originalTransactionId == otid }
+                .max { SubscriptionEvaluation.precedes($0.facts, $1.facts) }?.facts.productId
+            for version in versions {
+                let r = version.facts
+                var cause = HistoryCause(kind: .renewalInfo, id: otid, signedDate: r.signedDate)
+                if let notification = carriers.renewalInfo(otid, signedDate: r.signedDate) {
+                    cause.notificationType = notification.type
+                    cause.subtype = notification.subtype
+                }
+                add(r.signedDate, cause, product: r.productId ?? product, otid: otid, priority: 5)
+                if let grace = r.gracePeriodExpiresDate {
+                    var graceCause = cause
+                    graceCause.field = "gracePeriodExpiresDate"
+                    add(grace, graceCause, product: r.productId ?? product, otid: otid, priority: 4)
+                }
+            }
+        }
+        // Pass windows: they move only when a pass is revoked, so the windows
+        // standing just before and at each revocation, and at `until`, are all of them.
+        let passes = state.transactions.values.filter { $0.facts.type == .nonRenewing }
+        if !passes.isEmpty {
+            var epochs: Set<Int64> = [until]
+            for pass in passes {
+                if let revoked = pass.facts.revocationDate, revoked <= until {
+                    epochs.insert(revoked)
+                    if revoked > Int64.min { epochs.insert(revoked - 1) }
+                }
+            }
+            var seen = Set<PassWindowKey>()
+            for epoch in epochs {
+                for purchase in Evaluation.evaluate(state, rules: rules, at: epoch).purchases {
+                    guard let start = purchase.startsDate, let end = purchase.expiresDate else { continue }
+                    guard seen.insert(PassWindowKey(transactionId: purchase.transactionId, start: start, end: end)).inserted else { continue }
+                    var startCause = HistoryCause(kind: .transaction, id: purchase.transactionId, field: "purchaseDate")
+                    var endCause = HistoryCause(kind: .transaction, id: purchase.transactionId, field: "expiresDate")
+                    if start != purchase.purchaseDate { startCause.field = "windowStart" }
+                    if let notification = carriers.transaction(purchase.transactionId, field: "purchaseDate", value: purchase.purchaseDate) {
+                        startCause.notificationType = notification.type
+                        startCause.subtype = notification.subtype
+                        endCause.notificationType = notification.type
+                        endCause.subtype = notification.subtype
+                    }
+                    add(start, startCause, product: purchase.productId, otid: nil, priority: 2)
+                    add(end, endCause, product: purchase.productId, otid: nil, priority: 3)
+                }
+            }
+        }
+        for source in sources { byMoment[source.moment, default: []].append(source) }
+        moments = byMoment.keys.sorted()
+    }
+
+    /// The cause of a change at `moment`: among the sources dated then, the
+    /// one `relevance` ranks lowest, then by priority, then by id.
+    func cause(at moment: Int64, relevance: (Source) -> Int) -> HistoryCause? {
+        guard let candidates = byMoment[moment] else { return nil }
+        return candidates.min { lhs, rhs in
+            let (l, r) = (relevance(lhs), relevance(rhs))
+            if l != r { return l < r }
+            if lhs.priority != rhs.priority { return lhs.priority < rhs.priority }
+            return lhs.cause.precedes(rhs.cause)
+        }?.cause
+    }
+}
+
+private struct PassWindowKey: Hashable {
+    var transactionId: String
+    var start: Int64
+    var end: Int64
+}
+
+/// Which notification brought each version of a signed object: the earliest
+/// event that carried it (by the object's `signedDate`, then the log order),
+/// when that event is a notification.
+struct NotificationCarriers {
+    struct Carrier {
+        /// `nil` when the object came on its own, not in a notification.
+        var type: String?
+        var subtype: String?
+        /// The carried object's `signedDate`, then the event's `seq`: the earliest carrier is named.
+        var order: (Int64, Int64)
+    }
+
+    /// Per `transactionId`: every version carried, and by what.
+    private var transactions: [String: [(facts: TransactionFacts, carrier: Carrier)]] = [:]
+    /// Per `originalTransactionId` and `signedDate`.
+    private var renewalInfos: [String: [Int64: Carrier]] = [:]
+
+    init(events: some Sequence<Event>) {
+        for event in events {
+            var type: String? = nil
+            var subtype: String? = nil
+            var transaction: TransactionFacts? = nil
+            var renewal: RenewalFacts? = nil
+            switch event.body {
+            case .notification(let n):
+                type = n.type.rawValue
+                subtype = n.subtype?.rawValue
+                transaction = n.transaction?.facts
+                renewal = n.renewalInfo?.facts
+            case .transaction(let t): transaction = t.facts
+            case .renewalInfo(let r): renewal = r.facts
+            case .appTransaction: break
+            }
+            if let t = transaction {
+                transactions[t.transactionId, default: []].append(
+                    (t, Carrier(type: type, subtype: subtype, order: (t.signedDate, event.seq))))
+            }
+            if let r = renewal {
+                let carrier = Carrier(type: type, subtype: subtype, order: (r.signedDate, event.seq))
+                if let existing = renewalInfos[r.originalTransactionId]?[r.signedDate], existing.order < carrier.order { continue }
+                renewalInfos[r.originalTransactionId, default: [:]][r.signedDate] = carrier
+            }
+        }
+    }
+
+    /// The earliest notification that carried transaction `id` with `field` equal to `value`.
+    func transaction(_ id: String, field: String, value: Int64?) -> Carrier? {
+        guard let versions = transactions[id] else { return nil }
+        return versions.filter { version in
+            switch field {
+            case "purchaseDate": return version.facts.purchaseDate == value
+            case "expiresDate": return version.facts.expiresDate == value
+            case "revocationDate": return version.facts.revocationDate == value
+            default: return true
+            }
+        }
+        .min { $0.carrier.order < $1.carrier.order }.flatMap { $0.carrier.type == nil ? nil : $0.carrier }
+    }
+
+    /// The earliest notification that carried the renewal info of `originalTransactionId` signed at `signedDate`.
+    func renewalInfo(_ originalTransactionId: String, signedDate: Int64) -> Carrier? {
+        renewalInfos[originalTransactionId]?[signedDate].flatMap { $0.type == nil ? nil : $0 }
+    }
+}

@@ -28,6 +28,10 @@ public final class AppStoreSync: Sendable {
     public static let resumeOverlap: Int64 = 10 * 60 * 1000
     /// Apple keeps notification history for 180 days.
     public static let historyWindow: Int64 = 180 * 24 * 60 * 60 * 1000
+    /// The default start is this much inside the 180 days: the request reaches Apple a
+    /// moment after it is made, and a start older than 180 days is refused
+    /// (StartDateTooFarInPastError).
+    public static let historyWindowMargin: Int64 = 60 * 1000
 
     /// - Parameters:
     ///   - client: the API client (``client(for:environment:transport:sleep:)``).
@@ -103,7 +107,8 @@ public final class AppStoreSync: Sendable {
     // MARK: Notifications
 
     /// Get Notification History from `start` (default: the end of the last successful
-    /// sync of the same kind less ``resumeOverlap``, else 180 days ago) to now, every page
+    /// sync of the same kind less ``resumeOverlap``, else 180 days ago less
+    /// ``historyWindowMargin``) to now, every page
     /// ingested; on success the end is kept as the next start.
     /// - Parameter page: called after each page is committed.
     public func notifications(start: Int64?, onlyFailures: Bool, page: (SyncPage) -> Void) -> SyncOutcome {
@@ -117,9 +122,9 @@ public final class AppStoreSync: Sendable {
             let stored: String?
             do { stored = try engine.syncState(stateKey) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
             if let stored, let last = Int64(stored) {
-                from = max(last - Self.resumeOverlap, end - Self.historyWindow)
+                from = max(last - Self.resumeOverlap, end - Self.historyWindow + Self.historyWindowMargin)
             } else {
-                from = end - Self.historyWindow
+                from = end - Self.historyWindow + Self.historyWindowMargin
             }
         }
         var token: String? = nil

@@ -25,7 +25,8 @@ enum SignCommand {
               The original promotional offer signature, printed as JSON
               {"keyId","nonce","timestamp","signature"}: base64 DER ECDSA P-256 SHA-256 over bundleId,
               keyId, productId, offerId, lowercase appAccountToken, lowercase nonce and timestamp,
-              joined by U+2063. The nonce defaults to a fresh UUID, the timestamp to now (ms).
+              joined by U+2063. The nonce defaults to a fresh UUID, the timestamp (milliseconds or ISO
+              8601 UTC) to now.
 
         OPTIONS
           --config PATH   configuration file with an appStoreServerAPI section (required)
@@ -91,9 +92,11 @@ enum SignCommand {
                 }
                 nonce = uuid.uuidString.lowercased()
             }
-            let timestamp = try arguments.integer("--timestamp") ?? now
-            guard timestamp >= 100_000_000_000 else {
-                throw UsageError(message: "--timestamp expects milliseconds since 1970, got \(timestamp) (seconds?)", command: "sign")
+            var timestamp = now
+            if let text = values["--timestamp"] {
+                do { timestamp = try TimeArgument.parse(text) } catch {
+                    throw UsageError(message: "--timestamp \(error.message)", command: "sign")
+                }
             }
             let signature = signer.promotionalOfferV1(
                 productId: values["--product"]!, offerId: values["--offer"]!, appAccountToken: values["--app-account-token"]!,

@@ -240,7 +240,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         #expect(requests.allSatisfy { $0.tokenProblem == nil })
         #expect(Set(requests.compactMap { $0.headers["authorization"] }).count == 4, "a fresh token per request")
         for request in requests {
-            #expect(request.json?["startDate"] == .int(now - 180 * Scenario.day))
+            #expect(request.json?["startDate"] == .int(now - 180 * Scenario.day + AppStoreSync.historyWindowMargin))
             #expect(request.json?["endDate"] == .int(now))
             #expect(request.json?["onlyFailures"] == nil)
             #expect(request.headers["content-type"] == "application/json")
@@ -309,7 +309,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         let now = Engine.now()
         let retry = try fixture.sync(engine, clock: { now }).notifications(start: nil, onlyFailures: false) { _ in }
         #expect(retry.totals == SyncTotals(appended: 5, duplicate: 40, rejected: 0))
-        #expect(fixture.mock.requests.last?.json?["startDate"] == .int(now - 180 * Scenario.day))
+        #expect(fixture.mock.requests.last?.json?["startDate"] == .int(now - 180 * Scenario.day + AppStoreSync.historyWindowMargin))
     }
 
     @Test func tooMany429sFailAfterThreeRetries() throws {

@@ -43,7 +43,9 @@ let package = Package(
         // Event store adapter: SQLite connection, migrator, log, quarantine, projections.
         .target(name: "EventStore", dependencies: ["EntitlementCore", "CSQLite", "SchemaMigrations"]),
         // The library facade that server apps depend on: ingest / query / replay / audit.
-        .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI"]),
+        .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI", "HTTPServer"]),
+        // HTTP/1.1 on POSIX sockets for `serve`: a pure request parser and a thin socket loop.
+        .target(name: "HTTPServer"),
         // Signed sample histories compiled into the program for `entitlements demo`
         // (Fixtures/demo and Fixtures/real, as Swift literals by scripts/embed-resources.sh).
         .target(
@@ -66,6 +68,7 @@ let package = Package(
         .testTarget(
             name: "AppStoreServerAPITests",
             dependencies: ["AppStoreServerAPI", "Entitlements", "EntitlementCore", "EventStore", "TestPKI", "COpenSSL", "CLibSSL"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "TestPKI", "DemoFixtures"]),
     ],
     swiftLanguageModes: [.v6]

@@ -56,7 +56,7 @@ public struct EngineConfiguration: Sendable {
         guard case .object(let object) = json else {
             throw ConfigurationError(field: nil, message: "the configuration must be a JSON object")
         }
-        let known: Set<String> = ["bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "appStoreServerAPI"]
+        let known: Set<String> = ["bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "appStoreServerAPI", "serve"]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
         }

@@ -18,6 +18,7 @@ enum Help {
           entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
           entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
           entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
+          entitlements serve   [--db PATH] --config PATH [--listen HOST:PORT]
           entitlements demo
           entitlements --version
 
@@ -38,6 +39,7 @@ enum Help {
         "sign": SignCommand.help,
         "sync": SyncCommand.help,
         "set-account-token": SyncCommand.setAccountTokenHelp,
+        "serve": ServeCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 

@@ -46,11 +46,12 @@ func run(_ argv: [String]) -> ExitCode {
         case "sign": return try SignCommand.run(rest)
         case "sync": return try SyncCommand.sync(rest)
         case "set-account-token": return try SyncCommand.setAccountToken(rest)
+        case "serve": return try ServeCommand.run(rest)
         case "demo":
             if let extra = rest.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
             return Demo.run()
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, sign, sync, set-account-token, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, sign, sync, set-account-token, serve, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

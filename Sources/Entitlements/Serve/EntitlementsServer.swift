@@ -1,0 +1,65 @@
+import Foundation
+import HTTPServer
+
+/// `entitlements serve` as a library: the engine behind an HTTP/1.1 server
+/// (contract section 9). Create it, call ``run()`` (it blocks), and
+/// ``stop()`` it (or send SIGTERM after ``stopOnSignals()``): it stops
+/// accepting, finishes the requests it accepted, commits what is pending,
+/// checkpoints the database and returns.
+public final class EntitlementsServer: Sendable {
+    /// Limits and bounds a server keeps; the defaults are the contract's.
+    public struct Options: Sendable {
+        public var limits: ServerLimits
+        public var quarantine: QuarantineBound
+
+        public init(maxBodyBytes: Int) {
+            limits = ServerLimits(maxBodyBytes: maxBodyBytes)
+            quarantine = QuarantineBound()
+        }
+    }
+
+    public let engine: Engine
+    let http: HTTPServer
+    let api: ServeAPI
+
+    /// The address listened on (with the port the system chose for port 0).
+    public var address: ListenAddress { http.address }
+
+    /// Binds the address.
+    /// - Throws: ``ServerError``: `TOKEN_REQUIRED` for an address beyond loopback without a token,
+    ///   `LISTEN_FAILED` when the address cannot be bound.
+    public init(engine: Engine, settings: ServeSettings, options: Options? = nil, log: AccessLog? = AccessLog()) throws(ServerError) {
+        if !settings.listen.isLoopback && settings.token == nil {
+            throw ServerError(
+                code: "TOKEN_REQUIRED",
+                message:
+                    "refusing to listen on \(settings.listen), which is not a loopback address, without serve.token in the configuration: anyone who can reach it could read every customer's entitlements"
+            )
+        }
+        let options = options ?? Options(maxBodyBytes: engine.configuration.maxInputBytes)
+        self.engine = engine
+        let api = ServeAPI(engine: engine, token: settings.token, bound: options.quarantine)
+        self.api = api
+        http = try HTTPServer(
+            listen: settings.listen, limits: options.limits, log: log,
+            preflight: { head, client in api.preflight(head, client: client) },
+            handler: { request, client in api.handle(request, client: client) })
+    }
+
+    /// Serves until stopped; then commits what is pending and checkpoints.
+    /// - Throws: ``EngineError`` when the final checkpoint fails (everything acknowledged is committed regardless).
+    public func run() throws(EngineError) {
+        http.run()
+        api.batcher.finish()
+        try engine.checkpoint()
+    }
+
+    /// Stops accepting and finishes what was accepted; ``run()`` then returns. Safe from any thread.
+    public func stop() { http.stop() }
+
+    /// SIGTERM and SIGINT call ``stop()``.
+    public func stopOnSignals() { http.stopOnSignals() }
+
+    /// Ingest batches committed so far and the items they held.
+    public var ingestStatistics: (batches: Int, items: Int) { api.batcher.statistics }
+}

@@ -1,0 +1,86 @@
+import HTTPServer
+
+/// The endpoints of contract section 9 and the methods each takes.
+enum Route: Sendable, Hashable {
+    case notifications
+    case transactions
+    /// `GET /customers?...`
+    case customerSearch
+    /// `GET /customers/{id}`
+    case customer(String)
+    /// `GET /customers/{id}/history`
+    case history(String)
+    case changes
+    case health
+
+    var method: String {
+        switch self {
+        case .notifications, .transactions: return "POST"
+        case .customerSearch, .customer, .history, .changes, .health: return "GET"
+        }
+    }
+
+    /// Whether the bearer token guards it (every endpoint but Apple's webhook).
+    var needsToken: Bool { self != .notifications }
+
+    /// The route of a path, or `nil` (404). A path segment that does not percent-decode is no route.
+    init?(path: Substring) {
+        switch path {
+        case "/notifications": self = .notifications
+        case "/transactions": self = .transactions
+        case "/customers": self = .customerSearch
+        case "/changes": self = .changes
+        case "/health": self = .health
+        default:
+            let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+            guard segments.count >= 3, segments.count <= 4, segments[0].isEmpty, segments[1] == "customers",
+                let id = Self.percentDecoded(segments[2]), !id.isEmpty
+            else { return nil }
+            if segments.count == 3 {
+                self = .customer(id)
+            } else if segments[3] == "history" {
+                self = .history(id)
+            } else {
+                return nil
+            }
+        }
+    }
+
+    /// `%XX` decoded as UTF-8; `nil` when malformed.
+    static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - 0x30
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - 0x61 + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - 0x41 + 10
+        default: return nil
+        }
+    }
+
+    /// A query string's parameters, percent-decoded; `nil` when malformed or a name repeats.
+    static func parameters(_ query: Substring?) -> [String: String]? {
+        guard let query, !query.isEmpty else { return [:] }
+        var result: [String: String] = [:]
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = percentDecoded(parts[0]), !name.isEmpty, result[name] == nil,
+                let value = percentDecoded(parts.count > 1 ? parts[1] : "")
+            else { return nil }
+            result[name] = value
+        }
+        return result
+    }
+}

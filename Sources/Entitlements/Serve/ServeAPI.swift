@@ -1,0 +1,227 @@
+import EntitlementCore
+import EventStore
+import Foundation
+import HTTPServer
+
+/// The answers of contract section 9: routes, the bearer token, ingest
+/// through the batcher, queries on the engine's reader connections.
+final class ServeAPI: Sendable {
+    let engine: Engine
+    let token: String?
+    let batcher: IngestBatcher
+    let budget: QuarantineBudget
+    /// Queries running at once: as many as the engine keeps reader connections, so none is opened per request.
+    private let queryGate: DispatchSemaphore
+
+    init(engine: Engine, token: String?, bound: QuarantineBound) {
+        self.engine = engine
+        self.token = token
+        budget = QuarantineBudget(bound: bound)
+        batcher = IngestBatcher(engine: engine, budget: budget)
+        queryGate = DispatchSemaphore(value: max(2, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    // MARK: Before the body
+
+    /// 404, 405 and 401 are answered from the head, before any body is read.
+    func preflight(_ head: RequestHead, client: ClientInfo) -> HTTPResponse? {
+        guard let route = Route(path: head.path) else {
+            return .error(404, code: "NOT_FOUND", message: "no endpoint at \(head.path.prefix(200))")
+        }
+        guard head.method == route.method else {
+            var response = HTTPResponse.error(
+                405, code: "METHOD_NOT_ALLOWED", message: "\(head.path.prefix(200)) takes \(route.method), not \(head.method)")
+            response.fields.append(HTTPField(name: "Allow", value: route.method))
+            return response
+        }
+        if route.needsToken, let token, !Self.authorized(head.field("authorization"), token: token) {
+            var response = HTTPResponse.error(
+                401, code: "UNAUTHORIZED", message: "this endpoint requires Authorization: Bearer <serve.token>")
+            response.fields.append(HTTPField(name: "WWW-Authenticate", value: "Bearer"))
+            return response
+        }
+        return nil
+    }
+
+    /// `Bearer <token>`, the scheme case-insensitive, compared in constant time.
+    static func authorized(_ header: String?, token: String) -> Bool {
+        guard let header else { return false }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return false }
+        let given = Array(parts[1].trimmingCharacters(in: .whitespaces).utf8)
+        let expected = Array(token.utf8)
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for index in 0..<expected.count { difference |= expected[index] ^ (index < given.count ? given[index] : 0) }
+        return difference == 0
+    }
+
+    // MARK: Requests
+
+    func handle(_ request: HTTPRequest, client: ClientInfo) -> HTTPResponse {
+        if let early = preflight(request.head, client: client) { return early }
+        guard let route = Route(path: request.head.path) else { return .error(404, code: "NOT_FOUND", message: "no endpoint") }
+        switch route {
+        case .notifications: return notification(request, client: client)
+        case .transactions: return transactions(request, client: client)
+        case .customer(let id): return customer(.appTransactionId(id), request)
+        case .customerSearch: return customerSearch(request)
+        case .history(let id): return history(id, request)
+        case .changes: return changes(request)
+        case .health: return .json(200, Array(#"{"ok":true}"#.utf8))
+        }
+    }
+
+    static func json(_ status: Int, _ value: JSONValue) -> HTTPResponse {
+        .json(status, JSONWriter.bytes(value))
+    }
+
+    static func badRequest(_ message: String) -> HTTPResponse {
+        .error(400, code: "BAD_REQUEST", message: message)
+    }
+
+    /// A database that cannot be written or read: 503, so that Apple retries.
+    static func unavailable(_ error: EngineError) -> HTTPResponse {
+        var response = HTTPResponse.error(503, code: error.code, message: error.message)
+        response.fields.append(HTTPField(name: "Retry-After", value: "60"))
+        return response
+    }
+
+    // MARK: Ingest
+
+    /// `POST /notifications`: Apple's body, one notification; the ingest line once committed.
+    private func notification(_ request: HTTPRequest, client: ClientInfo) -> HTTPResponse {
+        guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected {\"signedPayload\": \"<JWS>\"}") }
+        let document = InputBytes(bytes: request.body)
+        let item: AppendItem
+        switch InputDocument.items(request.body[...]) {
+        case .failure(let malformed):
+            item = .rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: request.body))
+        case .success(let items) where items.count == 1 && items[0].expected == .notification:
+            switch engine.documentVerifier.verify(items[0]) {
+            case .success(let input): item = .verified(input)
+            case .failure(let error): item = .rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(items[0].jws.utf8)))
+            }
+        case .success:
+            item = .rejected(
+                Rejection(
+                    code: "MALFORMED_INPUT",
+                    message: "POST /notifications takes Apple's notification body {\"signedPayload\": \"<JWS>\"}; send other signed data to POST /transactions",
+                    raw: document.bytes))
+        }
+        switch ingest([item], request: request, client: client) {
+        case .success(let results): return Self.json(200, results[0].json())
+        case .failure(let error): return Self.unavailable(error)
+        }
+    }
+
+    /// `POST /transactions`: any input document; a JSON array of result lines.
+    private func transactions(_ request: HTTPRequest, client: ClientInfo) -> HTTPResponse {
+        guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected an input document") }
+        let items = engine.documentVerifier.verifiedItems(InputBytes(bytes: request.body))
+        switch ingest(items, request: request, client: client) {
+        case .success(let results): return Self.json(200, .array(results.map { $0.json() }))
+        case .failure(let error): return Self.unavailable(error)
+        }
+    }
+
+    /// Commits the items the quarantine bound lets through; the others are answered `rejected` without their bytes kept.
+    private func ingest(_ items: [AppendItem], request: HTTPRequest, client: ClientInfo) -> Result<[IngestResult], EngineError> {
+        let key = QuarantineBudget.clientKey(peer: client, forwardedFor: request.head.field("x-forwarded-for"))
+        let now = Engine.now()
+        var kept: [AppendItem] = []
+        var results = [IngestResult?](repeating: nil, count: items.count)
+        for (index, item) in items.enumerated() {
+            if case .rejected(let rejection) = item, !budget.admit(client: key, bytes: rejection.raw.count, now: now) {
+                results[index] = IngestResult(outcome: .rejected, errorCode: rejection.code, errorMessage: rejection.message)
+            } else {
+                kept.append(item)
+            }
+        }
+        if !kept.isEmpty {
+            switch batcher.commit(kept) {
+            case .success(let committed):
+                var next = committed.makeIterator()
+                for index in results.indices where results[index] == nil { results[index] = next.next() }
+            case .failure(let error):
+                return .failure(error)
+            }
+        }
+        return .success(results.map { $0! })
+    }
+
+    // MARK: Queries
+
+    /// A request refused with this answer.
+    struct Refusal: Error {
+        var response: HTTPResponse
+    }
+
+    /// `?at=MS`, when given: milliseconds since 1970 (an integer below 100000000000 is probably seconds: refused).
+    static func at(_ parameters: [String: String]) -> Result<Int64?, Refusal> {
+        guard let text = parameters["at"] else { return .success(nil) }
+        guard let value = Int64(text), value >= 100_000_000_000 else {
+            return .failure(Refusal(response: badRequest("at expects milliseconds since 1970 (an integer of at least 100000000000), got \"\(text.prefix(40))\"")))
+        }
+        return .success(value)
+    }
+
+    private func answer(_ query: CustomerQuery, at: Int64?) -> HTTPResponse {
+        queryGate.wait()
+        defer { queryGate.signal() }
+        do {
+            let answer = try engine.query(query, at: at)
+            if case .notFound = answer { return Self.json(404, answer.json()) }
+            return Self.json(200, answer.json())
+        } catch {
+            return Self.unavailable(error)
+        }
+    }
+
+    /// `GET /customers/{appTransactionId}` (also `otid:...`), with optional `?at=MS`.
+    private func customer(_ query: CustomerQuery, _ request: HTTPRequest) -> HTTPResponse {
+        guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
+        for name in parameters.keys where name != "at" { return Self.badRequest("unknown query parameter \(name.prefix(40)) (expected at)") }
+        switch Self.at(parameters) {
+        case .failure(let refusal): return refusal.response
+        case .success(let at): return answer(query, at: at)
+        }
+    }
+
+    /// `GET /customers?originalTransactionId=X` (or `transactionId`, `appAccountToken`), with optional `&at=MS`.
+    private func customerSearch(_ request: HTTPRequest) -> HTTPResponse {
+        guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
+        let selectors = ["originalTransactionId", "transactionId", "appAccountToken"]
+        for name in parameters.keys where name != "at" && !selectors.contains(name) {
+            return Self.badRequest("unknown query parameter \(name.prefix(40)) (expected one of \(selectors.joined(separator: ", ")) and optionally at)")
+        }
+        let given = selectors.filter { parameters[$0] != nil }
+        guard given.count == 1, let value = parameters[given[0]], !value.isEmpty else {
+            return Self.badRequest("give exactly one of \(selectors.joined(separator: ", "))")
+        }
+        let at: Int64?
+        switch Self.at(parameters) {
+        case .failure(let refusal): return refusal.response
+        case .success(let value): at = value
+        }
+        switch given[0] {
+        case "originalTransactionId": return answer(.originalTransactionId(value), at: at)
+        case "appAccountToken": return answer(.appAccountToken(value), at: at)
+        default: return transactionQuery(value, at: at)
+        }
+    }
+
+    /// `GET /customers?transactionId=T`.
+    private func transactionQuery(_ transactionId: String, at: Int64?) -> HTTPResponse {
+        .error(501, code: "NOT_IMPLEMENTED", message: "query by transactionId is not available in this build")
+    }
+
+    /// `GET /customers/{id}/history`.
+    private func history(_ id: String, _ request: HTTPRequest) -> HTTPResponse {
+        .error(501, code: "NOT_IMPLEMENTED", message: "history is not available in this build")
+    }
+
+    /// `GET /changes?since=C&limit=N`.
+    private func changes(_ request: HTTPRequest) -> HTTPResponse {
+        .error(501, code: "NOT_IMPLEMENTED", message: "the changes feed is not available in this build")
+    }
+}

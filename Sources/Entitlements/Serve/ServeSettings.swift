@@ -1,0 +1,73 @@
+import EntitlementCore
+import Foundation
+import HTTPServer
+
+/// The configuration's optional `serve` section (contract section 4):
+/// `{"serve": {"listen": "127.0.0.1:8080", "token": "a long random string"}}`.
+public struct ServeSettings: Sendable {
+    /// Where to listen; `127.0.0.1:8080` by default.
+    public var listen: ListenAddress
+    /// The bearer token every endpoint but `POST /notifications` requires; `nil` when none is set.
+    public var token: String?
+
+    public static let defaultListen = ListenAddress(host: "127.0.0.1", port: 8080)
+
+    public init(listen: ListenAddress = ServeSettings.defaultListen, token: String? = nil) {
+        self.listen = listen
+        self.token = token
+    }
+
+    /// Sets ``listen`` from `HOST:PORT` (`--listen`); `false` when malformed.
+    public mutating func setListen(_ text: String) -> Bool {
+        guard let address = ListenAddress(parsing: text) else { return false }
+        listen = address
+        return true
+    }
+
+    /// Whether listening where ``listen`` says needs a token that is not set (an address beyond loopback).
+    public var needsTokenToListen: Bool { !listen.isLoopback && token == nil }
+
+    /// Reads the `serve` section of a configuration file (defaults when it has none).
+    /// - Throws: ``ConfigurationError`` naming the field.
+    public static func load(path: String) throws(ConfigurationError) -> ServeSettings {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(field: nil, message: "cannot read the configuration file \(path)")
+        }
+        let json: JSONValue
+        do { json = try JSONParser().parse(Array(data)) } catch {
+            throw ConfigurationError(field: nil, message: "the configuration file \(path) is not valid JSON: \(error.description)")
+        }
+        return try ServeSettings(configuration: json)
+    }
+
+    /// Reads the `serve` section of a whole configuration document.
+    public init(configuration json: JSONValue) throws(ConfigurationError) {
+        self.init()
+        guard let section = json["serve"], section != .null else { return }
+        guard case .object(let object) = section else {
+            throw ConfigurationError(field: "serve", message: "expected an object with listen and token")
+        }
+        for key in object.keys where key != "listen" && key != "token" {
+            throw ConfigurationError(field: "serve.\(key)", message: "unknown field; expected listen, token")
+        }
+        switch object["listen"] {
+        case nil, .null?: break
+        case .string(let text)?:
+            guard let address = ListenAddress(parsing: text) else {
+                throw ConfigurationError(
+                    field: "serve.listen", message: "\"\(text)\" is not HOST:PORT with a numeric address, e.g. \"127.0.0.1:8080\" or \"[::1]:8080\"")
+            }
+            listen = address
+        case let other?:
+            throw ConfigurationError(field: "serve.listen", message: "expected a string HOST:PORT, found \(other.typeName)")
+        }
+        switch object["token"] {
+        case nil, .null?: break
+        case .string(let text)? where !text.isEmpty && text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }):
+            token = text
+        case let other?:
+            throw ConfigurationError(
+                field: "serve.token", message: "expected a non-empty string of visible ASCII characters, found \(JSONWriter.string(other).prefix(40))")
+        }
+    }
+}

@@ -1,0 +1,91 @@
+/// An answer: status, header fields and a body sent with `Content-Length`.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var fields: [HTTPField]
+    public var body: [UInt8]
+    /// Close the connection after this answer (the body of the request may be unread).
+    public var closesConnection: Bool
+
+    public init(status: Int, fields: [HTTPField] = [], body: [UInt8] = [], closesConnection: Bool = false) {
+        self.status = status
+        self.fields = fields
+        self.body = body
+        self.closesConnection = closesConnection
+    }
+
+    /// A JSON answer (`application/json`).
+    public static func json(_ status: Int, _ body: [UInt8], closesConnection: Bool = false) -> HTTPResponse {
+        HTTPResponse(
+            status: status, fields: [HTTPField(name: "Content-Type", value: "application/json")], body: body,
+            closesConnection: closesConnection)
+    }
+
+    /// A JSON error answer `{"error":{"code":...,"message":...}}`.
+    public static func error(_ status: Int, code: String, message: String, closesConnection: Bool = false) -> HTTPResponse {
+        var body = Array(#"{"error":{"code":"#.utf8)
+        appendJSONString(code, to: &body)
+        body += Array(#","message":"#.utf8)
+        appendJSONString(message, to: &body)
+        body += Array("}}".utf8)
+        return .json(status, body, closesConnection: closesConnection)
+    }
+
+    /// The bytes on the wire, head and body.
+    public func serialized(close: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128 + body.count)
+        out += Array("HTTP/1.1 \(status) \(Self.reason(status))\r\n".utf8)
+        for field in fields {
+            out += Array(field.name.utf8)
+            out += [0x3A, 0x20]
+            out += Array(field.value.utf8)
+            out += [0x0D, 0x0A]
+        }
+        out += Array("Content-Length: \(body.count)\r\n".utf8)
+        if close { out += Array("Connection: close\r\n".utf8) }
+        out += [0x0D, 0x0A]
+        out += body
+        return out
+    }
+
+    /// The reason phrase of a status code.
+    public static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: return "Continue"
+        case 200: return "OK"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 411: return "Length Required"
+        case 413: return "Content Too Large"
+        case 417: return "Expectation Failed"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 503: return "Service Unavailable"
+        case 505: return "HTTP Version Not Supported"
+        default: return "Status"
+        }
+    }
+
+    /// Appends `text` as a JSON string literal.
+    static func appendJSONString(_ text: String, to out: inout [UInt8]) {
+        out.append(0x22)
+        for byte in text.utf8 {
+            switch byte {
+            case 0x22: out += [0x5C, 0x22]
+            case 0x5C: out += [0x5C, 0x5C]
+            case 0x0A: out += [0x5C, 0x6E]
+            case 0x0D: out += [0x5C, 0x72]
+            case 0x09: out += [0x5C, 0x74]
+            case 0x00..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out += [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            default: out.append(byte)
+            }
+        }
+        out.append(0x22)
+    }
+}

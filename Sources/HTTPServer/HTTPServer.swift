@@ -1,0 +1,403 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small HTTP/1.1 server on POSIX sockets: one thread per connection (at
+/// most ``ServerLimits/maxConnections``), the framing done by
+/// ``RequestParser``, the answers by the handler.
+///
+/// Call ``run()`` on a thread of its own; ``stop()`` (or SIGTERM, after
+/// ``stopOnSignals(_:)``) closes the listening socket, lets every connection
+/// finish the request it is reading or answering, closes idle ones, and
+/// makes ``run()`` return once all are closed.
+public final class HTTPServer: @unchecked Sendable {
+    /// Checks a request's head before its body is read: an answer here is sent
+    /// at once (the body, if any, stays unread and the connection is closed).
+    public typealias Preflight = @Sendable (RequestHead, ClientInfo) -> HTTPResponse?
+    /// Answers a complete request.
+    public typealias Handler = @Sendable (HTTPRequest, ClientInfo) -> HTTPResponse
+
+    /// The address bound (with the port the system chose when asked for port 0).
+    public let address: ListenAddress
+    public let limits: ServerLimits
+    private let listenFD: Int32
+    /// Written once to stop: every poller watching the read end wakes, forever after.
+    private let stopPipe: (read: Int32, write: Int32)
+    /// Written when a connection ends, so the accept loop re-counts.
+    private let wakePipe: (read: Int32, write: Int32)
+    private let log: AccessLog?
+    private let preflight: Preflight
+    private let handler: Handler
+    private let lock = NSLock()
+    private var active = 0
+    private var stopping = false
+
+    /// Binds and listens.
+    /// - Throws: ``ServerError`` when the address cannot be bound (in use, not local, not permitted).
+    public init(
+        listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight = { _, _ in nil },
+        handler: @escaping Handler
+    ) throws(ServerError) {
+        signal(SIGPIPE, SIG_IGN)
+        self.limits = limits
+        self.log = log
+        self.preflight = preflight
+        self.handler = handler
+        let (fd, bound) = try Self.bind(listen, backlog: limits.backlog)
+        listenFD = fd
+        address = bound
+        stopPipe = Self.makePipe()
+        wakePipe = Self.makePipe()
+    }
+
+    deinit {
+        for fd in [stopPipe.read, stopPipe.write, wakePipe.read, wakePipe.write] { close(fd) }
+    }
+
+    private static func makePipe() -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [0, 0]
+        _ = pipe(&fds)
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        return (fds[0], fds[1])
+    }
+
+    private static func bind(_ listen: ListenAddress, backlog: Int32) throws(ServerError) -> (Int32, ListenAddress) {
+        let v6 = listen.isIPv6
+        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ServerError(code: "LISTEN_FAILED", message: "cannot create a socket: \(errorText(errno))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var result: Int32
+        if v6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(listen.port).bigEndian)
+            inet_pton(AF_INET6, listen.host, &address.sin6_addr)
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(listen.port).bigEndian)
+            inet_pton(AF_INET, listen.host, &address.sin_addr)
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        if result != 0 {
+            let reason = errorText(errno)
+            close(fd)
+            throw ServerError(code: "LISTEN_FAILED", message: "cannot listen on \(listen): \(reason)")
+        }
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let reason = errorText(errno)
+            close(fd)
+            throw ServerError(code: "LISTEN_FAILED", message: "cannot listen on \(listen): \(reason)")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let port = Self.numeric(storage).port
+        return (fd, ListenAddress(host: listen.host, port: port))
+    }
+
+    /// The numeric host and port of a socket address.
+    static func numeric(_ storage: sockaddr_storage) -> (host: String, port: Int) {
+        var storage = storage
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        if Int32(storage.ss_family) == AF_INET6 {
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                    var address = pointer.pointee.sin6_addr
+                    inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
+                    return (String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), Int(UInt16(bigEndian: pointer.pointee.sin6_port)))
+                }
+            }
+        }
+        return withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                var address = pointer.pointee.sin_addr
+                inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+                return (String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), Int(UInt16(bigEndian: pointer.pointee.sin_port)))
+            }
+        }
+    }
+
+    // MARK: Stopping
+
+    /// Begins the shutdown: stop accepting, finish what was accepted. Safe from any thread.
+    public func stop() {
+        var byte: UInt8 = 1
+        _ = write(stopPipe.write, &byte, 1)
+    }
+
+    /// Makes SIGTERM and SIGINT call ``stop()`` (one server per process).
+    public func stopOnSignals(_ signals: [Int32] = [SIGTERM, SIGINT]) {
+        signalStopDescriptor = stopPipe.write
+        for number in signals { signal(number, stopSignalHandler) }
+    }
+
+    /// Connections open now.
+    public var activeConnections: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return active
+    }
+
+    private var isStopping: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopping
+    }
+
+    // MARK: Accepting
+
+    /// Accepts and serves connections until ``stop()``; returns when every connection is closed.
+    public func run() {
+        while true {
+            lock.lock()
+            let room = active < limits.maxConnections
+            lock.unlock()
+            var fds = [
+                pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
+            ]
+            if room { fds.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&fds, nfds_t(fds.count), -1)
+            if ready < 0 { continue }
+            if fds[0].revents != 0 { break }
+            if fds[1].revents != 0 { drain(wakePipe.read) }
+            if room && fds[2].revents != 0 { acceptPending() }
+        }
+        lock.lock()
+        stopping = true
+        lock.unlock()
+        close(listenFD)
+        // Finish what was accepted.
+        while true {
+            lock.lock()
+            let remaining = active
+            lock.unlock()
+            if remaining == 0 { break }
+            var fds = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&fds, 1, 1000)
+            drain(wakePipe.read)
+        }
+    }
+
+    private func drain(_ fd: Int32) {
+        var bytes = [UInt8](repeating: 0, count: 256)
+        while read(fd, &bytes, bytes.count) > 0 {}
+    }
+
+    private func acceptPending() {
+        while true {
+            lock.lock()
+            let room = active < limits.maxConnections
+            lock.unlock()
+            guard room else { return }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept(listenFD, $0, &length)
+                }
+            }
+            if fd < 0 { return }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let client = ClientInfo(peer: Self.numeric(storage).host)
+            lock.lock()
+            active += 1
+            lock.unlock()
+            let thread = Thread { [self] in
+                var connection = Connection(fd: fd, client: client, server: self)
+                connection.serve()
+                close(fd)
+                lock.lock()
+                active -= 1
+                lock.unlock()
+                var byte: UInt8 = 1
+                _ = write(wakePipe.write, &byte, 1)
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    // MARK: One connection
+
+    private struct Connection {
+        let fd: Int32
+        let client: ClientInfo
+        let server: HTTPServer
+        var parser: RequestParser
+        var requestStarted: UInt64 = 0
+        var bodyStarted: UInt64 = 0
+        var method: String?
+        var target: String?
+        var stopSeen = false
+
+        init(fd: Int32, client: ClientInfo, server: HTTPServer) {
+            self.fd = fd
+            self.client = client
+            self.server = server
+            self.parser = RequestParser(limits: server.limits.parser)
+        }
+
+        static func now() -> UInt64 {
+            var time = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &time)
+            return UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec / 1000)
+        }
+
+        mutating func serve() {
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            let limits = server.limits
+            while true {
+                switch parser.next() {
+                case .needMore:
+                    let now = Self.now()
+                    var timeout = limits.idleTimeoutMilliseconds
+                    if !parser.hasPartialRequest {
+                        if stopSeen || server.isStopping { return }
+                    } else if parser.isReadingBody {
+                        timeout = min(timeout, Int((Int64(bodyStarted) + Int64(limits.bodyTimeoutMilliseconds) * 1000 - Int64(now)) / 1000))
+                    } else {
+                        timeout = min(timeout, Int((Int64(requestStarted) + Int64(limits.headerTimeoutMilliseconds) * 1000 - Int64(now)) / 1000))
+                    }
+                    if timeout <= 0 { return timedOut() }
+                    var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+                    if !stopSeen { fds.append(pollfd(fd: server.stopPipe.read, events: Int16(POLLIN), revents: 0)) }
+                    let ready = poll(&fds, nfds_t(fds.count), Int32(timeout))
+                    if ready < 0 { if errno == EINTR { continue } else { return } }
+                    if ready == 0 { return timedOut() }
+                    if fds.count > 1 && fds[1].revents != 0 {
+                        stopSeen = true
+                        if !parser.hasPartialRequest { return }
+                    }
+                    if fds[0].revents == 0 { continue }
+                    let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                    if count < 0 {
+                        if errno == EAGAIN || errno == EINTR { continue }
+                        return
+                    }
+                    if count == 0 {
+                        // The client went away; a request it did not finish is not served.
+                        if parser.hasPartialRequest { log(status: 0, bytes: 0) }
+                        return
+                    }
+                    if !parser.hasPartialRequest { requestStarted = Self.now() }
+                    parser.append(chunk[0..<count])
+                case .head(let head):
+                    bodyStarted = Self.now()
+                    method = head.method
+                    target = head.target
+                    if let early = server.preflight(head, client) {
+                        let close = head.framing != .none || !head.keepAlive || early.closesConnection || stopSeen || server.isStopping
+                        guard respond(early, close: close), !close else { return }
+                        // No body: the request is complete; the parser's next event is it, skip it.
+                        if case .request = parser.next() {}
+                        continue
+                    }
+                    if head.expectsContinue && parser.bufferedBytes == 0 {
+                        guard send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return }
+                    }
+                case .request(let request):
+                    method = request.head.method
+                    target = request.head.target
+                    let response = server.handler(request, client)
+                    let close = !request.head.keepAlive || response.closesConnection || stopSeen || server.isStopping
+                    guard respond(response, close: close), !close else { return }
+                case .failure(let error):
+                    let response = HTTPResponse.error(error.status, code: Self.code(error.status), message: error.message, closesConnection: true)
+                    _ = respond(response, close: true)
+                    shutdown(fd, Int32(SHUT_WR))
+                    return
+                }
+            }
+        }
+
+        static func code(_ status: Int) -> String {
+            switch status {
+            case 408: return "REQUEST_TIMEOUT"
+            case 413: return "BODY_TOO_LARGE"
+            case 417: return "EXPECTATION_FAILED"
+            case 431: return "HEADERS_TOO_LARGE"
+            case 501: return "NOT_IMPLEMENTED"
+            case 505: return "HTTP_VERSION_NOT_SUPPORTED"
+            default: return "BAD_REQUEST"
+            }
+        }
+
+        /// A client silent past a limit: mid-request it gets a 408, between requests the connection just closes.
+        mutating func timedOut() {
+            guard parser.hasPartialRequest else { return }
+            let response = HTTPResponse.error(408, code: "REQUEST_TIMEOUT", message: "the request did not arrive in time", closesConnection: true)
+            _ = respond(response, close: true)
+        }
+
+        /// Sends an answer and logs it; `false` when the client is gone.
+        mutating func respond(_ response: HTTPResponse, close: Bool) -> Bool {
+            let sent = send(response.serialized(close: close))
+            log(status: response.status, bytes: response.body.count)
+            method = nil
+            target = nil
+            if parser.hasPartialRequest { requestStarted = Self.now() }
+            return sent
+        }
+
+        func log(status: Int, bytes: Int) {
+            guard let log = server.log else { return }
+            let elapsed = requestStarted == 0 ? 0 : Int64(Self.now() - requestStarted)
+            log.write(
+                AccessLog.Entry(client: client.peer, method: method, target: target, status: status, bytes: bytes, microseconds: elapsed))
+        }
+
+        /// Writes everything, waiting for the client to read within the write timeout.
+        func send(_ bytes: [UInt8]) -> Bool {
+            var offset = 0
+            let deadline = Self.now() + UInt64(server.limits.writeTimeoutMilliseconds) * 1000
+            while offset < bytes.count {
+                let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+                if written > 0 {
+                    offset += written
+                    continue
+                }
+                if written < 0 && (errno == EAGAIN || errno == EINTR) {
+                    let now = Self.now()
+                    guard now < deadline else { return false }
+                    var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]
+                    _ = poll(&fds, 1, Int32((deadline - now) / 1000 + 1))
+                    continue
+                }
+                return false
+            }
+            return true
+        }
+    }
+}
+
+/// The system's text for an `errno` value.
+func errorText(_ code: Int32) -> String {
+    guard let text = strerror(code) else { return "error \(code)" }
+    let length = strlen(text)
+    return text.withMemoryRebound(to: UInt8.self, capacity: length) { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) }
+}
+
+nonisolated(unsafe) private var signalStopDescriptor: Int32 = -1
+
+private func stopSignalHandler(_ signal: Int32) {
+    var byte: UInt8 = 1
+    _ = write(signalStopDescriptor, &byte, 1)
+}

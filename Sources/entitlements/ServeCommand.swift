@@ -1,0 +1,68 @@
+import Entitlements
+import Foundation
+
+/// `entitlements serve`: the webhook Apple calls and the API apps query, over HTTP (contract section 9).
+enum ServeCommand {
+    static let help = """
+        entitlements serve [--db PATH] --config PATH [--listen HOST:PORT]
+
+        Runs the engine as an HTTP/1.1 server (plain HTTP: put a TLS reverse proxy in front).
+        Listens on --listen, else serve.listen in the configuration, else 127.0.0.1:8080
+        (port 0: any free port). Prints {"listening":"HOST:PORT"} on standard output once it
+        accepts connections, and one access log line per request on standard error.
+
+          POST /notifications                 Apple's notification body; 200 with the ingest line once committed
+                                              (a rejected input too: it is quarantined); 503 when the database
+                                              cannot be written, so that Apple retries
+          POST /transactions                  any input document; 200 with a JSON array of result lines
+          GET  /customers/{appTransactionId}  the query object (also otid:...); 404 NOT_FOUND
+          GET  /customers?originalTransactionId=X | transactionId=T | appAccountToken=U   [&at=MS]
+          GET  /customers/{id}/history        the history lines as a JSON array
+          GET  /changes?since=C&limit=N       the changes feed, NDJSON
+          GET  /health                        {"ok":true}
+
+        With serve.token set, every endpoint but POST /notifications requires
+        Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen
+        beyond loopback (exit 2). SIGTERM (or Ctrl-C) stops accepting, finishes the accepted
+        requests, checkpoints the database and exits 0.
+        """
+
+    static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
+        let arguments = try Arguments(args, command: "serve", valued: ["--db", "--config", "--listen"], switches: [])
+        if let extra = arguments.positional.first { throw UsageError(message: "unexpected argument \(extra)", command: "serve") }
+        guard let configPath = arguments.values["--config"] else { throw UsageError(message: "--config PATH is required", command: "serve") }
+        var settings: ServeSettings
+        do { settings = try ServeSettings.load(path: configPath) } catch {
+            Output.error("entitlements serve: \(error.description)")
+            return .usage
+        }
+        if let listen = arguments.values["--listen"] {
+            guard settings.setListen(listen) else {
+                throw UsageError(message: "--listen expects HOST:PORT with a numeric address, e.g. 127.0.0.1:8080, got \"\(listen)\"", command: "serve")
+            }
+        }
+        if settings.needsTokenToListen {
+            Output.error(
+                "entitlements serve: refusing to listen on \(settings.listen), which is not a loopback address, without serve.token in the configuration (set a long random token, or listen on 127.0.0.1 behind a reverse proxy)"
+            )
+            return .usage
+        }
+        let (loaded, code) = try Commands.loadEngine(arguments, command: "serve")
+        guard let engine = loaded else { return code }
+        if let warning = engine.rulesWarning() { Output.error(warning) }
+        let server: EntitlementsServer
+        do { server = try EntitlementsServer(engine: engine, settings: settings) } catch {
+            Output.error("entitlements serve: \(error.code): \(error.message)")
+            return error.code == "TOKEN_REQUIRED" ? .usage : .storage
+        }
+        server.stopOnSignals()
+        Output.line(["listening": .string(server.address.description)])
+        do {
+            try server.run()
+        } catch {
+            Output.error("entitlements serve: \(error.code): \(error.message)")
+            return .storage
+        }
+        return .success
+    }
+}

@@ -48,6 +48,13 @@ final class IngestBatcher: @unchecked Sendable {
         return job.result!
     }
 
+    /// Wakes the committing thread to look at the quarantine summaries (inputs were just left unkept).
+    func nudge() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+
     /// Commits what is pending and the quarantine summaries, then ends the thread; waits for both.
     func finish() {
         condition.lock()

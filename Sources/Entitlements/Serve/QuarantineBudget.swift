@@ -53,6 +53,9 @@ final class QuarantineBudget: @unchecked Sendable {
     private var notKept: [String: Int] = [:]
     private var notKeptSince: Int64 = 0
     private var lastSummary: Int64 = 0
+    /// Numbers each summary row, with the time this budget began, so no two rows are the same input.
+    private var summarySerial = 0
+    private let began = Engine.now()
 
     static let otherClients = "other addresses"
 
@@ -97,8 +100,9 @@ final class QuarantineBudget: @unchecked Sendable {
         let since = notKeptSince
         let rows = notKept.sorted { $0.key < $1.key }.map { client, count in
             let message = "\(count) more rejected input\(count == 1 ? "" : "s") from \(client) not kept"
-            // The period makes each summary a distinct row (the quarantine keeps one row per distinct input).
-            let raw = Array("\(message) (received from \(since) to \(now))".utf8)
+            // Distinct rows: the quarantine keeps one row per distinct input.
+            summarySerial += 1
+            let raw = Array("\(message) (received from \(since) to \(now); summary \(summarySerial) of the server started at \(began))".utf8)
             return Rejection(code: "NOT_KEPT", message: message, raw: raw, size: 0)
         }
         notKept = [:]

@@ -137,6 +137,7 @@ final class ServeAPI: Sendable {
                 kept.append(item)
             }
         }
+        if kept.count < items.count { batcher.nudge() }
         if !kept.isEmpty {
             switch batcher.commit(kept) {
             case .success(let committed):

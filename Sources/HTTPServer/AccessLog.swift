@@ -45,11 +45,11 @@ public final class AccessLog: @unchecked Sendable {
     public func write(_ entry: Entry) {
         var line: [UInt8] = []
         line += Array(#"{"time":\#(Int64(Date().timeIntervalSince1970 * 1000)),"client":"#.utf8)
-        HTTPResponse.appendJSONString(entry.client, to: &line)
+        ServerResponse.appendJSONString(entry.client, to: &line)
         line += Array(#","method":"#.utf8)
-        if let method = entry.method { HTTPResponse.appendJSONString(method, to: &line) } else { line += Array("null".utf8) }
+        if let method = entry.method { ServerResponse.appendJSONString(method, to: &line) } else { line += Array("null".utf8) }
         line += Array(#","path":"#.utf8)
-        if let target = entry.target { HTTPResponse.appendJSONString(Self.redacted(target), to: &line) } else { line += Array("null".utf8) }
+        if let target = entry.target { ServerResponse.appendJSONString(Self.redacted(target), to: &line) } else { line += Array("null".utf8) }
         line += Array(#","status":\#(entry.status),"bytes":\#(entry.bytes),"us":\#(entry.microseconds)}"#.utf8)
         line.append(0x0A)
         lock.lock()

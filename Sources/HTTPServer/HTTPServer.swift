@@ -14,9 +14,9 @@ import Glibc
 public final class HTTPServer: @unchecked Sendable {
     /// Checks a request's head before its body is read: an answer here is sent
     /// at once (the body, if any, stays unread and the connection is closed).
-    public typealias Preflight = @Sendable (RequestHead, ClientInfo) -> HTTPResponse?
+    public typealias Preflight = @Sendable (RequestHead, ClientInfo) -> ServerResponse?
     /// Answers a complete request.
-    public typealias Handler = @Sendable (HTTPRequest, ClientInfo) -> HTTPResponse
+    public typealias Handler = @Sendable (ServerRequest, ClientInfo) -> ServerResponse
 
     /// The address bound (with the port the system chose when asked for port 0).
     public let address: ListenAddress
@@ -320,7 +320,7 @@ public final class HTTPServer: @unchecked Sendable {
                     let close = !request.head.keepAlive || response.closesConnection || stopSeen || server.isStopping
                     guard respond(response, close: close), !close else { return }
                 case .failure(let error):
-                    let response = HTTPResponse.error(error.status, code: Self.code(error.status), message: error.message, closesConnection: true)
+                    let response = ServerResponse.error(error.status, code: Self.code(error.status), message: error.message, closesConnection: true)
                     _ = respond(response, close: true)
                     shutdown(fd, Int32(SHUT_WR))
                     return
@@ -343,12 +343,12 @@ public final class HTTPServer: @unchecked Sendable {
         /// A client silent past a limit: mid-request it gets a 408, between requests the connection just closes.
         mutating func timedOut() {
             guard parser.hasPartialRequest else { return }
-            let response = HTTPResponse.error(408, code: "REQUEST_TIMEOUT", message: "the request did not arrive in time", closesConnection: true)
+            let response = ServerResponse.error(408, code: "REQUEST_TIMEOUT", message: "the request did not arrive in time", closesConnection: true)
             _ = respond(response, close: true)
         }
 
         /// Sends an answer and logs it; `false` when the client is gone.
-        mutating func respond(_ response: HTTPResponse, close: Bool) -> Bool {
+        mutating func respond(_ response: ServerResponse, close: Bool) -> Bool {
             let sent = send(response.serialized(close: close))
             log(status: response.status, bytes: response.body.count)
             method = nil

@@ -36,7 +36,7 @@ public enum ParseEvent: Sendable, Hashable {
     /// A valid request head; its body (if any) follows. Emitted once per request, before `request`.
     case head(RequestHead)
     /// A complete request. Bytes after it (pipelining) stay for the next request.
-    case request(HTTPRequest)
+    case request(ServerRequest)
     /// The request is malformed or over a limit; the parser accepts nothing more.
     case failure(HTTPParseError)
 }
@@ -326,7 +326,7 @@ public struct RequestParser: Sendable {
     // MARK: Body
 
     private mutating func complete(_ head: RequestHead) -> ParseEvent {
-        let request = HTTPRequest(head: head, body: body)
+        let request = ServerRequest(head: head, body: body)
         body = []
         state = .head
         lineStart = start

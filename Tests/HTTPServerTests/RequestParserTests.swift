@@ -36,7 +36,7 @@ struct RequestParserTests {
         return whole
     }
 
-    static func requests(_ events: [ParseEvent]) -> [HTTPRequest] {
+    static func requests(_ events: [ParseEvent]) -> [ServerRequest] {
         events.compactMap { if case .request(let request) = $0 { return request } else { return nil } }
     }
 

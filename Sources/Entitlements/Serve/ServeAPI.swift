@@ -24,18 +24,18 @@ final class ServeAPI: Sendable {
     // MARK: Before the body
 
     /// 404, 405 and 401 are answered from the head, before any body is read.
-    func preflight(_ head: RequestHead, client: ClientInfo) -> HTTPResponse? {
+    func preflight(_ head: RequestHead, client: ClientInfo) -> ServerResponse? {
         guard let route = Route(path: head.path) else {
             return .error(404, code: "NOT_FOUND", message: "no endpoint at \(head.path.prefix(200))")
         }
         guard head.method == route.method else {
-            var response = HTTPResponse.error(
+            var response = ServerResponse.error(
                 405, code: "METHOD_NOT_ALLOWED", message: "\(head.path.prefix(200)) takes \(route.method), not \(head.method)")
             response.fields.append(HTTPField(name: "Allow", value: route.method))
             return response
         }
         if route.needsToken, let token, !Self.authorized(head.field("authorization"), token: token) {
-            var response = HTTPResponse.error(
+            var response = ServerResponse.error(
                 401, code: "UNAUTHORIZED", message: "this endpoint requires Authorization: Bearer <serve.token>")
             response.fields.append(HTTPField(name: "WWW-Authenticate", value: "Bearer"))
             return response
@@ -57,7 +57,7 @@ final class ServeAPI: Sendable {
 
     // MARK: Requests
 
-    func handle(_ request: HTTPRequest, client: ClientInfo) -> HTTPResponse {
+    func handle(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         if let early = preflight(request.head, client: client) { return early }
         guard let route = Route(path: request.head.path) else { return .error(404, code: "NOT_FOUND", message: "no endpoint") }
         switch route {
@@ -71,17 +71,17 @@ final class ServeAPI: Sendable {
         }
     }
 
-    static func json(_ status: Int, _ value: JSONValue) -> HTTPResponse {
+    static func json(_ status: Int, _ value: JSONValue) -> ServerResponse {
         .json(status, JSONWriter.bytes(value))
     }
 
-    static func badRequest(_ message: String) -> HTTPResponse {
+    static func badRequest(_ message: String) -> ServerResponse {
         .error(400, code: "BAD_REQUEST", message: message)
     }
 
     /// A database that cannot be written or read: 503, so that Apple retries.
-    static func unavailable(_ error: EngineError) -> HTTPResponse {
-        var response = HTTPResponse.error(503, code: error.code, message: error.message)
+    static func unavailable(_ error: EngineError) -> ServerResponse {
+        var response = ServerResponse.error(503, code: error.code, message: error.message)
         response.fields.append(HTTPField(name: "Retry-After", value: "60"))
         return response
     }
@@ -89,7 +89,7 @@ final class ServeAPI: Sendable {
     // MARK: Ingest
 
     /// `POST /notifications`: Apple's body, one notification; the ingest line once committed.
-    private func notification(_ request: HTTPRequest, client: ClientInfo) -> HTTPResponse {
+    private func notification(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected {\"signedPayload\": \"<JWS>\"}") }
         let document = InputBytes(bytes: request.body)
         let item: AppendItem
@@ -115,7 +115,7 @@ final class ServeAPI: Sendable {
     }
 
     /// `POST /transactions`: any input document; a JSON array of result lines.
-    private func transactions(_ request: HTTPRequest, client: ClientInfo) -> HTTPResponse {
+    private func transactions(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected an input document") }
         let items = engine.documentVerifier.verifiedItems(InputBytes(bytes: request.body))
         switch ingest(items, request: request, client: client) {
@@ -125,7 +125,7 @@ final class ServeAPI: Sendable {
     }
 
     /// Commits the items the quarantine bound lets through; the others are answered `rejected` without their bytes kept.
-    private func ingest(_ items: [AppendItem], request: HTTPRequest, client: ClientInfo) -> Result<[IngestResult], EngineError> {
+    private func ingest(_ items: [AppendItem], request: ServerRequest, client: ClientInfo) -> Result<[IngestResult], EngineError> {
         let key = QuarantineBudget.clientKey(peer: client, forwardedFor: request.head.field("x-forwarded-for"))
         let now = Engine.now()
         var kept: [AppendItem] = []
@@ -154,7 +154,7 @@ final class ServeAPI: Sendable {
 
     /// A request refused with this answer.
     struct Refusal: Error {
-        var response: HTTPResponse
+        var response: ServerResponse
     }
 
     /// `?at=MS`, when given: milliseconds since 1970 (an integer below 100000000000 is probably seconds: refused).
@@ -166,7 +166,7 @@ final class ServeAPI: Sendable {
         return .success(value)
     }
 
-    private func answer(_ query: CustomerQuery, at: Int64?) -> HTTPResponse {
+    private func answer(_ query: CustomerQuery, at: Int64?) -> ServerResponse {
         queryGate.wait()
         defer { queryGate.signal() }
         do {
@@ -179,7 +179,7 @@ final class ServeAPI: Sendable {
     }
 
     /// `GET /customers/{appTransactionId}` (also `otid:...`), with optional `?at=MS`.
-    private func customer(_ query: CustomerQuery, _ request: HTTPRequest) -> HTTPResponse {
+    private func customer(_ query: CustomerQuery, _ request: ServerRequest) -> ServerResponse {
         guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
         for name in parameters.keys where name != "at" { return Self.badRequest("unknown query parameter \(name.prefix(40)) (expected at)") }
         switch Self.at(parameters) {
@@ -189,7 +189,7 @@ final class ServeAPI: Sendable {
     }
 
     /// `GET /customers?originalTransactionId=X` (or `transactionId`, `appAccountToken`), with optional `&at=MS`.
-    private func customerSearch(_ request: HTTPRequest) -> HTTPResponse {
+    private func customerSearch(_ request: ServerRequest) -> ServerResponse {
         guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
         let selectors = ["originalTransactionId", "transactionId", "appAccountToken"]
         for name in parameters.keys where name != "at" && !selectors.contains(name) {
@@ -212,17 +212,17 @@ final class ServeAPI: Sendable {
     }
 
     /// `GET /customers?transactionId=T`.
-    private func transactionQuery(_ transactionId: String, at: Int64?) -> HTTPResponse {
+    private func transactionQuery(_ transactionId: String, at: Int64?) -> ServerResponse {
         .error(501, code: "NOT_IMPLEMENTED", message: "query by transactionId is not available in this build")
     }
 
     /// `GET /customers/{id}/history`.
-    private func history(_ id: String, _ request: HTTPRequest) -> HTTPResponse {
+    private func history(_ id: String, _ request: ServerRequest) -> ServerResponse {
         .error(501, code: "NOT_IMPLEMENTED", message: "history is not available in this build")
     }
 
     /// `GET /changes?since=C&limit=N`.
-    private func changes(_ request: HTTPRequest) -> HTTPResponse {
+    private func changes(_ request: ServerRequest) -> ServerResponse {
         .error(501, code: "NOT_IMPLEMENTED", message: "the changes feed is not available in this build")
     }
 }

@@ -1,5 +1,5 @@
 /// An answer: status, header fields and a body sent with `Content-Length`.
-public struct HTTPResponse: Sendable {
+public struct ServerResponse: Sendable {
     public var status: Int
     public var fields: [HTTPField]
     public var body: [UInt8]
@@ -14,14 +14,14 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A JSON answer (`application/json`).
-    public static func json(_ status: Int, _ body: [UInt8], closesConnection: Bool = false) -> HTTPResponse {
-        HTTPResponse(
+    public static func json(_ status: Int, _ body: [UInt8], closesConnection: Bool = false) -> ServerResponse {
+        ServerResponse(
             status: status, fields: [HTTPField(name: "Content-Type", value: "application/json")], body: body,
             closesConnection: closesConnection)
     }
 
     /// A JSON error answer `{"error":{"code":...,"message":...}}`.
-    public static func error(_ status: Int, code: String, message: String, closesConnection: Bool = false) -> HTTPResponse {
+    public static func error(_ status: Int, code: String, message: String, closesConnection: Bool = false) -> ServerResponse {
         var body = Array(#"{"error":{"code":"#.utf8)
         appendJSONString(code, to: &body)
         body += Array(#","message":"#.utf8)

@@ -59,7 +59,7 @@ public struct RequestHead: Sendable, Hashable {
 }
 
 /// A complete request: its head and its whole (bounded) body.
-public struct HTTPRequest: Sendable, Hashable {
+public struct ServerRequest: Sendable, Hashable {
     public var head: RequestHead
     public var body: [UInt8]
 

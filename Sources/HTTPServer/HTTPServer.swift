@@ -142,7 +142,14 @@ public final class HTTPServer: @unchecked Sendable {
     /// Makes SIGTERM and SIGINT call ``stop()`` (one server per process).
     public func stopOnSignals(_ signals: [Int32] = [SIGTERM, SIGINT]) {
         signalStopDescriptor = stopPipe.write
-        for number in signals { signal(number, stopSignalHandler) }
+        // A parent may have started this process with the signals blocked (the mask is inherited).
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in signals {
+            signal(number, stopSignalHandler)
+            sigaddset(&set, number)
+        }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
     /// Connections open now.

@@ -11,6 +11,9 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == ReplayBench.childCommand, arguments.count == 2 {
     exit(ReplayBench.child(path: arguments[1]))
 }
+if arguments.first == ServeBench.command {
+    exit(ServeBench.run(Array(arguments.dropFirst())))
+}
 if arguments.first == Profile.command {
     exit(Profile.run(Array(arguments.dropFirst())))
 }

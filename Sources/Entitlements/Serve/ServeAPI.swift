@@ -157,13 +157,14 @@ final class ServeAPI: Sendable {
         var response: ServerResponse
     }
 
-    /// `?at=MS`, when given: milliseconds since 1970 (an integer below 100000000000 is probably seconds: refused).
+    /// `?at=`, when given: milliseconds since 1970 or an ISO 8601 UTC time, read as every command reads `--at`.
     static func at(_ parameters: [String: String]) -> Result<Int64?, Refusal> {
         guard let text = parameters["at"] else { return .success(nil) }
-        guard let value = Int64(text), value >= 100_000_000_000 else {
-            return .failure(Refusal(response: badRequest("at expects milliseconds since 1970 (an integer of at least 100000000000), got \"\(text.prefix(40))\"")))
+        do {
+            return .success(try TimeArgument.parse(text))
+        } catch {
+            return .failure(Refusal(response: badRequest("at " + String(error.message.prefix(300)))))
         }
-        return .success(value)
     }
 
     private func answer(_ query: CustomerQuery, at: Int64?) -> ServerResponse {

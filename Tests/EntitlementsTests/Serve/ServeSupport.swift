@@ -233,3 +233,15 @@ extension JSONValue {
         return nil
     }
 }
+
+/// A value behind a lock, shareable by the threads of a test.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -145,10 +145,14 @@ extension Reliability {
             #expect(server.stop())
             let lines = server.logLines
             #expect(lines.count == 2)
-            #expect(lines.first?["path"] == "/customers?originalTransactionId=&at=")
-            #expect(lines.first?["status"] == 404)
-            #expect(lines.first?["method"] == "GET")
-            #expect(lines.last?["bytes"] == 11)
+            // Each line is written once its answer is sent: the two connections' lines may come in either order.
+            let query = lines.first { $0["path"] == "/customers?originalTransactionId=&at=" }
+            let health = lines.first { $0["path"] == "/health" }
+            #expect(query?["status"] == 404)
+            #expect(query?["method"] == "GET")
+            #expect(health?["status"] == 200)
+            #expect(health?["bytes"] == 11)
+            #expect(health?["client"] == "127.0.0.1")
             #expect(lines.allSatisfy { if case .int(let us)? = $0["us"] { us >= 0 } else { false } })
             #expect(!(try String(contentsOf: server.logURL, encoding: .utf8)).contains("secret123"))
         }

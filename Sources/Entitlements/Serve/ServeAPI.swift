@@ -118,6 +118,7 @@ final class ServeAPI: Sendable {
     private func transactions(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected an input document") }
         let items = engine.documentVerifier.verifiedItems(InputBytes(bytes: request.body))
+        if items.isEmpty { return Self.json(200, .array([IngestResult(outcome: .empty, input: 1).json()])) }
         switch ingest(items, request: request, client: client) {
         case .success(let results): return Self.json(200, .array(results.map { $0.json() }))
         case .failure(let error): return Self.unavailable(error)
@@ -147,7 +148,12 @@ final class ServeAPI: Sendable {
                 return .failure(error)
             }
         }
-        return .success(results.map { $0! })
+        // One document per request: every line is of input 1.
+        return .success(results.map { result in
+            var line = result!
+            line.input = 1
+            return line
+        })
     }
 
     // MARK: Queries

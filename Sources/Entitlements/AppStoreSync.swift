@@ -289,19 +289,49 @@ public final class AppStoreSync: Sendable {
 
     // MARK: Ingesting pages
 
-    /// Ingests one answer as a single input document (the forms of contract section 1).
+    /// Ingests one answer: each signed item as an input document of its own (contract
+    /// section 1), so no item waits on the size limit of a whole page; an answer of
+    /// another shape goes in whole, for the ingest to judge.
     private func ingestWhole(
         _ json: JSONValue, request: APIRequest, response: APIResponse, totals: inout SyncTotals, page: (SyncPage) -> Void
     ) -> Result<[IngestResult], SyncFailure> {
         var results: [IngestResult] = []
         let failure = ingest(
-            [InputBytes(bytes: JSONWriter.bytes(json))], request: request, response: response, totals: &totals,
+            Self.documents(of: json), request: request, response: response, totals: &totals,
             page: { synced in
                 results = synced.results
                 page(synced)
             })
         if let failure { return .failure(failure) }
         return .success(results)
+    }
+
+    /// The input documents an answer holds: a history page's transactions one by one, a
+    /// statuses answer's transaction and renewal info pairs one by one, else the answer.
+    static func documents(of json: JSONValue) -> [InputBytes] {
+        func document(_ members: [(String, JSONValue)]) -> InputBytes { InputBytes(bytes: JSONWriter.bytes(.object(JSONObject(members)))) }
+        let whole = [InputBytes(bytes: JSONWriter.bytes(json))]
+        if case .array(let transactions)? = json["signedTransactions"] {
+            return transactions.map { element in
+                if case .string = element { return document([("signedTransactionInfo", element)]) }
+                return InputBytes(bytes: JSONWriter.bytes(element))
+            }
+        }
+        if case .array(let groups)? = json["data"] {
+            var documents: [InputBytes] = []
+            for group in groups {
+                guard case .array(let entries)? = group["lastTransactions"] else { return whole }
+                for entry in entries {
+                    var members: [(String, JSONValue)] = []
+                    if let transaction = entry["signedTransactionInfo"] { members.append(("signedTransactionInfo", transaction)) }
+                    if let renewal = entry["signedRenewalInfo"] { members.append(("signedRenewalInfo", renewal)) }
+                    guard !members.isEmpty else { return whole }
+                    documents.append(document(members))
+                }
+            }
+            return documents
+        }
+        return whole
     }
 
     private func ingest(

@@ -119,6 +119,7 @@ extension SignedDataVerifier {
         case .transaction: return "transaction"
         case .renewalInfo: return "renewal info"
         case .appTransaction: return "AppTransaction"
+        case .usage: return "usage record"
         }
     }
 }

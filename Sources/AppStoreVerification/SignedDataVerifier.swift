@@ -102,6 +102,7 @@ public struct SignedDataVerifier: Sendable {
         case .transaction: return .transaction(try transaction(jws: jws, json: opened.payload))
         case .renewalInfo: return .renewalInfo(try renewalInfo(jws: jws, json: opened.payload))
         case .appTransaction: return .appTransaction(try appTransaction(jws: jws, json: opened.payload))
+        case .usage: throw .malformed("a usage record is the operator's word, not a JWS")  // classify never says so
         }
     }
 

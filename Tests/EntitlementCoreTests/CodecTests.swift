@@ -87,6 +87,7 @@ struct CodecTests {
             copy.accountToken = state.accountToken
             copy.lastNotification = state.lastNotification
             copy.environments = state.environments
+            for (id, usage) in state.usages.reversed() { copy.usages[id] = usage }
             rebuilt[key] = copy
         }
         for key in reference.keys {

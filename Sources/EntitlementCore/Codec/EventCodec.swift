@@ -6,7 +6,7 @@
 ///
 /// ```
 /// u8 version = 1 or 2
-/// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction, in the low 4 bits;
+/// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction, 4 usage, in the low 4 bits;
 ///    the high 4 bits the environment: 0 not recorded, 1 Production, 2 Sandbox, 3 Xcode, 4 LocalTesting
 /// notification: flags, string notificationUUID, type, [subtype], date signedDate,
 ///               [string appTransactionId], [transaction facts], [renewal facts], [app transaction facts]
@@ -29,6 +29,7 @@ public enum EventCodec {
         static let transaction: UInt8 = 1
         static let renewalInfo: UInt8 = 2
         static let appTransaction: UInt8 = 3
+        static let usage: UInt8 = 4
     }
 
     /// The bytes of `event`'s facts (its `seq` and raws are not written).
@@ -65,6 +66,9 @@ public enum EventCodec {
         case .appTransaction(let appTransaction):
             writer.byte(KindCode.appTransaction | environmentBits(event.environment))
             writer.appTransactionFacts(appTransaction.facts)
+        case .usage(let usage):
+            writer.byte(KindCode.usage | environmentBits(event.environment))
+            writer.usageFacts(usage)
         }
         return writer.bytes
     }
@@ -144,6 +148,10 @@ public enum EventCodec {
             let facts = try reader.appTransactionFacts()
             try reader.finish()
             event = Event(seq: seq, body: .appTransaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
+        case .usage:
+            let facts = try reader.usageFacts()
+            try reader.finish()
+            event = Event(seq: seq, body: .usage(facts))
         }
         var decoded = event
         decoded.environment = environment
@@ -172,6 +180,7 @@ public enum EventCodec {
         case KindCode.transaction: return (.transaction, environment)
         case KindCode.renewalInfo: return (.renewalInfo, environment)
         case KindCode.appTransaction: return (.appTransaction, environment)
+        case KindCode.usage: return (.usage, environment)
         default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(byte & 0x0F)")
         }
     }

@@ -13,9 +13,9 @@
 /// string key
 /// count, then per transaction (sorted by transactionId): ref, transaction facts
 /// count, then per originalTransactionId (sorted): count, then per version (ascending signedDate): ref, renewal facts
-/// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype, 16 environments
+/// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype, 16 environments, 32 usages
 /// [ref, app transaction facts] [string token, date signedDate, ref] [string uuid, type, [subtype], date signedDate]
-/// [u8 environments (``EnvironmentSet``)]
+/// [u8 environments (``EnvironmentSet``)] [count, then per usage record (sorted by usageId): usage facts]
 /// ```
 ///
 /// After the table, every string is its number in the table: a customer's ten
@@ -40,7 +40,8 @@ public enum StateCodec {
     private static let hasLastNotification: UInt8 = 4
     private static let lastNotificationHasSubtype: UInt8 = 8
     private static let hasEnvironments: UInt8 = 16
-    private static let knownFlags: UInt8 = 31
+    private static let hasUsages: UInt8 = 32
+    private static let knownFlags: UInt8 = 63
 
     /// The bytes of `state`.
     public static func encode(_ state: CustomerState) -> [UInt8] {
@@ -74,6 +75,7 @@ public enum StateCodec {
         var flags: UInt8 = 0
         if state.appTransaction != nil { flags |= hasAppTransaction }
         if state.accountToken != nil { flags |= hasAccountToken }
+        if !state.usages.isEmpty { flags |= hasUsages }
         if let notification = state.lastNotification {
             flags |= hasLastNotification
             if notification.subtype != nil { flags |= lastNotificationHasSubtype }
@@ -96,6 +98,12 @@ public enum StateCodec {
             writer.date(notification.signedDate)
         }
         if !state.environments.isEmpty { writer.byte(state.environments.rawValue) }
+        if !state.usages.isEmpty {
+            let usages = state.usages
+            let usageOrder = usages.indices.sorted { usages[$0].key.utf8Precedes(usages[$1].key) }
+            writer.count(usageOrder.count)
+            for index in usageOrder { writer.usageFacts(usages[index].value) }
+        }
         let strings = writer.table?.strings ?? []
         var out = ByteWriter(capacity: writer.bytes.count + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
         let display =
@@ -211,6 +219,14 @@ public enum StateCodec {
             }
             state.environments = EnvironmentSet(rawValue: bits)
         }
+        if flags & hasUsages != 0 {
+            let count = try reader.count()
+            guard count > 0 else { throw CodecError(code: .inconsistent, offset: reader.offset, message: "usage flag without usages") }
+            for _ in 0..<count {
+                let start = reader.offset
+                try state.usage(try reader.usageFacts(), at: start)
+            }
+        }
         try reader.finish()
         return state
     }
@@ -256,6 +272,8 @@ protocol StateSink {
     /// With a moment to decode for: the runs up to the standing version of
     /// the `originalTransactionId` whose versions are handed over next.
     mutating func renewalRuns(_ runs: RenewalRuns)
+    /// One usage record (each `usageId` once).
+    mutating func usage(_ facts: UsageFacts, at offset: Int) throws(CodecError)
 }
 
 extension StateSink {
@@ -279,6 +297,12 @@ extension CustomerState: StateSink {
         let key = versions[0].facts.originalTransactionId
         guard renewalInfos.updateValue(versions, forKey: key) == nil else {
             throw CodecError(code: .inconsistent, offset: offset, message: "renewal infos of \(key) twice")
+        }
+    }
+
+    mutating func usage(_ facts: UsageFacts, at offset: Int) throws(CodecError) {
+        guard usages.updateValue(facts, forKey: facts.usageId) == nil else {
+            throw CodecError(code: .inconsistent, offset: offset, message: "usage \(facts.usageId) twice")
         }
     }
 }

@@ -1,4 +1,4 @@
-/// Consumable balances per currency (contract section 5).
+/// Consumable balances per currency (contract section 5): granted - revoked - used.
 ///
 /// A consumable credits quantity x units of its product's currency (a product
 /// missing from the rules, or a rule without a currency, credits 1 unit per
@@ -8,20 +8,41 @@
 ///   Apple adds later), and for a REFUND_PRORATED without a percentage;
 /// - round-half-up(quantity x units x revocationPercentage / 100000) for
 ///   REFUND_PRORATED, in exact integer arithmetic.
+///
+/// A usage record spending units of a currency at or before `at` takes them
+/// (``debit(_:units:)``); a later refund may leave a balance below zero.
 struct BalanceSheet {
     private var amounts: [String: Int128] = [:]
 
     mutating func credit(_ transaction: TransactionFacts, rule: ProductRule?, at: Int64) {
-        let currency = rule?.currency ?? transaction.productId
-        let granted = Int128(transaction.quantity) * Int128(rule?.units ?? 1)
-        let taken: Int128
+        amounts[Self.currency(of: transaction, rule: rule), default: 0] += Self.remaining(transaction, rule: rule, at: at)
+    }
+
+    /// Takes `units` spent of `currency`.
+    mutating func debit(_ currency: String, units: Int64) {
+        amounts[currency, default: 0] -= Int128(units)
+    }
+
+    /// The currency a consumable credits: its rule's, else one named after its product.
+    static func currency(of transaction: TransactionFacts, rule: ProductRule?) -> String {
+        rule?.currency ?? transaction.productId
+    }
+
+    /// What a consumable credits before any refund: quantity x units.
+    static func granted(_ transaction: TransactionFacts, rule: ProductRule?) -> Int128 {
+        Int128(transaction.quantity) * Int128(rule?.units ?? 1)
+    }
+
+    /// What a consumable still credits at `at`: granted minus what a revocation
+    /// at or before `at` took back.
+    static func remaining(_ transaction: TransactionFacts, rule: ProductRule?, at: Int64) -> Int128 {
+        let granted = granted(transaction, rule: rule)
         switch transaction.revocationShare(at: at) {
-        case .none: taken = 0
-        case .all: taken = granted
+        case .none: return granted
+        case .all: return 0
         case .prorated(let percentage):
-            taken = Self.roundHalfUp(granted * Int128(percentage), dividedBy: Int128(RevocationShare.whole))
+            return granted - roundHalfUp(granted * Int128(percentage), dividedBy: Int128(RevocationShare.whole))
         }
-        amounts[currency, default: 0] += granted - taken
     }
 
     /// `numerator / denominator` rounded to the nearest integer, halves up

@@ -15,7 +15,7 @@ public enum Evaluation {
         var view = evaluate(
             key: state.key, accountToken: state.accountToken?.token, transactions: state.transactions.values.lazy.map(\.facts),
             renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) },
-            appTransaction: state.appTransaction?.facts, rules: rules, at: at)
+            appTransaction: state.appTransaction?.facts, usages: state.usages.values, rules: rules, at: at)
         view.environment = state.environments.displayName
         return view
     }
@@ -35,7 +35,7 @@ public enum Evaluation {
                 }
                 return (input.standingRenewalInfos[index].facts, input.renewalRuns[index])
             },
-            appTransaction: input.appTransaction?.facts, rules: rules, at: at)
+            appTransaction: input.appTransaction?.facts, usages: input.usages, rules: rules, at: at)
         view.environment = input.environments.displayName
         return view
     }
@@ -44,7 +44,7 @@ public enum Evaluation {
     ///   `originalTransactionId`, and the runs of versions up to it.
     static func evaluate(
         key: CustomerKey, accountToken: String?, transactions: some Sequence<TransactionFacts>,
-        renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, rules: Rules,
+        renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](), rules: Rules,
         at: Int64
     ) -> CustomerView {
         var ledger = EntitlementLedger()
@@ -125,6 +125,10 @@ public enum Evaluation {
                     currency: transaction.currency))
         }
 
+        for usage in usages where usage.at <= at {
+            if case .spend(let currency, let units) = usage.amount { balances.debit(currency, units: units) }
+        }
+
         return CustomerView(
             appTransactionId: key, at: at, appAccountToken: accountToken,
             entitlements: ledger.views(), subscriptions: subscriptions, purchases: purchases,
@@ -151,6 +155,7 @@ struct EvaluationInput: StateSink {
     var accountToken: AccountTokenClaim? = nil
     var lastNotification: NotificationSummaryFacts? = nil
     var environments: EnvironmentSet = []
+    var usages: [UsageFacts] = []
 
     init(key: CustomerKey, transactions: Int) {
         self.key = key
@@ -167,6 +172,10 @@ struct EvaluationInput: StateSink {
 
     mutating func renewalRuns(_ runs: RenewalRuns) {
         renewalRuns.append(runs)
+    }
+
+    mutating func usage(_ facts: UsageFacts, at offset: Int) throws(CodecError) {
+        usages.append(facts)
     }
 }
 

@@ -20,6 +20,7 @@ public struct Event: Sendable, Hashable {
         case .transaction: return .transaction
         case .renewalInfo: return .renewalInfo
         case .appTransaction: return .appTransaction
+        case .usage: return .usage
         }
     }
 }
@@ -30,6 +31,8 @@ public enum EventBody: Sendable, Hashable {
     case transaction(Signed<TransactionFacts>)
     case renewalInfo(Signed<RenewalFacts>)
     case appTransaction(Signed<AppTransactionFacts>)
+    /// The operator's word on what the customer used (``UsageFacts``), not Apple's.
+    case usage(UsageFacts)
 }
 
 /// The customer an event belongs to: `appTransactionId`, or
@@ -105,6 +108,8 @@ extension Event {
             return r.facts.appTransactionId ?? "otid:" + r.facts.originalTransactionId
         case .appTransaction(let a):
             return a.facts.appTransactionId.isEmpty ? nil : a.facts.appTransactionId
+        case .usage(let u):
+            return u.customerKey
         }
     }
 
@@ -115,6 +120,7 @@ extension Event {
         case .transaction(let t): return t.facts.originalTransactionId
         case .renewalInfo(let r): return r.facts.originalTransactionId
         case .appTransaction: return nil
+        case .usage(let u): return u.originalTransactionId
         }
     }
 
@@ -123,7 +129,7 @@ extension Event {
         switch body {
         case .notification(let n): return n.transaction?.facts.transactionId
         case .transaction(let t): return t.facts.transactionId
-        case .renewalInfo, .appTransaction: return nil
+        case .renewalInfo, .appTransaction, .usage: return nil
         }
     }
 
@@ -134,6 +140,7 @@ extension Event {
         case .transaction(let t): return t.facts.signedDate
         case .renewalInfo(let r): return r.facts.signedDate
         case .appTransaction(let a): return a.facts.signedDate
+        case .usage(let u): return u.at
         }
     }
 
@@ -144,7 +151,7 @@ extension Event {
             return [n.transaction?.facts.appAccountToken, n.renewalInfo?.facts.appAccountToken].compactMap { $0 }
         case .transaction(let t): return [t.facts.appAccountToken].compactMap { $0 }
         case .renewalInfo(let r): return [r.facts.appAccountToken].compactMap { $0 }
-        case .appTransaction: return []
+        case .appTransaction, .usage: return []
         }
     }
 }

@@ -82,10 +82,12 @@ public enum VerifiedInput: Sendable, Hashable {
     }
 }
 
-/// The four kinds of event in the log.
+/// The kinds of event in the log: the four kinds of signed input, and usage records.
 public enum EventKind: String, Sendable, Hashable, CaseIterable {
     case notification
     case transaction
     case renewalInfo
     case appTransaction
+    /// A usage record: the operator's word on what a customer used (contract section 11).
+    case usage
 }

@@ -49,6 +49,8 @@ extension CustomerState {
             try applySigned(transaction: nil, renewalInfo: renewalInfo, appTransaction: nil)
         case .appTransaction(let appTransaction):
             try applySigned(transaction: nil, renewalInfo: nil, appTransaction: appTransaction)
+        case .usage(let usage):
+            apply(usage: usage)
         }
         environments.formUnion(EnvironmentSet(event.environment))
     }

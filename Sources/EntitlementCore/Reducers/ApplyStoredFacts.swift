@@ -30,6 +30,7 @@ extension CustomerState {
         var appTransaction: Signed<AppTransactionFacts>? = nil
         var summary: NotificationSummaryFacts? = nil
         var environment: AppStoreEnvironment? = nil
+        var usage: UsageFacts? = nil
         do throws(CodecError) {
             try withUnsafeMutablePointer(to: &interner) { (pointer) throws(CodecError) in
                 var reader = ByteReader(bytes, interner: pointer)
@@ -61,6 +62,8 @@ extension CustomerState {
                     renewalInfo = Signed(try reader.renewalFacts(), ref: RawRef(eventSeq: seq, slot: .own))
                 case .appTransaction:
                     appTransaction = Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .own))
+                case .usage:
+                    usage = try reader.usageFacts()
                 }
                 try reader.finish()
             }
@@ -74,5 +77,6 @@ extension CustomerState {
         }
         if let summary { note(summary) }
         environments.formUnion(EnvironmentSet(environment))
+        if let usage { apply(usage: usage) }
     }
 }

@@ -21,6 +21,8 @@ public struct CustomerState: Sendable, Hashable {
     public var lastNotification: NotificationSummaryFacts?
     /// The environments of the customer's events (contract section 2).
     public var environments: EnvironmentSet
+    /// The usage records (the operator's word, contract section 11), by `usageId`.
+    public var usages: [String: UsageFacts]
 
     public init(key: CustomerKey) {
         self.key = key
@@ -30,6 +32,7 @@ public struct CustomerState: Sendable, Hashable {
         self.accountToken = nil
         self.lastNotification = nil
         self.environments = []
+        self.usages = [:]
     }
 }
 

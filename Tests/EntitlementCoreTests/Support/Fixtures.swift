@@ -194,6 +194,15 @@ final class History {
     @discardableResult
     func add(_ transaction: SignedTransaction) -> Event { add(.transaction(transaction)) }
 
+    /// A usage record (the operator's word), logged as ingest would log it.
+    @discardableResult
+    func use(_ usage: UsageFacts) -> Event {
+        let event = Event(seq: nextSeq, body: .usage(usage))
+        nextSeq += 1
+        events.append(event)
+        return event
+    }
+
     @discardableResult
     func add(_ renewalInfo: SignedRenewalInfo) -> Event { add(.renewalInfo(renewalInfo)) }
 

@@ -66,13 +66,47 @@ struct RandomHistory {
     }
 
     private mutating func customer(_ app: String?) {
+        let first = history.events.count
         for _ in 0..<rng.int(0...2) { subscription(app) }
         for _ in 0..<rng.int(0...4) { oneOff(app) }
+        usages(app, since: first)
         if let app, rng.chance(0.5) {
             let created = Time.day(rng.int(0...60))
             emit(appTransaction(app, created: created))
             if rng.chance(0.3) { emit(appTransaction(app, created: created, originalPurchase: Time.t0 - Time.day)) }
             if rng.chance(0.3) { emit(appTransaction(app, created: created + rng.int(1...Time.day))) }
+        }
+    }
+
+    /// Usage records for the customer whose events start at `first`: spends of
+    /// its currencies (sometimes more than it has), consumed shares, duplicates,
+    /// and now and then a second record with the same id and other content.
+    private mutating func usages(_ app: String?, since first: Int) {
+        var transactions: [String: String] = [:]  // transactionId -> originalTransactionId
+        for event in history.events[first...] {
+            if let id = event.transactionId, let otid = event.originalTransactionId { transactions[id] = otid }
+        }
+        guard let someOtid = transactions.values.sorted().first else { return }
+        // A customer without an appTransactionId is keyed by each originalTransactionId: use one of them.
+        let key: CustomerKey = app ?? "otid:" + someOtid
+        let ids = transactions.keys.sorted()
+        for _ in 0..<rng.int(0...6) {
+            let at = Time.day(rng.int(0...45)) + rng.int(0...Time.day)
+            let amount: UsageAmount
+            if rng.chance(0.7) || ids.isEmpty {
+                amount = .spend(currency: rng.pick(["coins", Product.gems]), units: rng.int(1...250))
+            } else {
+                amount = .consumed(transactionId: rng.pick(ids), share: rng.int(0...100_000))
+            }
+            let usage = UsageFacts(usageId: id("usage-"), customer: key, at: at, amount: amount)
+            history.use(usage)
+            if rng.chance(0.2) { history.use(usage) }
+            if rng.chance(0.1) {
+                var other = usage
+                other.at += rng.int(0...1) * Time.hour
+                other.amount = .spend(currency: "coins", units: rng.int(1...50))
+                history.use(other)
+            }
         }
     }
 

@@ -1,0 +1,192 @@
+import EntitlementCore
+import Testing
+
+/// Usage records, FIFO attribution and consumption shares (contract sections 5 and 11),
+/// on cases worked by hand.
+@Suite("Usage and consumption")
+struct UsageTests {
+    static func spend(_ id: String, _ units: Int64, at: Int64, currency: String = "coins") -> UsageFacts {
+        UsageFacts(usageId: id, appTransactionId: Customer.app, at: at, amount: .spend(currency: currency, units: units))
+    }
+
+    static func consumed(_ id: String, _ transactionId: String, _ share: Int64, at: Int64) -> UsageFacts {
+        UsageFacts(usageId: id, appTransactionId: Customer.app, at: at, amount: .consumed(transactionId: transactionId, share: share))
+    }
+
+    static func share(_ transactionId: String, _ history: History, now: Int64 = Time.day(100), requestedAt: Int64? = nil) -> ConsumptionShare? {
+        Consumption.share(
+            of: transactionId, in: history.state(), rules: testRules, now: now, requestedAt: requestedAt ?? now)
+    }
+
+    /// Two packs of 100 coins (days 1 and 2); 30 spent on day 3 and 120 on day 4
+    /// (A gives 70 more, B 50); B refunded 25 % prorated on day 5 (25 coins back to
+    /// Apple); 25 spent on day 6 (from what B still credits: 75 - 50).
+    @Test func coinsBoughtInTwoPacksSpentAcrossThemOneRefundedProrated() {
+        let history = History()
+        let packA = transaction("3000000000000001", product: Product.coins, purchase: Time.day(1))
+        let packB = transaction("3000000000000002", product: Product.coins, purchase: Time.day(2))
+        history.add(packA)
+        history.add(packB)
+        history.use(Self.spend("u1", 30, at: Time.day(3)))
+        history.use(Self.spend("u2", 120, at: Time.day(4)))
+        history.add(
+            transaction(
+                "3000000000000002", product: Product.coins, purchase: Time.day(2), signed: Time.day(5), revoked: Time.day(5),
+                revocationType: "REFUND_PRORATED", revocationPercentage: 25_000))
+        history.use(Self.spend("u3", 25, at: Time.day(6)))
+
+        #expect(history.view(at: Time.day(2)).balance("coins") == 200)
+        #expect(history.view(at: Time.day(3)).balance("coins") == 170)
+        #expect(history.view(at: Time.day(4)).balance("coins") == 50)
+        #expect(history.view(at: Time.day(5)).balance("coins") == 25)  // 200 - 25 refunded - 150 spent
+        #expect(history.view(at: Time.day(6)).balance("coins") == 0)
+
+        let atDay4 = UsageAttribution.fifo(
+            transactions: history.state().transactions.values.map(\.facts), usages: history.state().usages.values,
+            rules: testRules, at: Time.day(4))
+        #expect(atDay4.attributed == ["3000000000000001": 100, "3000000000000002": 50])
+        #expect(Self.share("3000000000000001", history, now: Time.day(4))?.percentage == 100_000)
+        #expect(Self.share("3000000000000002", history, now: Time.day(4))?.percentage == 50_000)
+
+        let now = Self.share("3000000000000002", history)
+        #expect(now == ConsumptionShare(percentage: 75_000, basis: .units, unitsSpent: 75, units: 100))
+        #expect(Self.share("3000000000000001", history)?.percentage == 100_000)
+    }
+
+    /// A prorated refund before anything was spent leaves the pack only what was not
+    /// refunded to give: 60 of A (40 % refunded), then B.
+    @Test func aPackRefundedProratedBeforeSpendingGivesOnlyWhatItStillCredits() {
+        let history = History()
+        history.add(
+            transaction(
+                "3000000000000001", product: Product.coins, purchase: Time.day(1), signed: Time.day(2), revoked: Time.day(2),
+                revocationType: "REFUND_PRORATED", revocationPercentage: 40_000))
+        history.add(transaction("3000000000000002", product: Product.coins, purchase: Time.day(2)))
+        history.use(Self.spend("u1", 100, at: Time.day(3)))
+        #expect(history.view(at: Time.day(3)).balance("coins") == 60)
+        #expect(Self.share("3000000000000001", history)?.percentage == 60_000)
+        #expect(Self.share("3000000000000002", history)?.percentage == 40_000)
+    }
+
+    /// A fully refunded pack is skipped; spending dated before a purchase cannot come from it.
+    @Test func fullyRefundedPacksAreSkippedAndLaterPacksGiveNothingToEarlierSpends() {
+        let history = History()
+        history.add(
+            transaction(
+                "3000000000000001", product: Product.coins, purchase: Time.day(1), signed: Time.day(2), revoked: Time.day(2),
+                revocationType: "REFUND_FULL"))
+        history.add(transaction("3000000000000002", product: Product.coins, purchase: Time.day(3), quantity: 2))
+        history.use(Self.spend("u1", 50, at: Time.day(4)))
+        let attribution = UsageAttribution.fifo(
+            transactions: history.state().transactions.values.map(\.facts), usages: history.state().usages.values,
+            rules: testRules, at: Time.day(10))
+        #expect(attribution.attributed == ["3000000000000002": 50])
+        #expect(Self.share("3000000000000002", history)?.percentage == 25_000)  // 50 of 2 x 100
+        #expect(Self.share("3000000000000001", history)?.percentage == 0)
+        #expect(history.view(at: Time.day(4)).balance("coins") == 150)
+        #expect(history.view(at: Time.day(3)).balance("coins") == 200)  // the spend is dated later
+    }
+
+    /// A week's pass bought on day 0, the request signed three and a half days in: half used.
+    @Test func aPassHalfUsed() {
+        let history = History()
+        history.add(transaction("3000000000000001", product: Product.pass, purchase: Time.day(0)))
+        let requested = Time.day(3) + 12 * Time.hour
+        #expect(Self.share("3000000000000001", history, requestedAt: requested) == ConsumptionShare(percentage: 50_000, basis: .window))
+        // Floor: one millisecond short of half.
+        #expect(Self.share("3000000000000001", history, requestedAt: requested - 1)?.percentage == 49_999)
+        #expect(Self.share("3000000000000001", history, requestedAt: Time.day(8))?.percentage == 100_000)
+        // A second pass stacks after the first: not started at the request.
+        history.add(transaction("3000000000000002", product: Product.pass, purchase: Time.day(1)))
+        #expect(Self.share("3000000000000002", history, requestedAt: requested)?.percentage == 0)
+        #expect(Self.share("3000000000000002", history, requestedAt: Time.day(7) + 7 * Time.day / 4)?.percentage == 25_000)
+    }
+
+    /// A non-consumable answers the latest share recorded for it, else 0.
+    @Test func aNonConsumableWithARecordedShare() {
+        let history = History()
+        history.add(transaction("3000000000000001", product: Product.lifetime, purchase: Time.day(0)))
+        #expect(Self.share("3000000000000001", history) == ConsumptionShare(percentage: 0, basis: .none))
+        history.use(Self.consumed("c2", "3000000000000001", 45_000, at: Time.day(5)))
+        history.use(Self.consumed("c1", "3000000000000001", 30_000, at: Time.day(2)))
+        #expect(Self.share("3000000000000001", history) == ConsumptionShare(percentage: 45_000, basis: .recorded))
+        // A consumed record does not touch balances.
+        #expect(history.view(at: Time.day(9)).balances.isEmpty)
+    }
+
+    @Test func anAutoRenewableLeavesThePercentageToApple() {
+        let history = History()
+        history.add(transaction(Customer.otid, purchase: Time.day(0), expires: Time.day(30)))
+        #expect(Self.share(Customer.otid, history) == ConsumptionShare(percentage: nil, basis: .subscription))
+        #expect(Self.share("999", history) == nil)
+    }
+
+    @Test func usageRecordsRoundTripThroughTheirJSONAndTheCodecs() throws {
+        let records = [
+            Self.spend("u1", 30, at: Time.day(3)),
+            UsageFacts(usageId: "u2", customer: "otid:2000", at: Time.day(4), amount: .consumed(transactionId: "2000", share: 100_000)),
+        ]
+        for record in records {
+            #expect(UsageFacts(json: record.canonicalJSON) == record)
+            let event = Event(seq: 9, body: .usage(record))
+            #expect(try EventCodec.decode(EventCodec.encode(event), seq: 9) == event)
+            #expect(event.customerKey == record.customerKey)
+        }
+        #expect(records[1].customerKey == "otid:2000")
+        #expect(UsageFacts(json: ["source": "apple", "usageId": "x", "at": 1, "appTransactionId": "a", "currency": "c", "units": 1]) == nil)
+        var state = CustomerState(key: Customer.app)
+        for record in records { try state.apply(Event(seq: 1, body: .usage(record)), rules: testRules) }
+        #expect(try StateCodec.decode(StateCodec.encode(state)) == state)
+    }
+}
+
+/// FIFO attribution and balances on random histories with usage.
+@Suite("Usage properties")
+struct UsagePropertyTests {
+    @Test(arguments: 1...40 as ClosedRange<UInt64>)
+    func fifoNeverAttributesMoreThanAPurchaseHoldsAndBalancesArePurchasesMinusRefundsMinusSpending(seed: UInt64) throws {
+        let events = RandomHistory.events(seed: seed)
+        let states = try reduceAll(events)
+        var spendsSeen = 0
+        for (_, state) in states {
+            for at in PropertyTests.moments + [Time.day(20), Time.day(47)] {
+                let transactions = state.transactions.values.map(\.facts)
+                let attribution = UsageAttribution.fifo(transactions: transactions, usages: state.usages.values, rules: testRules, at: at)
+                var expected: [String: Int64] = [:]
+                var spentByCurrency: [String: Int64] = [:]
+                for transaction in transactions where transaction.type == .consumable && transaction.purchaseDate <= at {
+                    let rule = testRules.products[transaction.productId]
+                    let currency = rule?.currency ?? transaction.productId
+                    let granted = transaction.quantity * (rule?.units ?? 1)
+                    #expect((attribution.attributed[transaction.transactionId] ?? 0) <= granted)
+                    var refunded: Int64 = 0
+                    if let revoked = transaction.revocationDate, revoked <= at {
+                        if transaction.revocationType == .refundProrated, let percentage = transaction.revocationPercentage {
+                            refunded = (2 * granted * percentage + 100_000) / 200_000
+                        } else {
+                            refunded = granted
+                        }
+                    }
+                    expected[currency, default: 0] += granted - refunded
+                }
+                for usage in state.usages.values where usage.at <= at {
+                    if case .spend(let currency, let units) = usage.amount {
+                        expected[currency, default: 0] -= units
+                        spentByCurrency[currency, default: 0] += units
+                        spendsSeen += 1
+                    }
+                }
+                let view = Evaluation.evaluate(state, rules: testRules, at: at)
+                #expect(Dictionary(uniqueKeysWithValues: view.balances.map { ($0.currency, $0.amount) }) == expected)
+                // Every unit spent is attributed to a purchase or counted as unattributed.
+                var accounted: [String: Int64] = attribution.unattributed
+                for (id, units) in attribution.attributed {
+                    let facts = state.transactions[id]!.facts
+                    accounted[testRules.products[facts.productId]?.currency ?? facts.productId, default: 0] += units
+                }
+                #expect(accounted.filter { $0.value != 0 } == spentByCurrency.filter { $0.value != 0 })
+            }
+        }
+        #expect(spendsSeen > 0)
+    }
+}

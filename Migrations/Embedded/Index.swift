@@ -10,5 +10,6 @@ extension SchemaMigrations {
         m005_app_binding,
         m006_customer_links,
         m010_sync_state,
+        m011_usage,
     ]
 }

@@ -9,4 +9,10 @@ static inline sqlite3_destructor_type csqlite_transient(void) { return SQLITE_TR
 static inline int csqlite_enable_defensive(sqlite3 *db) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)0);
 }
+
+/// Defensive mode on (1) or off (0): a migration that edits sqlite_master needs it off
+/// for the length of its transaction (see Connection.editingSchema).
+static inline int csqlite_set_defensive(sqlite3 *db, int on) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, on, (int *)0);
+}
 #endif

@@ -22,7 +22,11 @@ public enum Migrator {
                 defer { check.reset() }
                 try check.bind(1, migration.identifier)
                 if try check.step() { return (false, .commit) }
-                try connection.execute(migration.sql)
+                if migration.sql.contains(Self.editsSchemaMarker) {
+                    try connection.editingSchema { try connection.execute(migration.sql) }
+                } else {
+                    try connection.execute(migration.sql)
+                }
                 let record = try connection.cached(
                     "INSERT INTO schema_migrations (identifier, applied_at) VALUES (?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))")
                 try record.bind(1, migration.identifier)
@@ -33,6 +37,11 @@ public enum Migrator {
         }
         return applied
     }
+
+    /// A migration holding this line edits `sqlite_master` (loosening a CHECK
+    /// without rebuilding a table): it runs with the schema writable (see
+    /// `Connection.editingSchema`).
+    static let editsSchemaMarker = "-- migrator: edits sqlite_master"
 
     /// The identifiers recorded as applied (throws when there is no record table yet).
     private static func appliedIdentifiers(_ connection: Connection) throws -> Set<String> {

@@ -19,6 +19,8 @@ enum Help {
           entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
           entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
           entitlements serve   [--db PATH] --config PATH [--listen HOST:PORT]
+          entitlements usage   [--db PATH] --config PATH --id ID (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) (--currency C --units N | --transaction-id T --consumed MILLIPERCENT) [--at MS]
+          entitlements consumption [--db PATH] --config PATH (--transaction-id T [--send] ... | --pending)
           entitlements demo
           entitlements --version
 
@@ -40,6 +42,8 @@ enum Help {
         "sync": SyncCommand.help,
         "set-account-token": SyncCommand.setAccountTokenHelp,
         "serve": ServeCommand.help,
+        "usage": UsageCommand.help,
+        "consumption": ConsumptionCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 

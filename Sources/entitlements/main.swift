@@ -47,11 +47,13 @@ func run(_ argv: [String]) -> ExitCode {
         case "sync": return try SyncCommand.sync(rest)
         case "set-account-token": return try SyncCommand.setAccountToken(rest)
         case "serve": return try ServeCommand.run(rest)
+        case "usage": return try UsageCommand.run(rest)
+        case "consumption": return try ConsumptionCommand.run(rest)
         case "demo":
             if let extra = rest.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
             return Demo.run()
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, sign, sync, set-account-token, serve, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, sign, sync, set-account-token, serve, usage, consumption, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

@@ -1,0 +1,97 @@
+import EntitlementCore
+
+/// What became of a usage record handed to ``EventStore/appendUsage(_:atGiven:rules:receivedAt:)``.
+public enum UsageAppendOutcome: Sendable {
+    /// Logged at `seq`; `state` is the customer's state after it.
+    case appended(seq: Int64, state: CustomerState)
+    /// A record with the same id and content was logged before, at `seq`: nothing appended.
+    case duplicate(seq: Int64, state: CustomerState)
+    /// Not logged, and why (``UsageRefusal``: `USAGE_CONFLICT`, `NOT_FOUND`, `INSUFFICIENT_BALANCE`, ...).
+    case refused(UsageRefusal)
+}
+
+extension EventStore {
+    /// The idempotency key of a usage record.
+    public static func usageIdentity(_ usageId: String) -> String { "usage:" + usageId }
+
+    /// Logs a usage record, in one `BEGIN IMMEDIATE` transaction with its facts and
+    /// the customer's projection; refuses it (nothing written) when its id was used
+    /// for other content (`USAGE_CONFLICT`), when the customer has no projection
+    /// (`NOT_FOUND`), or when ``UsageCheck/refusal(for:state:rules:)`` refuses it,
+    /// checked against the state read inside the same transaction.
+    ///
+    /// The event's raw is the record's canonical JSON (hash-chained like a JWS), its
+    /// payload the same JSON (`"source": "operator"`), its `signed_date` the record's `at`.
+    public func appendUsage(_ usage: UsageFacts, atGiven: Bool, rules: Rules, receivedAt: Int64) throws(StoreError) -> UsageAppendOutcome {
+        try mapped {
+            try connection.write { () throws -> (UsageAppendOutcome, Connection.Completion) in
+                let identity = Self.usageIdentity(usage.usageId)
+                let find = try connection.cached("SELECT seq, raw FROM events WHERE identity = ?")
+                try find.bind(1, identity)
+                if try find.step() {
+                    let seq = find.int64(0)
+                    let raw = find.string(1) ?? ""
+                    find.reset()
+                    guard let json = try? JSONParser().parse(Array(raw.utf8)), let existing = UsageFacts(json: json) else {
+                        throw StoreError(code: .unreadable, message: "the usage record logged at seq \(seq) cannot be read back")
+                    }
+                    guard UsageCheck.sameContent(existing, usage, atGiven: atGiven) else {
+                        let refusal = UsageRefusal(
+                            code: "USAGE_CONFLICT",
+                            message: "usage id \(usage.usageId) was recorded at seq \(seq) with other content (\(JSONWriter.string(existing.canonicalJSON))); use a new id for a new record")
+                        return (.refused(refusal), .rollback)
+                    }
+                    let state = try projection(of: existing.customerKey)?.state ?? CustomerState(key: existing.customerKey)
+                    return (.duplicate(seq: seq, state: state), .rollback)
+                }
+                find.reset()
+
+                let key = usage.customerKey
+                guard let stored = try projection(of: key) else {
+                    return (.refused(UsageRefusal(code: "NOT_FOUND", message: "no events for customer \(key)")), .rollback)
+                }
+                if let refusal = UsageCheck.refusal(for: usage, state: stored.state, rules: rules) {
+                    return (.refused(refusal), .rollback)
+                }
+
+                let last = try connection.cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
+                var (lastSeq, prevHash): (Int64, [UInt8]) = (0, [UInt8](repeating: 0, count: 32))
+                if try last.step() { (lastSeq, prevHash) = (last.int64(0), last.blob(1) ?? []) }
+                last.reset()
+                let seq = lastSeq + 1
+                let event = Event(seq: seq, body: .usage(usage))
+                let raw = JSONWriter.string(usage.canonicalJSON)
+                let insert = try connection.cached(
+                    """
+                    INSERT INTO events (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
+                        transaction_id, notification_type, subtype, signed_date, received_at, payload, nested_payloads, raw, prev_hash, hash)
+                    VALUES (?, ?, 'usage', ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, ?)
+                    """)
+                try insert.bind(1, seq)
+                try insert.bind(2, identity)
+                try insert.bind(3, usage.usageId)
+                try insert.bind(4, key)
+                try insert.bind(5, usage.appTransactionId)
+                try insert.bind(6, usage.originalTransactionId)
+                try insert.bind(7, usage.at)
+                try insert.bind(8, receivedAt)
+                try insert.bind(9, raw)
+                try insert.bind(10, raw)
+                try insert.bind(11, blob: prevHash)
+                try insert.bind(12, blob: Self.chainHash(prevHash: prevHash, seq: seq, identity: identity, raw: raw, hash: hash))
+                try insert.step()
+                let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
+                try facts.bind(1, key)
+                try facts.bind(2, seq)
+                try facts.bind(3, blob: EventCodec.encode(event))
+                try facts.step()
+
+                let generation = try currentEngineState().generation
+                try project(key: key, events: [event], generation: generation, rules: rules)
+                var state = stored.state
+                try apply(event, to: &state, rules: rules)
+                return (.appended(seq: seq, state: state), .commit)
+            }
+        }
+    }
+}

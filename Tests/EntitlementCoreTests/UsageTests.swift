@@ -190,3 +190,24 @@ struct UsagePropertyTests {
         #expect(spendsSeen > 0)
     }
 }
+
+/// History (contract section 7) shows what a spend did to a balance, caused by the usage record.
+@Suite("Usage in history")
+struct UsageHistoryTests {
+    @Test func aSpendIsABalanceLineCausedByItsUsageRecord() {
+        let history = History()
+        history.add(transaction("3000000000000001", product: Product.coins, purchase: Time.day(1)))
+        history.use(UsageTests.spend("order-9", 30, at: Time.day(3)))
+        history.use(UsageTests.consumed("read-1", "3000000000000001", 10_000, at: Time.day(4)))
+        let lines = CustomerHistory.timeline(state: history.state(), events: history.events, rules: testRules, until: Time.day(10))
+        let balances = lines.compactMap { line -> (Int64, Int64, Int64?, HistoryCause?)? in
+            guard case .balance(let currency, let value, let previous) = line.change, currency == "coins" else { return nil }
+            return (line.at, value, previous, line.cause)
+        }
+        #expect(balances.count == 2)
+        #expect(balances.first?.0 == Time.day(1) && balances.first?.1 == 100)
+        #expect(balances.last?.0 == Time.day(3) && balances.last?.1 == 70 && balances.last?.2 == 100)
+        #expect(balances.last?.3 == HistoryCause(kind: .usage, id: "order-9"))
+        #expect(lines.last?.json()["cause"] == ["kind": "usage", "id": "order-9"])
+    }
+}

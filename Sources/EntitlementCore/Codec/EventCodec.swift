@@ -215,7 +215,7 @@ extension Event {
         case .notification(let n):
             return n.transaction?.facts.hasDisplayFacts == true || n.appTransaction?.facts.hasDisplayFacts == true
         case .transaction(let t): return t.facts.hasDisplayFacts
-        case .renewalInfo: return false
+        case .renewalInfo, .usage: return false
         case .appTransaction(let a): return a.facts.hasDisplayFacts
         }
     }
@@ -231,7 +231,7 @@ extension Event {
         case .transaction(var t):
             t.facts = t.facts.withoutDisplayFacts
             copy.body = .transaction(t)
-        case .renewalInfo:
+        case .renewalInfo, .usage:
             break
         case .appTransaction(var a):
             a.facts = a.facts.withoutDisplayFacts

@@ -3,7 +3,8 @@
 ///
 /// Candidate moments are every `purchaseDate`, `expiresDate`,
 /// `gracePeriodExpiresDate`, `revocationDate` and renewal-info `signedDate`
-/// in the customer's data, and the start and end of every pass window. At
+/// in the customer's data, the start and end of every pass window, and the
+/// `at` of every usage record. At
 /// each moment M the customer is evaluated at M and at M - 1, with everything
 /// known now, and each difference is one ``HistoryLine``: entitlements first
 /// (by name), then subscriptions (by `originalTransactionId`), then balances
@@ -66,6 +67,7 @@ public enum CustomerHistory {
             let value = after.balance(currency)
             guard previous != value else { continue }
             let cause = sources.cause(at: at) { source in
+                if let spent = source.currency { return spent == currency ? 0 : 1 }
                 guard let product = source.productId else { return 1 }
                 return (rules.products[product]?.currency ?? product) == currency ? 0 : 1
             }
@@ -85,6 +87,8 @@ struct HistorySources {
         /// The product it is about (a transaction's; a renewal info's subscription's).
         var productId: String?
         var originalTransactionId: String?
+        /// The currency a usage record spent.
+        var currency: String? = nil
         /// Lower is preferred when several sources share a moment.
         var priority: Int
     }
@@ -164,6 +168,14 @@ struct HistorySources {
                 }
             }
         }
+        // Usage records (the operator's word): a spend changes a balance at its `at`.
+        for usage in state.usages.values {
+            var source = Source(
+                moment: usage.at, cause: HistoryCause(kind: .usage, id: usage.usageId), productId: nil, originalTransactionId: nil,
+                priority: 6)
+            if case .spend(let currency, _) = usage.amount { source.currency = currency }
+            sources.append(source)
+        }
         for source in sources { byMoment[source.moment, default: []].append(source) }
         moments = byMoment.keys.sorted()
     }
@@ -218,7 +230,7 @@ struct NotificationCarriers {
                 renewal = n.renewalInfo?.facts
             case .transaction(let t): transaction = t.facts
             case .renewalInfo(let r): renewal = r.facts
-            case .appTransaction: break
+            case .appTransaction, .usage: break
             }
             if let t = transaction {
                 transactions[t.transactionId, default: []].append(

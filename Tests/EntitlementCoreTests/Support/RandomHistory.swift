@@ -82,14 +82,14 @@ struct RandomHistory {
     /// its currencies (sometimes more than it has), consumed shares, duplicates,
     /// and now and then a second record with the same id and other content.
     private mutating func usages(_ app: String?, since first: Int) {
-        var transactions: [String: String] = [:]  // transactionId -> originalTransactionId
+        var transactions: [String: CustomerKey] = [:]  // transactionId -> the key its events carry
         for event in history.events[first...] {
-            if let id = event.transactionId, let otid = event.originalTransactionId { transactions[id] = otid }
+            if let id = event.transactionId, let key = event.customerKey { transactions[id] = key }
         }
-        guard let someOtid = transactions.values.sorted().first else { return }
-        // A customer without an appTransactionId is keyed by each originalTransactionId: use one of them.
-        let key: CustomerKey = app ?? "otid:" + someOtid
-        let ids = transactions.keys.sorted()
+        // The key of one of its purchases (legacy objects without an appTransactionId are keyed otid:<X>).
+        guard let key = transactions.values.sorted().first else { return }
+        _ = app
+        let ids = transactions.filter { $0.value == key }.keys.sorted()
         for _ in 0..<rng.int(0...6) {
             let at = Time.day(rng.int(0...45)) + rng.int(0...Time.day)
             let amount: UsageAmount

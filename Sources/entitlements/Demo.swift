@@ -79,6 +79,8 @@ enum Demo {
             print("")
         }
 
+        refundRequestAnswered(engine)
+
         // 3. Real Apple-signed data against the embedded Apple root.
         print("Real Apple-signed samples, verified against the embedded Apple Root CA - G3:")
         for sample in realSamples {

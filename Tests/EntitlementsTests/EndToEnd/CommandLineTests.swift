@@ -159,6 +159,8 @@ import Testing
         #expect(run.stdout.contains("Customer 704100000000000001"))
         #expect(run.stdout.contains("grace_period"))
         #expect(run.stdout.contains("249 coins"))
+        // A refund request answered: 250 coins spent, half of the second pack consumed.
+        #expect(run.stdout.contains(#""consumptionPercentage":50000"#))
         #expect(run.stdout.contains("production-test-notification.json: verified"))
         #expect(run.stdout.contains("0 rejected"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)

@@ -125,11 +125,16 @@ extension Engine {
         let now = now ?? Self.now()
         do {
             return try readers.withReader { store throws(StoreError) in
-                try store.pendingConsumptionRequests(now: now).map {
-                    PendingConsumptionRequest(
-                        transactionId: $0.transactionId, appTransactionId: $0.customerKey, reason: $0.reason,
-                        requestedAt: $0.requestedAt, deadline: $0.requestedAt + EventStore.consumptionAnswerWindow)
+                var pending: [PendingConsumptionRequest] = []
+                for request in try store.pendingConsumptionRequests(now: now) {
+                    // The customer as it answers now (an otid: key logged before its link answers as the linked one).
+                    let customer = try request.customerKey.map { key throws(StoreError) in try store.resolveCustomer(key) }
+                    pending.append(
+                        PendingConsumptionRequest(
+                            transactionId: request.transactionId, appTransactionId: customer, reason: request.reason,
+                            requestedAt: request.requestedAt, deadline: request.requestedAt + EventStore.consumptionAnswerWindow))
                 }
+                return pending
             }
         } catch {
             throw EngineError(error)

@@ -205,6 +205,40 @@ import Testing
         #expect(try engine.pendingConsumptionRequests(now: now + 11 * Self.hour).isEmpty)
     }
 
+    /// A request about data signed before appTransactionId existed (customer otid:X) names the
+    /// appTransactionId X is linked to once a link arrives; usage recorded for otid:X follows X.
+    @Test func legacyCustomersAnswerUnderTheirLink() throws {
+        let engine = try E2E.engine()
+        let now = Engine.now()
+        let legacy = TestPayloads.transaction(
+            transactionId: "3000000000000020", appTransactionId: nil, productId: "com.example.coins.100", type: "Consumable",
+            purchaseDate: now - 2 * Self.day, expiresDate: nil)
+        let request = TestPayloads.body(
+            signedPayload: E2E.pki.sign(
+                TestPayloads.notification(
+                    type: "CONSUMPTION_REQUEST", uuid: "55555555-0000-4000-8000-000000000020", signedDate: now - Self.hour,
+                    signedTransactionInfo: E2E.pki.sign(legacy), consumptionRequestReason: "OTHER")))
+        _ = try engine.ingest([InputBytes(request)])
+        #expect(try engine.pendingConsumptionRequests(now: now).first?.appTransactionId == "otid:3000000000000020")
+        guard case .recorded(let spent) = try engine.usage(Self.spend("legacy-1", 40, at: now - Self.day, customer: .transactionId("3000000000000020"))) else {
+            Issue.record("refused")
+            return
+        }
+        #expect(spent.usage.customerKey == "otid:3000000000000020")
+        // The same purchase re-signed with its appTransactionId links X to the customer.
+        let linked = TestPayloads.transaction(
+            transactionId: "3000000000000020", appTransactionId: Self.customer, productId: "com.example.coins.100", type: "Consumable",
+            purchaseDate: now - 2 * Self.day, expiresDate: nil, signedDate: now - 30 * 60_000)
+        _ = try engine.ingest([InputBytes(TestPayloads.body(signedTransactionInfo: E2E.pki.sign(linked)))])
+        #expect(try engine.pendingConsumptionRequests(now: now).first?.appTransactionId == .some(Self.customer))
+        guard case .customer(let view) = try engine.query(.appTransactionId(Self.customer), at: now) else {
+            Issue.record("not found")
+            return
+        }
+        #expect(view.balance("coins") == 60)
+        #expect(try engine.consumptionInfo(for: "3000000000000020", now: now)?.share.percentage == 40_000)
+    }
+
     @Test func usageAndConsumptionThroughTheCommandLine() throws {
         let folder = E2E.folder()
         let config = try E2E.writeConfig(in: folder)

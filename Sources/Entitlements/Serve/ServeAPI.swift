@@ -220,12 +220,28 @@ final class ServeAPI: Sendable {
 
     /// `GET /customers?transactionId=T`.
     private func transactionQuery(_ transactionId: String, at: Int64?) -> ServerResponse {
-        .error(501, code: "NOT_IMPLEMENTED", message: "query by transactionId is not available in this build")
+        answer(.transactionId(transactionId), at: at)
     }
 
-    /// `GET /customers/{id}/history`.
+    /// `GET /customers/{id}/history`, with optional `?until=` (default now): the history lines as a JSON array.
     private func history(_ id: String, _ request: ServerRequest) -> ServerResponse {
-        .error(501, code: "NOT_IMPLEMENTED", message: "history is not available in this build")
+        guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
+        for name in parameters.keys where name != "until" { return Self.badRequest("unknown query parameter \(name.prefix(40)) (expected until)") }
+        var until: Int64? = nil
+        if let text = parameters["until"] {
+            do { until = try TimeArgument.parse(text) } catch { return Self.badRequest("until " + String(error.message.prefix(300))) }
+        }
+        queryGate.wait()
+        defer { queryGate.signal() }
+        do {
+            let answer = try engine.history(.appTransactionId(id), until: until)
+            switch answer {
+            case .lines: return Self.json(200, .array(answer.json()))
+            case .notFound: return Self.json(404, answer.json()[0])
+            }
+        } catch {
+            return Self.unavailable(error)
+        }
     }
 
     /// `GET /changes?since=C&limit=N`.

@@ -85,6 +85,11 @@ extension Reliability {
             #expect(at.json?["entitlements"]?["pro"]?["active"] == true)
             let byOriginal = try server.exchange("GET", "/customers?originalTransactionId=\(ServeSamples.originalTransactionId(7))&at=\(TestPayloads.january2025 + 1)")
             #expect(byOriginal.text == expected)
+            let byTransaction = try server.exchange("GET", "/customers?transactionId=\(ServeSamples.originalTransactionId(7))&at=\(TestPayloads.january2025 + 1)")
+            #expect(byTransaction.text == expected)
+            #expect(try server.exchange("GET", "/customers?transactionId=42").status == 404)
+            let iso = try server.exchange("GET", "/customers/\(id)?at=2025-01-01T00:00:00.001Z")
+            #expect(iso.text == expected)
             let token = try server.exchange("GET", "/customers?appAccountToken=\(ServeSamples.accountToken(7))")
             #expect(token.status == 200)
             #expect(token.json?["appTransactionIds"] == [.string(id)])
@@ -103,6 +108,30 @@ extension Reliability {
                 #expect(response.status == 400, "\(bad): \(response.text)")
                 #expect(response.json?["error"]?["code"] == "BAD_REQUEST")
             }
+        }
+
+        @Test("GET /customers/{id}/history: the history lines as a JSON array, ?until=, 404 NOT_FOUND")
+        func history() throws {
+            let server = try TestServer()
+            #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(8)).status == 200)
+            let id = ServeSamples.customer(8)
+            let response = try server.exchange("GET", "/customers/\(id)/history")
+            #expect(response.status == 200)
+            #expect(response.json == .array(try server.engine.history(.appTransactionId(id)).json()))
+            guard case .array(let lines)? = response.json else {
+                Issue.record("expected an array: \(response.text)")
+                return
+            }
+            #expect(!lines.isEmpty)
+            #expect(lines.first?["at"] == .int(TestPayloads.january2025))
+            let early = try server.exchange("GET", "/customers/\(id)/history?until=\(TestPayloads.january2025 - 1)")
+            #expect(early.json == .array([]))
+            let alias = try server.exchange("GET", "/customers/otid:\(ServeSamples.originalTransactionId(8))/history")
+            #expect(alias.status == 200)
+            let missing = try server.exchange("GET", "/customers/704999999999999999/history")
+            #expect(missing.status == 404)
+            #expect(missing.json?["error"]?["code"] == "NOT_FOUND")
+            #expect(try server.exchange("GET", "/customers/\(id)/history?until=5").status == 400)
         }
 
         @Test("GET /health; unknown paths 404; wrong methods 405 with Allow")

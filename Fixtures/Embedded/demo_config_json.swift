@@ -2,7 +2,7 @@
 // edit that file and run the script again.
 extension DemoFixtures {
     static let fdemo_config_json = File(path: "demo/config.json", text: ####"""
-{"bundleId":"com.example.app","appAppleId":1234567890,"environment":"Sandbox","rootCertificates":["test-root.pem"],"rules":{"version":"2026-11-01","gracePeriodGrantsAccess":true,"billingRetryGrantsAccess":false,"products":{"com.example.pro.monthly":{"entitlements":["pro"]},"com.example.pro.yearly":{"entitlements":["pro"]},"com.example.lifetime":{"entitlements":["pro"]},"com.example.pass.week":{"entitlements":["pro"],"durationDays":7},"com.example.coins.100":{"currency":"coins","units":100}}}}
+{"bundleId":"com.example.app","appAppleId":1234567890,"environment":["Production","Sandbox"],"rootCertificates":["test-root.pem"],"rules":{"version":"2026-11-01","gracePeriodGrantsAccess":true,"billingRetryGrantsAccess":false,"products":{"com.example.pro.monthly":{"entitlements":["pro"]},"com.example.pro.yearly":{"entitlements":["pro"]},"com.example.lifetime":{"entitlements":["pro"]},"com.example.pass.week":{"entitlements":["pro"],"durationDays":7},"com.example.coins.100":{"currency":"coins","units":100}}}}
 
 """####)
 }

@@ -22,13 +22,35 @@ struct DemoHistories {
 
     func at(_ days: Double) -> Int64 { Self.start + Int64(days * Double(Self.day)) }
 
+    /// Signs `payload` as production data (the demo's app takes Production and
+    /// Sandbox): every `environment` and `receiptType` says Production, unless
+    /// `sandbox` (App Review's purchases are sandbox data in the production app).
+    func sign(_ payload: JSONValue, sandbox: Bool = false) -> String {
+        func production(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case .object(let object):
+                return .object(
+                    JSONObject(
+                        object.members.map { member in
+                            if (member.key == "environment" || member.key == "receiptType"), case .string = member.value {
+                                return (member.key, .string(sandbox ? "Sandbox" : "Production"))
+                            }
+                            return (member.key, production(member.value))
+                        }))
+            case .array(let items): return .array(items.map(production))
+            default: return value
+            }
+        }
+        return pki.sign(production(payload))
+    }
+
     mutating func notification(
         _ type: String, _ subtype: String? = nil, uuid: String, signed: Int64, transaction: JSONValue? = nil, renewal: JSONValue? = nil
     ) {
         let payload = TestPayloads.notification(
             type: type, subtype: subtype, uuid: uuid, signedDate: signed,
-            signedTransactionInfo: transaction.map(pki.sign), signedRenewalInfo: renewal.map(pki.sign))
-        lines.append(TestPayloads.body(signedPayload: pki.sign(payload)))
+            signedTransactionInfo: transaction.map { sign($0) }, signedRenewalInfo: renewal.map { sign($0) })
+        lines.append(TestPayloads.body(signedPayload: sign(payload)))
     }
 
     static func uuid(_ customer: Int, _ n: Int) -> String {
@@ -44,6 +66,7 @@ struct DemoHistories {
         coins()
         passes()
         legacyWithoutAppTransactionId()
+        appReviewSandboxPurchase()
         notification("TEST", uuid: Self.uuid(0, 1), signed: at(0.5))
     }
 
@@ -86,7 +109,7 @@ struct DemoHistories {
         // The app's AppTransaction, from Get App Transaction Info.
         lines.append(
             TestPayloads.body(
-                signedAppTransactionInfo: pki.sign(
+                signedAppTransactionInfo: sign(
                     TestPayloads.appTransaction(appTransactionId: app, receiptCreationDate: at(0) + 2000, originalPurchaseDate: at(0)))))
         customers.append(
             Customer(
@@ -110,7 +133,7 @@ struct DemoHistories {
         // The upgrade: the old transaction comes back marked isUpgraded, a new one starts now.
         lines.append(
             TestPayloads.body(
-                signedTransactionInfo: pki.sign(
+                signedTransactionInfo: sign(
                     TestPayloads.transaction(
                         transactionId: "2000000200000001", originalTransactionId: otid, appTransactionId: app, productId: monthly,
                         purchaseDate: at(0), expiresDate: at(30), signedDate: at(10) + 400, isUpgraded: true,
@@ -215,8 +238,8 @@ struct DemoHistories {
         // A Get Transaction History page with the first two passes.
         lines.append(
             TestPayloads.body(signedTransactions: [
-                pki.sign(pass("2000000600000001", purchase: at(0), signed: at(0) + 500)),
-                pki.sign(pass("2000000600000002", purchase: at(2), signed: at(2) + 500)),
+                sign(pass("2000000600000001", purchase: at(0), signed: at(0) + 500)),
+                sign(pass("2000000600000002", purchase: at(2), signed: at(2) + 500)),
             ]))
         notification(
             "ONE_TIME_CHARGE", uuid: Self.uuid(6, 1), signed: at(20) + 1000,
@@ -233,18 +256,53 @@ struct DemoHistories {
                 ]))
     }
 
-    /// Older data without appTransactionId: keyed by otid:<originalTransactionId>.
+    /// A lifetime unlock signed in 2024, before Apple added appTransactionId, and
+    /// a 2026 subscription of the same customer: two customers (otid:... and the
+    /// appTransactionId) until the App Store Server API re-signs the old unlock with
+    /// its appTransactionId, which links them (contract section 5).
     mutating func legacyWithoutAppTransactionId() {
-        let otid = "1000000700000001"
-        lines.append(
-            TestPayloads.body(
-                signedTransactionInfo: pki.sign(
-                    TestPayloads.transaction(
-                        transactionId: otid, originalTransactionId: otid, appTransactionId: nil, productId: "com.example.lifetime",
-                        type: "Non-Consumable", purchaseDate: at(0) - 400 * Self.day, expiresDate: nil, signedDate: at(0)))))
+        let app = "704100000000000007", unlock = "1000000700000001", otid = "2000000700000001"
+        func lifetime(app: String?, signed: Int64) -> JSONValue {
+            TestPayloads.transaction(
+                transactionId: unlock, originalTransactionId: unlock, appTransactionId: app, productId: "com.example.lifetime",
+                type: "Non-Consumable", purchaseDate: at(0) - 700 * Self.day, expiresDate: nil, signedDate: signed, price: 49_990)
+        }
+        // The device's 2024 receipt data: no appTransactionId.
+        lines.append(TestPayloads.body(signedTransactionInfo: sign(lifetime(app: nil, signed: at(0) - 700 * Self.day + 500))))
+        notification(
+            "SUBSCRIBED", "INITIAL_BUY", uuid: Self.uuid(7, 1), signed: at(0) + 1000,
+            transaction: TestPayloads.transaction(
+                transactionId: otid, originalTransactionId: otid, appTransactionId: app, productId: "com.example.pro.monthly",
+                purchaseDate: at(0), expiresDate: at(30), signedDate: at(0) + 500, subscriptionGroupIdentifier: "21000001"))
+        // Get Transaction History today: the unlock re-signed, now carrying appTransactionId.
+        lines.append(TestPayloads.body(signedTransactions: [sign(lifetime(app: app, signed: at(1)))], environment: "Production"))
         customers.append(
             Customer(
-                appTransactionId: "otid:" + otid, title: "a purchase signed before appTransactionId existed (keyed otid:...)",
-                moments: [("today", at(30))]))
+                appTransactionId: app,
+                title: "a 2024 lifetime unlock (signed before appTransactionId existed) joins this customer's 2026 subscription once a re-signed copy links them",
+                moments: [("while subscribed", at(10)), ("after the subscription ended: the unlock still grants pro", at(40))]))
+        customers.append(
+            Customer(
+                appTransactionId: "otid:" + unlock, title: "the old key answers as an alias of the customer it merged into",
+                moments: [("today", at(40))]))
+    }
+
+    /// App Review buys with a sandbox account in the production app: Sandbox data
+    /// beside the production data, in one database (environment ["Production", "Sandbox"]).
+    mutating func appReviewSandboxPurchase() {
+        let app = "704100000000000008", otid = "2000000800000001"
+        let payload = TestPayloads.notification(
+            type: "SUBSCRIBED", subtype: "INITIAL_BUY", uuid: Self.uuid(8, 1), signedDate: at(3) + 1000,
+            signedTransactionInfo: sign(
+                TestPayloads.transaction(
+                    transactionId: otid, originalTransactionId: otid, appTransactionId: app, productId: "com.example.pro.yearly",
+                    purchaseDate: at(3), expiresDate: at(3) + Self.hour, signedDate: at(3) + 500, subscriptionGroupIdentifier: "21000001"),
+                sandbox: true))
+        lines.append(TestPayloads.body(signedPayload: sign(payload, sandbox: true)))
+        customers.append(
+            Customer(
+                appTransactionId: app,
+                title: "App Review's purchase with a sandbox account in the production app (a sandbox year lasts an hour)",
+                moments: [("during the review", at(3) + 10 * 60_000), ("after it", at(4))]))
     }
 }

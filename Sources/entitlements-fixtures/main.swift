@@ -24,7 +24,7 @@ try Data(pki.rootPEM.utf8).write(to: demoFolder.appendingPathComponent("test-roo
 
 let config: JSONValue = [
     "bundleId": .string(TestPayloads.bundleId), "appAppleId": .int(TestPayloads.appAppleId),
-    "environment": .string(TestPayloads.environment), "rootCertificates": ["test-root.pem"],
+    "environment": ["Production", "Sandbox"], "rootCertificates": ["test-root.pem"],
     "rules": [
         "version": "2026-11-01", "gracePeriodGrantsAccess": true, "billingRetryGrantsAccess": false,
         "products": [

@@ -74,6 +74,7 @@ enum Demo {
                     continue
                 }
                 print("  \(date(moment.at))  \(moment.label)")
+                if view.appTransactionId != customer.appTransactionId { print("      answers as  \(view.appTransactionId)") }
                 for line in describe(view) { print("      " + line) }
             }
             print("")
@@ -138,6 +139,7 @@ enum Demo {
             guard e.active else { return "\(e.name): no" }
             return "\(e.name): yes" + (e.expiresDate.map { " until \(date($0))" } ?? " (no end)")
         }
+        lines.append("environment   " + (view.environment ?? "not recorded"))
         lines.append("entitlements  " + (granted.isEmpty ? "none" : granted.joined(separator: "; ")))
         for s in view.subscriptions {
             var text = "subscription  \(s.productId) \(s.status.rawValue)"

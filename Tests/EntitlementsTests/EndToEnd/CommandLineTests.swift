@@ -163,6 +163,9 @@ import Testing
         #expect(run.stdout.contains(#""consumptionPercentage":50000"#))
         #expect(run.stdout.contains("production-test-notification.json: verified"))
         #expect(run.stdout.contains("0 rejected"))
+        // The old otid: purchase joined its appTransactionId; App Review's sandbox purchase sits beside production data.
+        #expect(run.stdout.contains("answers as  704100000000000007"))
+        #expect(run.stdout.contains("environment   Sandbox") && run.stdout.contains("environment   Production"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }
 

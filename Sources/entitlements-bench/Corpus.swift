@@ -51,7 +51,9 @@ struct HistoryPlan: Sendable {
 
     /// The payloads of one notification: the transaction, the renewal info, and a
     /// function that makes the notification from the two nested JWS.
-    func payloads(customer c: Int, event k: Int) -> (transaction: JSONValue, renewal: JSONValue, notification: (String, String) -> JSONValue) {
+    /// With `legacy`, the transaction and renewal info carry no appTransactionId
+    /// (data signed before Apple added it).
+    func payloads(customer c: Int, event k: Int, legacy: Bool = false) -> (transaction: JSONValue, renewal: JSONValue, notification: (String, String) -> JSONValue) {
         let last = k == eventsPerCustomer - 1 && eventsPerCustomer > 2
         let purchase = last ? k - 1 : k
         let month: Int64 = 30 * 86_400_000
@@ -61,7 +63,7 @@ struct HistoryPlan: Sendable {
         let transaction = TestPayloads.transaction(
             transactionId: Self.transactionId(c, purchase: purchase),
             originalTransactionId: Self.originalTransactionId(c),
-            appTransactionId: Self.appTransactionId(c),
+            appTransactionId: legacy ? nil : Self.appTransactionId(c),
             productId: Self.productId,
             purchaseDate: purchaseDate,
             originalPurchaseDate: TestPayloads.january2025 + Int64(c % 86_400) * 1_000,
@@ -73,7 +75,7 @@ struct HistoryPlan: Sendable {
             transactionReason: purchase == 0 ? "PURCHASE" : "RENEWAL")
         let renewal = TestPayloads.renewalInfo(
             originalTransactionId: Self.originalTransactionId(c),
-            appTransactionId: Self.appTransactionId(c),
+            appTransactionId: legacy ? nil : Self.appTransactionId(c),
             autoRenewProductId: Self.productId,
             productId: Self.productId,
             autoRenewStatus: last ? 0 : 1,

@@ -3,6 +3,7 @@ import EntitlementCore
 import Entitlements
 import EventStore
 import Foundation
+import TestPKI
 
 /// Ingest end to end through ``Engine/ingest(batches:workers:receivedAt:deliver:)``: the notification
 /// bodies in batches, each batch verified (on `workers` threads), appended and
@@ -70,6 +71,70 @@ enum IngestBench {
         return Run(
             workers: 1, notifications: documents.count, seconds: seconds,
             cpuSeconds: end.user - cpu.user + end.system - cpu.system, systemSeconds: end.system - cpu.system)
+    }
+}
+
+extension IngestBench {
+    /// The store's share for a history in which every `mergeEvery`-th customer's
+    /// first half of notifications carries no appTransactionId (an `otid:`
+    /// customer until the first notification that does links and merges it),
+    /// from unsigned stand-ins (the store does not verify): the same plan with
+    /// `mergeEvery` 0 is the figure to compare with.
+    /// - Returns: the run and how many customers merged.
+    static func appendMerging(plan: HistoryPlan, mergeEvery: Int, batch: Int, path: String) throws -> (Run, merges: Int) {
+        Storage.remove(path)
+        let legacyEvents = max(1, plan.eventsPerCustomer / 2)
+        func legacy(_ customer: Int, _ event: Int) -> Bool { mergeEvery > 0 && customer % mergeEvery == 0 && event < legacyEvents }
+        func standIn(_ payload: JSONValue) -> String { "eyJhbGciOiJub25lIn0." + Base64Encoding.url(JSONWriter.string(payload)) + ".c2ln" }
+        var batches: [[AppendItem]] = []
+        var items: [AppendItem] = []
+        for index in 0..<plan.total {
+            let (c, k) = plan.position(index)
+            let payloads = plan.payloads(customer: c, event: k, legacy: legacy(c, k))
+            let transactionJWS = standIn(payloads.transaction)
+            let renewalJWS = standIn(payloads.renewal)
+            let notification = payloads.notification(transactionJWS, renewalJWS)
+            let input = SignedNotification(
+                jws: standIn(notification), payload: try NotificationPayload(json: notification),
+                transaction: SignedTransaction(jws: transactionJWS, payload: try TransactionPayload(json: payloads.transaction)),
+                renewalInfo: SignedRenewalInfo(jws: renewalJWS, payload: try RenewalInfoPayload(json: payloads.renewal)))
+            items.append(.verified(.notification(input)))
+            if items.count == batch {
+                batches.append(items)
+                items = []
+            }
+        }
+        if !items.isEmpty { batches.append(items) }
+        var merges = 0
+        if mergeEvery > 0 {
+            for c in stride(from: 0, to: plan.customersPresent, by: mergeEvery) where plan.eventsPerCustomer > legacyEvents { merges += 1 }
+        }
+        let store = try EventStore(path: path, hash: { SHA256.hash($0) })
+        var appended = 0
+        let cpu = Clock.processUserSystem()
+        let start = Clock.now()
+        for items in batches {
+            for outcome in try store.append(items, rules: BenchRules.rules, rulesJSON: BenchRules.rulesJSON, receivedAt: TestPayloads_january2026) {
+                if case .appended = outcome { appended += 1 }
+            }
+        }
+        let seconds = Clock.now() - start
+        let end = Clock.processUserSystem()
+        guard appended == plan.total else { throw BenchFailure("the merging run appended \(appended) of \(plan.total)") }
+        // Every merged customer answers as one, under its appTransactionId.
+        for c in stride(from: 0, to: plan.customersPresent, by: max(1, mergeEvery)) where merges > 0 {
+            let otid = "otid:" + HistoryPlan.originalTransactionId(c)
+            guard try store.resolveCustomer(otid) == HistoryPlan.appTransactionId(c), try store.projection(of: otid) == nil else {
+                throw BenchFailure("customer \(c) did not merge")
+            }
+        }
+        Storage.remove(path)
+        return (
+            Run(
+                workers: 1, notifications: plan.total, seconds: seconds,
+                cpuSeconds: end.user - cpu.user + end.system - cpu.system, systemSeconds: end.system - cpu.system),
+            merges
+        )
     }
 }
 

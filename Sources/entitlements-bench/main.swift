@@ -187,6 +187,24 @@ struct Bench {
                         "notificationsPerSecond": .double(store.rate),
                     ])
 
+                // Who the customer is: the same history with 10% of customers merging.
+                let (plain, _) = try IngestBench.appendMerging(
+                    plan: corpus.plan, mergeEvery: 0, batch: options.batch, path: workFolder + "/append-plain.sqlite")
+                let (merging, merges) = try IngestBench.appendMerging(
+                    plan: corpus.plan, mergeEvery: 10, batch: options.batch, path: workFolder + "/append-merging.sqlite")
+                report.row("ingest", "EventStore.append alone, unsigned stand-ins, no merges", Format.count(plain.rate) + " /s")
+                report.row(
+                    "ingest", "  the same, 10% of customers merge (otid: -> appTransactionId)",
+                    Format.count(merging.rate) + " /s (" + Format.count(Double(merges)) + " merges, "
+                        + Format.fixed(merging.rate / max(plain.rate, 1e-9) * 100, 0) + "% of no merges)")
+                report.section(
+                    "appendWithMerges",
+                    [
+                        "notifications": .int(Int64(merging.notifications)), "customersMerged": .int(Int64(merges)),
+                        "secondsNoMerges": .double(plain.seconds), "secondsWithMerges": .double(merging.seconds),
+                        "notificationsPerSecondNoMerges": .double(plain.rate), "notificationsPerSecondWithMerges": .double(merging.rate),
+                    ])
+
                 let storage = try Storage.measure(workFolder + "/ingest-1.sqlite")
                 guard storage.events == Int64(documents.count) else { throw BenchFailure("the ingest database holds \(storage.events) events") }
                 report.row("storage", "bytes per event on disk (signed notifications)", Format.count(storage.bytesPerEvent) + " B")

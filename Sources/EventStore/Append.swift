@@ -116,7 +116,7 @@ extension EventStore {
                     try recordLookups(event, key: key)
                     batch.append(event)
                 }
-                for claim in event.linkClaims { try record(claim, changes: &changes) }
+                for claim in Self.strongest(event.linkClaims) { try record(claim, changes: &changes) }
                 itemEvents.append((outcomes.count, event))
                 outcomes.append(.appended(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
             }
@@ -147,6 +147,31 @@ extension EventStore {
             EventIdentity.payloadSegment(raw) == EventIdentity.payloadSegment(input.jws)
         else { return nil }
         return (findLegacy.int64(0), findLegacy.string(1))
+    }
+
+    /// An event's claims reduced in memory to the strongest per
+    /// originalTransactionId (a notification's transaction and renewal info
+    /// usually claim the same link, signed in the same millisecond: their raws
+    /// are at hand here, not once stored); claims that need a raw not at hand
+    /// are kept, to be decided against the log.
+    static func strongest(_ claims: [LinkClaim]) -> [LinkClaim] {
+        guard claims.count > 1 else { return claims }
+        var best: [String: LinkClaim] = [:]
+        var order: [String] = []
+        var undecided: [LinkClaim] = []
+        for claim in claims {
+            guard let current = best[claim.originalTransactionId] else {
+                best[claim.originalTransactionId] = claim
+                order.append(claim.originalTransactionId)
+                continue
+            }
+            switch LinkClaim.verdict(existing: current, incoming: claim) {
+            case .keepExisting: break
+            case .takeIncoming: best[claim.originalTransactionId] = claim
+            case .needsRaws: undecided.append(claim)
+            }
+        }
+        return order.map { best[$0]! } + undecided
     }
 
     /// Where projections are stored: the current generation, which queries read

@@ -192,17 +192,22 @@ struct Bench {
                     plan: corpus.plan, mergeEvery: 0, batch: options.batch, path: workFolder + "/append-plain.sqlite")
                 let (merging, merges) = try IngestBench.appendMerging(
                     plan: corpus.plan, mergeEvery: 10, batch: options.batch, path: workFolder + "/append-merging.sqlite")
-                report.row("ingest", "EventStore.append alone, unsigned stand-ins, no merges", Format.count(plain.rate) + " /s")
+                let plainPerCPU = Double(plain.notifications) / max(plain.cpuSeconds, 1e-9)
+                let mergingPerCPU = Double(merging.notifications) / max(merging.cpuSeconds, 1e-9)
+                report.row(
+                    "ingest", "EventStore.append alone, unsigned stand-ins, no merges",
+                    Format.count(plain.rate) + " /s (" + Format.count(plainPerCPU) + " per CPU-s)")
                 report.row(
                     "ingest", "  the same, 10% of customers merge (otid: -> appTransactionId)",
-                    Format.count(merging.rate) + " /s (" + Format.count(Double(merges)) + " merges, "
-                        + Format.fixed(merging.rate / max(plain.rate, 1e-9) * 100, 0) + "% of no merges)")
+                    Format.count(merging.rate) + " /s (" + Format.count(mergingPerCPU) + " per CPU-s; " + Format.count(Double(merges))
+                        + " merges; " + Format.fixed(mergingPerCPU / max(plainPerCPU, 1e-9) * 100, 0) + "% of no merges per CPU-s)")
                 report.section(
                     "appendWithMerges",
                     [
                         "notifications": .int(Int64(merging.notifications)), "customersMerged": .int(Int64(merges)),
                         "secondsNoMerges": .double(plain.seconds), "secondsWithMerges": .double(merging.seconds),
                         "notificationsPerSecondNoMerges": .double(plain.rate), "notificationsPerSecondWithMerges": .double(merging.rate),
+                        "cpuSecondsNoMerges": .double(plain.cpuSeconds), "cpuSecondsWithMerges": .double(merging.cpuSeconds),
                     ])
 
                 let storage = try Storage.measure(workFolder + "/ingest-1.sqlite")

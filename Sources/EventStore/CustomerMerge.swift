@@ -83,7 +83,11 @@ extension EventStore {
     /// The customer `event` belongs to now: the one its originalTransactionId
     /// is linked to, else `otid:<X>`, else the appTransactionId it carries.
     func owner(of event: Event, cache: inout [String: CustomerKey]) throws -> CustomerKey? {
-        guard let otid = event.originalTransactionId else { return event.customerKey }
+        guard let otid = event.originalTransactionId else {
+            // A record filed under an otid: key (a usage recorded before the merge) follows its link too.
+            guard let key = event.customerKey, key.hasPrefix("otid:") else { return event.customerKey }
+            return try resolve(key)
+        }
         if let known = cache[otid] { return known }
         let owner = try link(of: otid)?.appTransactionId ?? "otid:" + otid
         cache[otid] = owner

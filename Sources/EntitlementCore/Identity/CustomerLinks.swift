@@ -149,7 +149,8 @@ public struct CustomerLinks: Sendable, Hashable {
     /// appTransactionId it carries (``Event/customerKey``).
     public func owner(of event: Event) -> CustomerKey? {
         if let otid = event.originalTransactionId { return winners[otid]?.appTransactionId ?? "otid:" + otid }
-        return event.customerKey
+        // A record filed under an otid: key (a usage recorded before the merge) follows its link too.
+        return event.customerKey.map(resolve)
     }
 
     /// The customer `key` names: an appTransactionId, or `otid:<X>`, which

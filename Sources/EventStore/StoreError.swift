@@ -24,6 +24,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case mismatch = "DATABASE_MISMATCH"
         /// Anything else SQLite reported.
         case sqlite = "DATABASE_ERROR"
+        /// A command that only reads (or must not create one) found no database file.
+        case notFound = "DATABASE_NOT_FOUND"
+        /// The database was written by a newer engine (a migration this one does not know).
+        case tooNew = "DATABASE_TOO_NEW"
     }
 
     public var code: Code
@@ -38,6 +42,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// Maps an SQLite failure to the code a user needs.
     public init(_ error: SQLiteError, path: String) {
+        if Self.isOutOfSpace(error) {
+            self.init(code: .full, message: "the disk holding \(path) is full; nothing was written (\(error.message))")
+            return
+        }
         switch error.code {
         case ResultCode.readOnly:
             self.init(code: .readOnly, message: "the database \(path) is read-only; nothing was written (\(error.message))")
@@ -56,6 +64,16 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             self.init(code: .cannotOpen, message: "cannot open the database \(path) (\(error.message))")
         default:
             self.init(code: .sqlite, message: error.description)
+        }
+    }
+
+    /// Whether an I/O failure came from the disk (or a quota, or the file-size limit)
+    /// running out: SQLite reports a `-shm` file that cannot grow on a full disk as
+    /// `SQLITE_IOERR_SHMSIZE`, with `errno` `ENOSPC`.
+    static func isOutOfSpace(_ error: SQLiteError) -> Bool {
+        switch error.systemErrno {
+        case ENOSPC, EDQUOT, EFBIG: return ResultCode.ioError ~= error.code || ResultCode.cantOpen ~= error.code
+        default: return false
         }
     }
 

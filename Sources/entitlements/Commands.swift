@@ -18,7 +18,11 @@ enum ExitCode: Int32 {
 enum Commands {
     static let defaultDatabase = "entitlements.sqlite"
 
-    static func loadEngine(_ arguments: Arguments, command: String, mustExist: Bool = false) throws(UsageError) -> (Engine?, ExitCode) {
+    /// Loads the configuration and opens the database as `mode` allows: commands
+    /// that only read open it ``DatabaseMode/readOnly`` (a missing file is
+    /// `DATABASE_NOT_FOUND`, nothing is created or migrated), `replay`
+    /// ``DatabaseMode/existing``, commands that record ``DatabaseMode/create``.
+    static func loadEngine(_ arguments: Arguments, command: String, mode: DatabaseMode = .create) throws(UsageError) -> (Engine?, ExitCode) {
         guard let configPath = arguments.values["--config"] else {
             throw UsageError(message: "--config PATH is required", command: command)
         }
@@ -30,14 +34,8 @@ enum Commands {
             return (nil, .usage)
         }
         let database = arguments.values["--db"] ?? defaultDatabase
-        let folder = URL(fileURLWithPath: database).deletingLastPathComponent().path
-        if mustExist && !FileManager.default.fileExists(atPath: database) && FileManager.default.fileExists(atPath: folder) {
-            // A wrong --db must not leave an empty database behind: nothing is known there.
-            Output.line(["error": ["code": "NOT_FOUND", "message": .string("no database at \(database): nothing has been ingested there (check --db)")]])
-            return (nil, .rejected)
-        }
         do {
-            let engine = try Engine(configuration: configuration, databasePath: database)
+            let engine = try Engine(configuration: configuration, databasePath: database, mode: mode)
             return (engine, .success)
         } catch {
             Output.error("entitlements \(command): \(error.code): \(error.message)")
@@ -59,7 +57,7 @@ enum Commands {
         let batch = Int(try arguments.integer("--batch") ?? 512)
         guard workers >= 1, workers <= 64 else { throw UsageError(message: "--workers expects 1 to 64", command: "ingest") }
         guard batch >= 1, batch <= 100_000 else { throw UsageError(message: "--batch expects 1 to 100000", command: "ingest") }
-        let (loaded, code) = try loadEngine(arguments, command: "ingest")
+        let (loaded, code) = try loadEngine(arguments, command: "ingest", mode: .create)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let limit = engine.configuration.maxInputBytes
@@ -189,7 +187,7 @@ enum Commands {
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "query")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "query", mustExist: true)
+        let (loaded, code) = try loadEngine(arguments, command: "query", mode: .readOnly)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let query: CustomerQuery
@@ -218,7 +216,7 @@ enum Commands {
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "replay")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "replay")
+        let (loaded, code) = try loadEngine(arguments, command: "replay", mode: .existing)
         guard let engine = loaded else { return code }
         let showProgress = !arguments.flags.contains("--quiet") && (arguments.flags.contains("--progress") || Output.stderrIsTerminal)
         let meter = ProgressMeter(enabled: showProgress)
@@ -248,11 +246,14 @@ enum Commands {
             object["rulesVersion"] = .string(report.rulesVersion)
             if arguments.flags.contains("--diff") {
                 object["diff"] = .array(
-                    report.diffs.map {
-                        [
-                            "appTransactionId": .string($0.customerKey), "before": .array($0.before.map { .string($0) }),
-                            "after": .array($0.after.map { .string($0) }),
-                        ]
+                    report.diffs.map { diff in
+                        var line = JSONObject()
+                        line["appTransactionId"] = .string(diff.customerKey)
+                        line["before"] = .array(diff.before.map { .string($0) })
+                        line["after"] = .array(diff.after.map { .string($0) })
+                        // A customer with no event left in the log (events deleted by hand).
+                        if diff.removed { line["removed"] = true }
+                        return .object(line)
                     })
             }
             Output.line(.object(object))
@@ -303,15 +304,23 @@ enum Commands {
     // MARK: audit
 
     static func audit(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
-        let arguments = try Arguments(args, command: "audit", valued: ["--db", "--config"], switches: ["--progress"])
+        let arguments = try Arguments(
+            args, command: "audit", valued: ["--db", "--config", "--expect-head"], switches: ["--progress"])
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "audit")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "audit")
+        var expectedHead: LogHead? = nil
+        if let text = arguments.values["--expect-head"] {
+            guard let head = LogHead(text) else {
+                throw UsageError(message: "--expect-head expects SEQ:HASH as audit prints them (headSeq, headHash), got \"\(text)\"", command: "audit")
+            }
+            expectedHead = head
+        }
+        let (loaded, code) = try loadEngine(arguments, command: "audit", mode: .readOnly)
         guard let engine = loaded else { return code }
         let meter = ProgressMeter(enabled: arguments.flags.contains("--progress") || Output.stderrIsTerminal)
         do {
-            let report = try engine.audit(progress: { meter.report(label: "audited", done: $0, total: nil) })
+            let report = try engine.audit(expectedHead: expectedHead, progress: { meter.report(label: "audited", done: $0, total: nil) })
             meter.finish()
             var object = JSONObject()
             object["events"] = .int(report.events)
@@ -319,6 +328,10 @@ enum Commands {
             // Record these outside the database: deleting the newest events leaves a valid shorter chain.
             object["headSeq"] = .int(report.headSeq)
             object["headHash"] = .string(report.headHash)
+            if !report.triggerProblems.isEmpty { object["triggerProblems"] = .array(report.triggerProblems.map { .string($0) }) }
+            if let recorded = report.recordedHead {
+                object["recordedHead"] = ["seq": .int(recorded.seq), "hash": .string(recorded.hash)]
+            }
             if let mismatch = report.firstMismatch {
                 object["ok"] = false
                 object["firstMismatch"] = [

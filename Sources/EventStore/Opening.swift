@@ -56,6 +56,11 @@ extension EventStore {
                     message: "no database at \(path): nothing was created there (check --db; only ingest, usage, serve and sync create a database)")
             }
         }
+        if mode != .readOnly, let problem = unwritable(path) {
+            // Opened anyway, SQLite would fall back to reading, and leave -wal and -shm
+            // files of this user behind that the owner's writer could not use.
+            throw StoreError(code: .readOnly, message: "the database \(path) cannot be written by this user (\(problem)); nothing was written")
+        }
         do {
             switch mode {
             case .create, .existing:
@@ -73,6 +78,23 @@ extension EventStore {
         } catch {
             throw StoreError(code: .cannotOpen, message: "cannot open the database \(path): \(error)")
         }
+    }
+
+    /// Why a writer could not write the existing database at `path` (the file, or
+    /// its folder where the `-wal` and `-shm` files are still to be created), or
+    /// `nil` when it can or the file does not exist yet.
+    static func unwritable(_ path: String) -> String? {
+        guard access(path, F_OK) == 0 else { return nil }
+        if access(path, W_OK) != 0 { return "the file is not writable: \(String(cString: strerror(errno)))" }
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let sideFilesExist = access(path + "-wal", F_OK) == 0 && access(path + "-shm", F_OK) == 0
+        if !sideFilesExist && access(folder.isEmpty ? "/" : folder, W_OK) != 0 {
+            return "its folder is not writable, and SQLite creates \(path)-wal and -shm there: \(String(cString: strerror(errno)))"
+        }
+        for suffix in ["-wal", "-shm"] where access(path + suffix, F_OK) == 0 && access(path + suffix, W_OK) != 0 {
+            return "\(path)\(suffix) is not writable by this user: \(String(cString: strerror(errno)))"
+        }
+        return nil
     }
 
     /// A reader's connection.

@@ -208,7 +208,9 @@ extension Reliability {
         // MARK: Missing and damaged files
 
         /// Every command that opens the database, with the expected exit code 3 and error code.
-        func expectUnusable(_ workspace: Workspace, database: String, code: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func expectUnusable(
+            _ workspace: Workspace, database: String, code: String, readersCode: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             let input = try workspace.write(lines: History.generate(lines: 5, seed: 1).lines.map(\.text), to: "five.ndjson")
             let path = workspace.path(database)
             let before = Tool.read(path)
@@ -219,7 +221,8 @@ extension Reliability {
                 let outcome = try Tool.run([command[0], "--db", path, "--config", workspace.configPath] + command.dropFirst(), in: workspace.folder)
                 #expect(outcome.status == 3, "\(command[0]) on \(database): exit \(outcome.status) \(outcome.stdout.prefix(200)) \(outcome.stderr)",
                         sourceLocation: sourceLocation)
-                #expect(outcome.stderr.contains(code), "\(command[0]) on \(database): \(outcome.stderr)", sourceLocation: sourceLocation)
+                let expected = command[0] == "ingest" ? code : readersCode ?? code
+                #expect(outcome.stderr.contains(expected), "\(command[0]) on \(database): \(outcome.stderr)", sourceLocation: sourceLocation)
                 #expect(!outcome.stdout.contains("\"appended\""), sourceLocation: sourceLocation)
             }
             let after = Tool.read(path)
@@ -229,7 +232,7 @@ extension Reliability {
         @Test("a database in a folder that does not exist, or a folder given as the database: exit 3")
         func missingDatabase() throws {
             let workspace = try Workspace(name: "missing")
-            try expectUnusable(workspace, database: "no/such/folder/db.sqlite", code: "DATABASE_UNAVAILABLE")
+            try expectUnusable(workspace, database: "no/such/folder/db.sqlite", code: "DATABASE_UNAVAILABLE", readersCode: "DATABASE_NOT_FOUND")
             #expect(!FileManager.default.fileExists(atPath: workspace.path("no")))
             try FileManager.default.createDirectory(at: workspace.url("a-folder"), withIntermediateDirectories: true)
             try expectUnusable(workspace, database: "a-folder", code: "DATABASE_")

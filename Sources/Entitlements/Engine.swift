@@ -231,6 +231,9 @@ public struct InputBytes: Sendable {
     /// The document's 1-based number in its input (an NDJSON line number, blank lines
     /// counted), echoed as `input` in its results; `nil`: its position in the batch.
     public var number: Int?
+    /// The input was not read to its end (it ran on far past the limit): it is
+    /// at least `size` bytes long.
+    public var sizeIsLowerBound = false
 
     public init(bytes: [UInt8], size: Int? = nil, number: Int? = nil) {
         self.bytes = bytes

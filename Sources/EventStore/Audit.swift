@@ -273,7 +273,8 @@ extension EventStore {
     /// log must reach.
     func recordHead(_ head: LogHead) {
         if let recorded = recordedHead(), recorded.seq >= head.seq { return }
-        let temporary = headRecordPath + ".\(getpid()).tmp"
+        // A name of its own (engines in one process, or in several, may record at once).
+        let temporary = headRecordPath + ".\(getpid()).\(UInt64.random(in: 0...UInt64.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard fd >= 0 else { return }
         let bytes = Array((head.description + "\n").utf8)

@@ -57,14 +57,14 @@ enum Commands {
         let batch = Int(try arguments.integer("--batch") ?? 512)
         guard workers >= 1, workers <= 64 else { throw UsageError(message: "--workers expects 1 to 64", command: "ingest") }
         guard batch >= 1, batch <= 100_000 else { throw UsageError(message: "--batch expects 1 to 100000", command: "ingest") }
+        let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
+        // Every file is checked before anything is read, created or committed.
+        try checkInputs(files, command: "ingest")
         let (loaded, code) = try loadEngine(arguments, command: "ingest", mode: .create)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let limit = engine.configuration.maxInputBytes
         var anyRejected = false
-        let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
-        // Every file is checked before anything is ingested: a usage error commits nothing.
-        try checkInputs(files, command: "ingest")
 
         func run(_ documents: [InputBytes]) -> EngineError? {
             do {
@@ -83,7 +83,7 @@ enum Commands {
             switch try openInput(file, limit: limit, command: "ingest") {
             case .whole(let document):
                 if let error = run([document]) { return storageFailure("ingest", error) }
-            case .lines(var reader) where file == "-":
+            case .lines(var reader) where file == "-" || !isRegularFile(file):
                 // A live stream: each batch is committed and acknowledged before the next is read.
                 defer { reader.close() }
                 while let lines = reader.nextBatch(maxLines: batch) {
@@ -132,7 +132,8 @@ enum Commands {
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 throw UsageError(message: "input \(file) is a folder, not a file (give the files in it)", command: command)
             }
-            let fd = open(file, O_RDONLY)
+            // Without waiting for a writer, should it be a named pipe.
+            let fd = open(file, O_RDONLY | O_NONBLOCK)
             guard fd >= 0 else {
                 let reason = errno
                 let why = reason == EACCES || reason == EPERM ? "permission denied" : String(cString: strerror(reason))
@@ -140,6 +141,13 @@ enum Commands {
             }
             close(fd)
         }
+    }
+
+    /// Whether `path` is a regular file (not a pipe or a device such as `/dev/zero`,
+    /// which are read as streams: a batch at a time, each acknowledged before the next).
+    static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
     static func openInput(_ file: String, limit: Int, command: String) throws(UsageError) -> Input {
@@ -156,16 +164,19 @@ enum Commands {
     /// `nil` when it should be read as NDJSON (one document per line).
     static func wholeDocument(path: String, limit: Int) -> InputBytes? {
         // Larger than one input may be: it can only be NDJSON.
+        // Only a regular file is read whole: a device or a pipe may never end.
         var info = stat()
-        guard stat(path, &info) == 0, Int(info.st_size) <= limit else { return nil }
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) <= limit else { return nil }
         guard var reader = InputReader(path: path, limit: limit) else { return nil }
         defer { reader.close() }
         let all = reader.readAll()
         guard all.size <= limit else { return nil }
-        let lines = all.bytes.split(separator: 0x0A, omittingEmptySubsequences: true)
+        let lines = all.bytes.split(omittingEmptySubsequences: true) { $0 == 0x0A || $0 == 0x0D }
             .filter { !$0.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } }
         if lines.count <= 1 { return nil }
-        guard (try? JSONParser().parse(all.bytes)) != nil else { return nil }
+        // A byte order mark before the document is skipped (as InputDocument does).
+        let body = all.bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? all.bytes.dropFirst(3) : all.bytes[...]
+        guard (try? JSONParser().parse(body)) != nil else { return nil }
         return all
     }
 

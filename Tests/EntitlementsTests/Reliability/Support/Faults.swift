@@ -55,6 +55,20 @@ extension Reliability {
             deinit { sh("umount -l '\(folder.path)'") }
         }
 
+        /// Writes zeros to `file` until the disk holding it is full (ENOSPC).
+        static func fill(_ file: URL) throws {
+            let fd = open(file.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            guard fd >= 0 else { throw Failure(description: "cannot create \(file.path)") }
+            defer { close(fd) }
+            let block = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let written = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { break }
+            }
+            guard errno == ENOSPC else { throw Failure(description: "filling \(file.path) stopped with errno \(errno), not ENOSPC") }
+        }
+
         struct Failure: Error, CustomStringConvertible { var description: String }
     }
 }

@@ -160,7 +160,8 @@ extension Reliability {
             // last connection closed): the answers are the owner's, and no file is added.
             for round in ["beside the owner's side files", "with no side file"] {
                 if round == "with no side file" {
-                    for suffix in ["-wal", "-shm"] { unlink(workspace.path("shared.sqlite") + suffix) }
+                    try Faults.closeCleanly(workspace.path("shared.sqlite"))
+                    chmod(workspace.path("shared.sqlite"), 0o644)
                 }
                 let filesBefore = Self.files(workspace.folder, "shared.sqlite")
                 let query = try Self.run(as: reader, ["query"] + common + ["--app-transaction-id", customer] + at, in: workspace)

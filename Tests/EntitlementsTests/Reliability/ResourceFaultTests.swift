@@ -148,14 +148,15 @@ extension Reliability {
               .enabled(if: Faults.canMount, "needs root and mount (tmpfs)"))
         func fullDiskKeepsAnswering() throws {
             let workspace = try Workspace(name: "full-reads")
-            let disk = try Faults.SmallDisk(at: workspace.url("small"), size: "4m")
+            let disk = try Faults.SmallDisk(at: workspace.url("small"), size: "16m")
             let history = History.generate(lines: 120, seed: 0xF1111)
             let first = try workspace.write(lines: history.lines.prefix(80).map(\.text), to: "first.ndjson")
             let more = try workspace.write(lines: history.lines.dropFirst(80).map(\.text), to: "more.ndjson")
-            try workspace.cli("ingest", db: "small/db.sqlite", [first.path])
+            let created = try workspace.cli("ingest", db: "small/db.sqlite", [first.path])
+            #expect(created.status == 1, "\(created.stderr)")
             try workspace.cli("ingest", db: "reference.sqlite", [first.path])
             // As after the last connection closed: no -wal, no -shm (SQLite removes them then).
-            for suffix in ["-wal", "-shm"] { unlink(workspace.path("small/db.sqlite") + suffix) }
+            try Faults.closeCleanly(workspace.path("small/db.sqlite"))
             let customers = try Probe(workspace.path("reference.sqlite")).customers()
             let reference = try answers(try workspace.engine("reference.sqlite", mode: .readOnly), customers: customers)
             let before = Tool.read(workspace.path("small/db.sqlite"))

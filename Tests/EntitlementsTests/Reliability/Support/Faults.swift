@@ -1,3 +1,4 @@
+import EventStore
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -53,6 +54,18 @@ extension Reliability {
                 }
             }
             deinit { sh("umount -l '\(folder.path)'") }
+        }
+
+        /// Opens the database and closes it again, the last connection to it: SQLite then
+        /// moves everything committed into the file and removes `-wal` and `-shm`.
+        static func closeCleanly(_ path: String) throws {
+            do {
+                let connection = try Connection(path: path, mode: .readWriteExisting)
+                _ = try connection.scalarInt("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                throw Failure(description: "\(path)\(suffix) is still there after the last connection closed")
+            }
         }
 
         /// Writes zeros to `file` until the disk holding it is full (ENOSPC).

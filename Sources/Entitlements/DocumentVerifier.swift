@@ -45,7 +45,7 @@ public struct DocumentVerifier: Sendable {
                     Rejection(
                         code: "MALFORMED_INPUT",
                         message:
-                            "input of \(document.size) bytes exceeds the limit of \(configuration.maxInputBytes) bytes (configuration field maxInputBytes)",
+                            "input of \(document.sizeIsLowerBound ? "at least " : "")\(document.size) bytes\(document.sizeIsLowerBound ? " (not read to its end)" : "") exceeds the limit of \(configuration.maxInputBytes) bytes (configuration field maxInputBytes)",
                         raw: Array(document.bytes.prefix(configuration.maxInputBytes)), size: document.size))
             ]
         }

@@ -11,8 +11,9 @@ extension Engine {
         do {
             // A connection of its own: the replay reads one snapshot and writes in short
             // batches, so ingests on the engine's write connection carry on meanwhile (the
-            // swap applies what they appended). It never holds the engine's lock.
-            let store = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
+            // swap applies what they appended). It never holds the engine's lock. It never
+            // creates the database, and a read-only engine refuses it (DATABASE_READ_ONLY).
+            let store = try EventStore(path: databasePath, hash: { SHA256.hash($0) }, mode: mode == .readOnly ? .readOnly : .existing)
             return try store.replay(
                 rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,
                 progress: progress)
@@ -23,12 +24,15 @@ extension Engine {
 
     /// Recomputes the log's hash chain, re-verifies every stored JWS against the
     /// configured trust store, and checks that the facts the reducers read are
-    /// exactly what each signed JWS says, stopping at the first mismatch.
-    public func audit(progress: (Int64) -> Void = { _ in }) throws(EngineError) -> AuditReport {
+    /// exactly what each signed JWS says, stopping at the first mismatch; checks
+    /// that the immutability triggers are the schema's, and that the log reaches
+    /// the head recorded beside the database at the last commit and `expectedHead`.
+    public func audit(expectedHead: LogHead? = nil, progress: (Int64) -> Void = { _ in }) throws(EngineError) -> AuditReport {
         do {
-            // A connection of its own, reading one snapshot: ingests carry on meanwhile.
-            let store = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
-            return try store.audit(
+            // On a reader's connection (read-only) and snapshot: an audit never holds the
+            // write path, and ingests carry on meanwhile.
+            return try readers.withReader { store throws(StoreError) in
+                try store.audit(
                     reverify: { kind, raw in
                         let expected: InputItem.Expected
                         switch kind {
@@ -42,7 +46,8 @@ extension Engine {
                         case .success(let input): return (nil, input)
                         case .failure(let error): return ("\(error.code.rawValue): \(error.message)", nil)
                         }
-                    }, progress: progress)
+                    }, expectedHead: expectedHead, progress: progress)
+            }
         } catch {
             throw EngineError(error)
         }

@@ -27,16 +27,32 @@ public final class Engine: Sendable {
     /// Threads on which the `async` API runs the work (started on first use).
     let threads = EngineThreads()
 
-    /// Opens (or creates) the database at `databasePath`.
-    /// - Throws: ``EngineError`` when the trust store or the database cannot be used.
-    public init(configuration: EngineConfiguration, databasePath: String) throws(EngineError) {
+    /// How this engine opened its database.
+    public let mode: DatabaseMode
+
+    /// Opens the database at `databasePath` as `mode` allows.
+    ///
+    /// - Parameters:
+    ///   - mode: ``DatabaseMode/create`` (the default) creates the database when it
+    ///     does not exist and applies pending migrations, for an engine that records
+    ///     (ingest, usage, serve, sync); ``DatabaseMode/existing`` writes an existing
+    ///     database (replay); ``DatabaseMode/readOnly`` only reads (query, audit,
+    ///     history, changes): it never creates, migrates or writes anything, and
+    ///     works on a read-only copy, as another user, and on a full disk.
+    /// - Throws: ``EngineError`` when the trust store or the database cannot be used:
+    ///   `DATABASE_NOT_FOUND` (no file, for ``DatabaseMode/existing`` and
+    ///   ``DatabaseMode/readOnly``), `DATABASE_TOO_NEW` (written by a newer engine),
+    ///   and the other `DATABASE_*` codes.
+    public init(configuration: EngineConfiguration, databasePath: String, mode: DatabaseMode = .create) throws(EngineError) {
         self.configuration = configuration
         self.databasePath = databasePath
+        self.mode = mode
         self.rulesJSON = JSONWriter.string(configuration.rules.canonicalJSON)
         documentVerifier = try DocumentVerifier(configuration: configuration)
         do {
-            let opened = try EventStore(path: databasePath, hash: { SHA256.hash($0) })
+            let opened = try EventStore(path: databasePath, hash: { SHA256.hash($0) }, mode: mode.storeMode)
             // Before anything is read or written: the database must be this app's (section 2).
+            // A read-only engine only checks; the binding is recorded by the next writer.
             try opened.bind(bundleId: configuration.bundleId, environments: configuration.environments, now: Self.now())
             // A database made before customers were linked keeps otid: customers apart
             // from their appTransactionId until rebuilt once (contract section 5).
@@ -215,6 +231,9 @@ public struct InputBytes: Sendable {
     /// The document's 1-based number in its input (an NDJSON line number, blank lines
     /// counted), echoed as `input` in its results; `nil`: its position in the batch.
     public var number: Int?
+    /// The input was not read to its end (it ran on far past the limit): it is
+    /// at least `size` bytes long.
+    public var sizeIsLowerBound = false
 
     public init(bytes: [UInt8], size: Int? = nil, number: Int? = nil) {
         self.bytes = bytes

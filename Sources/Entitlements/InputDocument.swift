@@ -20,6 +20,11 @@ public enum InputDocument {
         var start = bytes.startIndex
         var end = bytes.endIndex
         while start < end, isSpace(bytes[start]) { start += 1 }
+        // A UTF-8 byte order mark (editors on Windows start files with one) is not part of the document.
+        if bytes[start..<end].starts(with: [0xEF, 0xBB, 0xBF]) {
+            start += 3
+            while start < end, isSpace(bytes[start]) { start += 1 }
+        }
         while end > start, isSpace(bytes[end - 1]) { end -= 1 }
         let trimmed = bytes[start..<end]
         guard let first = trimmed.first else { return .failure(MalformedInput("empty input")) }

@@ -6,7 +6,14 @@ import Darwin
 
 /// Reads NDJSON input from a file descriptor as it arrives, one bounded line
 /// at a time: a line longer than the limit is kept only up to the limit (and
-/// its full size recorded), so hostile input cannot exhaust memory.
+/// its full size recorded), so hostile input cannot exhaust memory. A line that
+/// runs on past the limit plus ``lookAhead`` (`/dev/zero` never ends one) is
+/// handed over at once, marked as larger than that (to be rejected), and the
+/// rest of it is skipped up to its line end.
+///
+/// A line ends at LF, CRLF or a lone CR (files written with classic Mac line
+/// ends); a UTF-8 byte order mark before a document is the document parser's
+/// to skip (``InputDocument``).
 public struct InputReader {
     let fd: Int32
     let limit: Int
@@ -18,7 +25,15 @@ public struct InputReader {
     var atEnd = false
     /// Lines completed so far, blank ones included: the number of the line being read is this + 1.
     var lineNumber = 0
+    /// The rest of a line already handed over as too long is being skipped.
+    var skipping = false
+    /// The last line ended with CR: an LF right after it is part of that line end.
+    var afterCR = false
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
+
+    /// How far past the limit a line is read to learn its size, before it is
+    /// handed over as too long without reading further.
+    public static let lookAhead = 1 << 20
 
     /// Reads standard input.
     public init(standardInputWithLimit limit: Int) {
@@ -52,7 +67,7 @@ public struct InputReader {
                 // A last line without its newline, skipped when blank like any other blank line.
                 let blank = currentSize == current.count && current.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
                 if currentSize > 0 { lineNumber += 1 }
-                if currentSize > 0 && !blank { lines.append(takeCurrent()) } else { current = []; currentSize = 0 }
+                if currentSize > 0 && !blank && !skipping { lines.append(takeCurrent()) } else { current = []; currentSize = 0 }
                 return lines.isEmpty ? nil : lines
             }
             fill()
@@ -97,8 +112,9 @@ public struct InputReader {
         currentSize += 1
     }
 
-    private mutating func takeCurrent() -> InputBytes {
-        let line = InputBytes(bytes: current, size: currentSize, number: lineNumber)
+    private mutating func takeCurrent(sizeIsLowerBound: Bool = false, number: Int? = nil) -> InputBytes {
+        var line = InputBytes(bytes: current, size: currentSize, number: number ?? lineNumber)
+        line.sizeIsLowerBound = sizeIsLowerBound
         current = []
         currentSize = 0
         return line
@@ -106,20 +122,42 @@ public struct InputReader {
 
     private mutating func drainLines(into lines: inout [InputBytes], maxLines: Int) {
         while readIndex < buffer.count && lines.count < maxLines {
-            // Find the next newline from readIndex.
+            if afterCR {
+                afterCR = false
+                if buffer[readIndex] == 0x0A {
+                    readIndex += 1
+                    continue
+                }
+            }
+            // Find the next line end (LF or CR) from readIndex.
             var end = readIndex
-            while end < buffer.count && buffer[end] != 0x0A { end += 1 }
+            while end < buffer.count && buffer[end] != 0x0A && buffer[end] != 0x0D { end += 1 }
+            if skipping {
+                readIndex = end
+                if end == buffer.count { return }
+                skipping = false
+                lineNumber += 1
+                afterCR = buffer[end] == 0x0D
+                readIndex = end + 1
+                continue
+            }
             let room = max(0, limit + 1 - current.count)
             let take = min(room, end - readIndex)
             if take > 0 { current.append(contentsOf: buffer[readIndex..<(readIndex + take)]) }
             currentSize += end - readIndex
             if end == buffer.count {
                 readIndex = end
+                if currentSize > limit + Self.lookAhead {
+                    // Far too long to be worth reading to its end: hand it over now (to be
+                    // rejected and acknowledged), skip the rest of it.
+                    lines.append(takeCurrent(sizeIsLowerBound: true, number: lineNumber + 1))
+                    skipping = true
+                }
                 return
             }
+            afterCR = buffer[end] == 0x0D
             readIndex = end + 1
             lineNumber += 1
-            if current.last == 0x0D { current.removeLast(); currentSize -= 1 }
             if currentSize == 0 || current.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) && currentSize == current.count {
                 current = []
                 currentSize = 0

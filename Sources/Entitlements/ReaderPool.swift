@@ -21,22 +21,36 @@ final class ReaderPool: @unchecked Sendable {
     }
 
     /// Runs `body` with a connection no other caller is using.
+    ///
+    /// Readers open the database read-only (``EventStore/OpenMode/readOnly``):
+    /// they never create, migrate or write it. A reader that had to read the file
+    /// as immutable is used only while the files are unchanged: when a writer has
+    /// been at work meanwhile, it is dropped, and `body` runs again on a fresh one.
     func withReader<T>(_ body: (EventStore) throws(StoreError) -> T) throws(StoreError) -> T {
-        lock.lock()
-        let available = idle.popLast()
-        lock.unlock()
-        let reader: EventStore
-        if let available {
-            reader = available
-        } else {
-            reader = try EventStore(path: path, hash: { SHA256.hash($0) })
-            try reader.prepareForQueries()
-        }
-        defer {
+        var attempt = 0
+        while true {
             lock.lock()
-            if idle.count < keep { idle.append(reader) }
+            var available = idle.popLast()
             lock.unlock()
+            if let reader = available, !reader.isCurrent { available = nil }
+            let reader: EventStore
+            if let available {
+                reader = available
+            } else {
+                reader = try EventStore(path: path, hash: { SHA256.hash($0) }, mode: .readOnly)
+                try reader.prepareForQueries()
+            }
+            let result: Result<T, StoreError>
+            do throws(StoreError) { result = .success(try body(reader)) } catch { result = .failure(error) }
+            attempt += 1
+            if !reader.isCurrent && attempt < Self.attempts { continue }
+            lock.lock()
+            if idle.count < keep && reader.isCurrent { idle.append(reader) }
+            lock.unlock()
+            return try result.get()
         }
-        return try body(reader)
     }
+
+    /// How many times a read is done again when the file changed under an immutable reader.
+    static let attempts = 5
 }

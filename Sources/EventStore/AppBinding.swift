@@ -62,6 +62,15 @@ extension EventStore {
         let dataClass = AppBinding.DataClass(environments)
         let names = environments.map(\.rawValue)
         try mapped {
+            if mode == .readOnly {
+                // A reader only checks, and a database its writer has not migrated yet
+                // (no app_binding table) is bound by that writer.
+                let table = try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'app_binding'") ?? 0
+                if table > 0, let bound = try readBinding() {
+                    try Self.check(bound, bundleId: bundleId, dataClass: dataClass, path: path)
+                }
+                return
+            }
             if let bound = try readBinding() {
                 try Self.check(bound, bundleId: bundleId, dataClass: dataClass, path: path)
                 if names.allSatisfy(bound.environments.contains) { return }

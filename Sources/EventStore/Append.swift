@@ -63,15 +63,22 @@ extension EventStore {
     ///   - receivedAt: the time of receipt, in ms.
     /// - Returns: one outcome per item, in order.
     public func append(_ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64) throws(StoreError) -> [AppendOutcome] {
-        try mapped {
+        try requireWritable()
+        let (outcomes, head) = try mapped {
             try connection.write {
-                let outcomes = try appendInTransaction(items, rules: rules, rulesJSON: rulesJSON, receivedAt: receivedAt)
-                return (outcomes, .commit)
+                var head: LogHead? = nil
+                let outcomes = try appendInTransaction(items, rules: rules, rulesJSON: rulesJSON, receivedAt: receivedAt, head: &head)
+                return ((outcomes, head), .commit)
             }
         }
+        // After the commit, never before: the record never names a head the log may not reach.
+        if let head { recordHead(head) }
+        return outcomes
     }
 
-    private func appendInTransaction(_ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64) throws -> [AppendOutcome] {
+    private func appendInTransaction(
+        _ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64, head: inout LogHead?
+    ) throws -> [AppendOutcome] {
         let engine = try currentEngineState()
         if engine.rulesJSON.isEmpty {
             let record = try connection.cached("UPDATE engine_state SET rules_version = ?, rules_json = ? WHERE id = 1")
@@ -80,6 +87,7 @@ extension EventStore {
             try record.step()
         }
         var (lastSeq, prevHash) = try lastEvent()
+        let firstSeq = lastSeq
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(items.count)
         var batch: [Event] = []
@@ -128,6 +136,7 @@ extension EventStore {
             guard let owner = try owner(of: event, cache: &owners) else { continue }
             outcomes[index] = outcomes[index].naming(owner)
         }
+        if lastSeq > firstSeq { head = LogHead(seq: lastSeq, hash: Self.hex(prevHash)) }
         return outcomes
     }
 

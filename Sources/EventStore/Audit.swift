@@ -1,4 +1,11 @@
 import EntitlementCore
+import Foundation
+import SchemaMigrations
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The first event found that does not match the log's hash chain or its signature.
 public struct AuditFinding: Sendable, Hashable {
@@ -12,11 +19,18 @@ public struct AuditReport: Sendable {
     public var events: Int64
     /// The first event that does not match, or `nil` when the whole log checks out.
     public var firstMismatch: AuditFinding?
-    /// Whether the immutability triggers are in place.
+    /// Whether the immutability triggers are in place and do what the schema
+    /// says (their SQL is compared, not only their names).
     public var triggersPresent: Bool
-    /// The hash of the last event checked (hex). The chain cannot reveal that
-    /// the newest events were deleted: record this outside the database and
-    /// compare it on the next audit.
+    /// What is wrong with the immutability triggers (missing, or changed), when anything is.
+    public var triggerProblems: [String] = []
+    /// The head recorded beside the database at the last commit (see
+    /// ``EventStore/headRecordPath``), when there is one.
+    public var recordedHead: LogHead? = nil
+    /// The hash of the last event checked (hex). The chain alone cannot reveal
+    /// that the newest events were deleted: the engine compares it with the head
+    /// record it writes beside the database, and an operator can pin it
+    /// (`audit --expect-head SEQ:HASH`).
     public var headHash: String = ""
     /// The sequence number of the last event checked.
     public var headSeq: Int64 = 0
@@ -40,9 +54,9 @@ extension EventStore {
     /// - Parameter verify: given the event's kind and raw JWS, returns `nil`
     ///   when it verifies, else what is wrong.
     public func audit(
-        verify: (EventKind, String) -> String?, progress: (Int64) -> Void = { _ in }
+        verify: (EventKind, String) -> String?, expectedHead: LogHead? = nil, progress: (Int64) -> Void = { _ in }
     ) throws(StoreError) -> AuditReport {
-        try audit(reverify: { kind, raw in (verify(kind, raw), nil) }, progress: progress)
+        try audit(reverify: { kind, raw in (verify(kind, raw), nil) }, expectedHead: expectedHead, progress: progress)
     }
 
     /// Recomputes the hash chain over the whole log and, through `reverify`,
@@ -50,17 +64,27 @@ extension EventStore {
     /// input, checks that the facts the reducers read (`event_facts`) and the
     /// event's customer are exactly what that signed input says, and that no
     /// facts belong to no event: the reducers' input is covered, not only the log.
-    /// Stops at the first event that does not match.
+    /// Stops at the first event that does not match. The log must also reach
+    /// the head recorded beside the database at the last commit and `expectedHead`
+    /// (each a sequence number and the hash there): a log that ends before either,
+    /// or holds another event there, lost or rewrote its newest events.
     ///
-    /// - Parameter reverify: given the event's kind and raw JWS, returns what is
-    ///   wrong (`nil` when it verifies) and, when it verifies, the verified input.
+    /// - Parameters:
+    ///   - reverify: given the event's kind and raw JWS, returns what is
+    ///     wrong (`nil` when it verifies) and, when it verifies, the verified input.
+    ///   - expectedHead: a head an operator recorded earlier (`audit` prints it).
     public func audit(
-        reverify: (EventKind, String) -> (problem: String?, input: VerifiedInput?), progress: (Int64) -> Void = { _ in }
+        reverify: (EventKind, String) -> (problem: String?, input: VerifiedInput?), expectedHead: LogHead? = nil,
+        progress: (Int64) -> Void = { _ in }
     ) throws(StoreError) -> AuditReport {
         try mapped {
-            let triggers = try connection.scalarInt(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('events_are_immutable_update', 'events_are_immutable_delete')") ?? 0
-            var report = AuditReport(events: 0, firstMismatch: nil, triggersPresent: triggers == 2)
+            var report = AuditReport(events: 0, firstMismatch: nil, triggersPresent: false)
+            report.triggerProblems = try immutabilityTriggerProblems()
+            report.triggersPresent = report.triggerProblems.isEmpty
+            report.recordedHead = recordedHead()
+            var heads: [(LogHead, String)] = []
+            if let recorded = report.recordedHead { heads.append((recorded, "the head record \(headRecordPath) (written at each commit)")) }
+            if let expectedHead { heads.append((expectedHead, "the expected head")) }
             try connection.read {
                 let scan = try connection.prepare("SELECT seq, identity, kind, raw, prev_hash, hash, customer_key FROM events ORDER BY seq")
                 let factsOf = try connection.prepare("SELECT facts FROM event_facts WHERE customer_key = ? AND seq = ?")
@@ -138,15 +162,24 @@ extension EventStore {
                     } else if eventKind != .usage {
                         everyFactChecked = false
                     }
+                    for (head, source) in heads where head.seq == seq && head.hash != Self.hex(stored) {
+                        mismatch("the event at seq \(seq) is not the one \(source) names (hash \(head.hash)): the log was rewritten from here")
+                        return
+                    }
                     expectedPrev = stored
                     expectedSeq = seq + 1
                     report.headSeq = seq
-                    report.headHash = stored.map { byte in
-                        let hex = String(byte, radix: 16)
-                        return byte < 16 ? "0" + hex : hex
-                    }.joined()
+                    report.headHash = Self.hex(stored)
                     // Also after the first event: a caller sees the audit under way on its snapshot.
                     if report.events == 1 || report.events & 0x3FFF == 0 { progress(report.events) }
+                }
+                // The newest events deleted: the chain that is left is valid, but shorter than
+                // a head that was committed.
+                for (head, source) in heads where head.seq > report.headSeq {
+                    report.firstMismatch = AuditFinding(
+                        seq: report.headSeq + 1, identity: "",
+                        problem: "the log ends at seq \(report.headSeq), but \(source) says seq \(head.seq) (hash \(head.hash)) was committed: the newest events were deleted")
+                    return
                 }
                 // Facts that belong to no event (inserted behind the engine's back) would count on replay.
                 if everyFactChecked, (try connection.scalarInt("SELECT count(*) FROM event_facts") ?? 0) != factsChecked {
@@ -163,4 +196,114 @@ extension EventStore {
             return report
         }
     }
+}
+
+extension EventStore {
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// The triggers that make the log immutable, as the schema defines them: every
+    /// `CREATE TRIGGER` in the migrations whose name says `immutable`.
+    static let immutabilityTriggers: [(name: String, sql: String)] = {
+        guard let migrations = try? SchemaMigrations.all() else { return [] }
+        var triggers: [(String, String)] = []
+        for migration in migrations {
+            var rest = Substring(migration.sql)
+            while let start = rest.range(of: "CREATE TRIGGER") {
+                guard let end = rest[start.upperBound...].range(of: "END;") else { break }
+                let statement = rest[start.lowerBound..<end.lowerBound] + "END"
+                let name = statement.dropFirst("CREATE TRIGGER".count).split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
+                if name.contains("immutable") { triggers.append((name, String(statement))) }
+                rest = rest[end.upperBound...]
+            }
+        }
+        return triggers
+    }()
+
+    /// SQL with every run of whitespace made one space, for comparing what SQLite stored with the schema.
+    static func normalizedSQL(_ sql: String) -> String {
+        let joined = sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        return joined.hasSuffix(";") ? String(joined.dropLast()) : joined
+    }
+
+    /// What is wrong with the immutability triggers: each must exist with exactly
+    /// the SQL the schema gives it. A trigger of the same name that does something
+    /// else (nothing, say) would let `DELETE FROM events` through.
+    func immutabilityTriggerProblems() throws -> [String] {
+        let stored = try connection.prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'")
+        var byName: [String: String] = [:]
+        while try stored.step() { byName[stored.string(0) ?? ""] = stored.string(2) ?? "" }
+        var problems: [String] = []
+        for (name, sql) in Self.immutabilityTriggers {
+            guard let found = byName[name] else {
+                problems.append("trigger \(name) is missing: the table it guards can be changed")
+                continue
+            }
+            if Self.normalizedSQL(found) != Self.normalizedSQL(sql) {
+                problems.append("trigger \(name) is not the schema's (its SQL is `\(Self.normalizedSQL(found).prefix(200))`): it may not refuse the change it is named for")
+            }
+        }
+        return problems
+    }
+
+    /// Where the engine records the log's head (sequence number and hash) after
+    /// every commit that appends: beside the database, outside it, so that deleting
+    /// the newest events from the database does not delete the record of them.
+    public var headRecordPath: String { path + "-head" }
+
+    /// The head recorded at the last commit, or `nil` when there is no record.
+    public func recordedHead() -> LogHead? {
+        let fd = open(headRecordPath, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return LogHead(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Records `head` beside the database, unless the record already names a
+    /// later head (another process committed after this one). Written to a
+    /// temporary file and renamed, so the record is never torn; a failure to write
+    /// it (a full disk) leaves the previous record, which still names a head the
+    /// log must reach.
+    func recordHead(_ head: LogHead) {
+        if let recorded = recordedHead(), recorded.seq >= head.seq { return }
+        // A name of its own (engines in one process, or in several, may record at once).
+        let temporary = headRecordPath + ".\(getpid()).\(UInt64.random(in: 0...UInt64.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0 else { return }
+        let bytes = Array((head.description + "\n").utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        if written == bytes.count, rename(temporary, headRecordPath) == 0 { return }
+        unlink(temporary)
+    }
+}
+
+/// The newest event of the log: its sequence number and chained hash (hex), as
+/// `audit` prints them (`headSeq`, `headHash`) and `--expect-head SEQ:HASH` takes them.
+public struct LogHead: Sendable, Hashable, CustomStringConvertible {
+    public var seq: Int64
+    public var hash: String
+
+    public init(seq: Int64, hash: String) {
+        self.seq = seq
+        self.hash = hash.lowercased()
+    }
+
+    /// Parses `SEQ:HASH` (a sequence number and 64 hex digits); `nil` when malformed.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let seq = Int64(parts[0]), seq >= 0, parts[1].count == 64,
+            parts[1].allSatisfy({ $0.isHexDigit })
+        else { return nil }
+        self.init(seq: seq, hash: String(parts[1]))
+    }
+
+    public var description: String { "\(seq):\(hash)" }
 }

@@ -1,5 +1,4 @@
 import EntitlementCore
-import SchemaMigrations
 
 /// The SQLite event store: the append-only log of verified events, the
 /// quarantine of rejected inputs, and the per-customer projections.
@@ -15,21 +14,25 @@ public final class EventStore {
     /// store needs no crypto library of its own.
     public typealias HashFunction = @Sendable ([UInt8]) -> [UInt8]
 
-    /// Opens the database at `path`, creating it and applying migrations as needed.
-    /// - Throws: ``StoreError`` with a code a person can act on (read-only, corrupt, cannot open).
-    public init(path: String, hash: @escaping HashFunction, busyTimeoutMilliseconds: Int32 = 10_000) throws(StoreError) {
+    /// How this store was opened.
+    public let mode: OpenMode
+    /// For a reader that reads the file as immutable, what the files looked like when it opened.
+    let snapshot: ReadSnapshot?
+
+    /// Opens the database at `path` as `mode` allows: creating it and applying
+    /// migrations (``OpenMode/create``, the default), writing an existing one
+    /// (``OpenMode/existing``), or only reading it (``OpenMode/readOnly``).
+    /// Another writer holding the lock while the database is created or migrated
+    /// is waited for, never reported.
+    /// - Throws: ``StoreError`` with a code a person can act on (`DATABASE_NOT_FOUND`,
+    ///   `DATABASE_TOO_NEW`, read-only, corrupt, cannot open).
+    public init(
+        path: String, hash: @escaping HashFunction, mode: OpenMode = .create, busyTimeoutMilliseconds: Int32 = 10_000
+    ) throws(StoreError) {
         self.path = path
         self.hash = hash
-        do {
-            connection = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-            try Migrator.migrate(connection, migrations: try SchemaMigrations.all())
-        } catch let error as SQLiteError {
-            throw StoreError(error, path: path)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(code: .cannotOpen, message: "cannot prepare the database \(path): \(error)")
-        }
+        self.mode = mode
+        (connection, snapshot) = try Self.openConnection(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     }
 
     /// Runs `body`, turning SQLite failures into ``StoreError``.
@@ -43,6 +46,13 @@ public final class EventStore {
         } catch {
             throw StoreError(code: .sqlite, message: "\(error)")
         }
+    }
+
+    /// Throws `DATABASE_READ_ONLY` for a store opened ``OpenMode/readOnly``.
+    func requireWritable() throws(StoreError) {
+        guard mode == .readOnly else { return }
+        throw StoreError(
+            code: .readOnly, message: "the database \(path) was opened read-only (for a command that only reads); nothing was written")
     }
 
     /// The underlying connection, for tests and tools that inspect the schema.

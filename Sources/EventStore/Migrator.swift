@@ -2,21 +2,71 @@ import SchemaMigrations
 
 /// Applies the schema migrations in order, each with its record in one transaction.
 public enum Migrator {
+    /// Where a database's schema stands against the migrations this engine knows.
+    public enum SchemaStatus: Sendable, Equatable {
+        /// No engine schema yet (a new, empty file, or one being created right now).
+        case empty
+        /// Every known migration applied.
+        case current
+        /// Some known migrations not applied yet (a writer applies them on open).
+        case behind(missing: [String])
+    }
+
+    /// The number a migration identifier starts with (`"004_projections_next"` -> 4).
+    static func number(of identifier: String) -> Int {
+        Int(identifier.prefix { $0.isNumber }) ?? 0
+    }
+
+    /// Reads, without writing or taking the write lock, where the schema stands.
+    /// - Throws: ``StoreError`` `DATABASE_TOO_NEW` when the database records a
+    ///   migration this engine does not know, or a `user_version` above the
+    ///   highest migration number it knows: a newer engine wrote it, and this one
+    ///   must not read or write it with an older idea of the schema.
+    public static func status(_ connection: Connection, migrations: [SchemaMigrations.Migration]) throws -> SchemaStatus {
+        let known = Set(migrations.map(\.identifier))
+        let highest = migrations.map { number(of: $0.identifier) }.max() ?? 0
+        let userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
+        let hasRecord = try connection.scalarInt(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
+        var applied: [String] = []
+        if hasRecord > 0 { applied = try appliedIdentifiers(connection) }
+        let unknown = applied.filter { !known.contains($0) }.sorted()
+        if !unknown.isEmpty || userVersion > Int64(highest) {
+            let what = unknown.isEmpty
+                ? "its schema version is \(userVersion), this engine knows up to \(highest)"
+                : "it records migration\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) that this engine does not know"
+            throw StoreError(
+                code: .tooNew,
+                message: "the database \(connection.path) was written by a newer version of the engine (\(what)); nothing was read or written: run the newer engine, or restore a backup made by this version")
+        }
+        if hasRecord == 0 {
+            let tables = try connection.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
+            if tables > 0 {
+                throw StoreError(
+                    code: .corrupt, message: "\(connection.path) is an SQLite database but not one made by this engine (it has no schema_migrations table)")
+            }
+            return .empty
+        }
+        let missing = migrations.map(\.identifier).filter { !applied.contains($0) }
+        return missing.isEmpty ? .current : .behind(missing: missing)
+    }
+
     /// Brings the database up to date. Safe to run from several processes at once:
     /// each step re-checks, under the write lock, whether it was already applied.
+    /// A database written by a newer engine is refused before anything is written.
     /// - Returns: the identifiers applied by this call.
     @discardableResult
     public static func migrate(_ connection: Connection, migrations: [SchemaMigrations.Migration]) throws -> [String] {
         // Up to date already (every open but the first): a read, no write lock. Opening
         // must not queue behind writers, or a query could fail on a busy database.
-        if let done = try? appliedIdentifiers(connection), migrations.allSatisfy({ done.contains($0.identifier) }) {
-            return []
-        }
+        if try status(connection, migrations: migrations) == .current { return [] }
         try connection.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (identifier TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT")
         var applied: [String] = []
         for migration in migrations {
             let didApply: Bool = try connection.write {
+                // Under the write lock: another engine may have got there first, newer or not.
+                _ = try status(connection, migrations: migrations)
                 let check = try connection.cached("SELECT 1 FROM schema_migrations WHERE identifier = ?")
                 // A stepped statement pins a read snapshot until reset: reset it at once.
                 defer { check.reset() }
@@ -31,6 +81,12 @@ public enum Migrator {
                     "INSERT INTO schema_migrations (identifier, applied_at) VALUES (?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))")
                 try record.bind(1, migration.identifier)
                 try record.step()
+                // The schema version says how far this database has come, so that an older
+                // engine refuses it (DATABASE_TOO_NEW) even before reading schema_migrations.
+                let number = Self.number(of: migration.identifier)
+                if (try connection.scalarInt("PRAGMA user_version") ?? 0) < Int64(number) {
+                    try connection.execute("PRAGMA user_version = \(number)")
+                }
                 return (true, .commit)
             }
             if didApply { applied.append(migration.identifier) }
@@ -43,12 +99,12 @@ public enum Migrator {
     /// `Connection.editingSchema`).
     static let editsSchemaMarker = "-- migrator: edits sqlite_master"
 
-    /// The identifiers recorded as applied (throws when there is no record table yet).
-    private static func appliedIdentifiers(_ connection: Connection) throws -> Set<String> {
+    /// The identifiers recorded as applied.
+    private static func appliedIdentifiers(_ connection: Connection) throws -> [String] {
         let statement = try connection.prepare("SELECT identifier FROM schema_migrations")
         defer { statement.reset() }
-        var identifiers: Set<String> = []
-        while try statement.step() { identifiers.insert(statement.string(0) ?? "") }
+        var identifiers: [String] = []
+        while try statement.step() { identifiers.append(statement.string(0) ?? "") }
         return identifiers
     }
 }

@@ -154,6 +154,7 @@ extension EventStore {
     /// committed (for copying it, or before a process exits). Committed data
     /// is durable either way; a checkpoint that readers hold back is left for later.
     public func checkpoint() throws(StoreError) {
+        guard mode != .readOnly else { return }
         try mapped {
             // Never wait for other processes' readers (a long replay, say): what they
             // still need stays in the log, and the next checkpoint moves it.

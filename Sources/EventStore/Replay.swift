@@ -20,11 +20,15 @@ public struct ReplayDiff: Sendable, Hashable {
     public var customerKey: CustomerKey
     public var before: [String]
     public var after: [String]
+    /// The customer had a projection but has no event left in the log (the log
+    /// lost events): the rebuilt state no longer has them at all.
+    public var removed: Bool
 
-    public init(customerKey: CustomerKey, before: [String], after: [String]) {
+    public init(customerKey: CustomerKey, before: [String], after: [String], removed: Bool = false) {
         self.customerKey = customerKey
         self.before = before
         self.after = after
+        self.removed = removed
     }
 }
 
@@ -35,9 +39,11 @@ public struct ReplayReport: Sendable {
     /// Customers rebuilt.
     public var customers: Int64
     /// Customers whose state differs from what was stored before: their stored
-    /// facts differ, or their answer at `now` differs under the new rules.
+    /// facts differ, or their answer at `now` differs under the new rules, or
+    /// they are new, or they had a projection and no longer have any event.
     public var changed: Int64
-    /// Customers whose active entitlements at `now` changed (when asked for).
+    /// Customers whose active entitlements at `now` changed, and customers that
+    /// disappeared (when asked for).
     public var diffs: [ReplayDiff]
     /// Events appended by other writers while the replay ran, applied before the swap.
     public var caughtUp: Int64
@@ -57,7 +63,8 @@ extension EventStore {
         rules: Rules, rulesJSON: String, now: Int64, collectDiff: Bool, chunkSize: Int = 2_000,
         progress: (ReplayProgress) -> Void = { _ in }
     ) throws(StoreError) -> ReplayReport {
-        try mapped { () throws -> ReplayReport in
+        try requireWritable()
+        return try mapped { () throws -> ReplayReport in
             let (previous, next): (EngineState, Int64) = try connection.write { () throws -> ((EngineState, Int64), Connection.Completion) in
                 let engine = try currentEngineState()
                 // The previous replay's retired generation (or what a replay killed before
@@ -101,6 +108,23 @@ extension EventStore {
                 var buffered: [(CustomerKey, [UInt8], Int64)] = []
                 buffered.reserveCapacity(chunkSize)
 
+                // Rows of the previous generation the in-order join passed over: a customer
+                // gathered and finished after the scan, or one with no facts left in the log
+                // (events deleted behind the engine's back), which is a change the diff shows.
+                var passedOver: [(key: CustomerKey, active: [String])] = []
+                var finishedOutOfOrder: Set<CustomerKey> = []
+                func passOldRow() throws {
+                    let key = oldInOrder.string(0) ?? ""
+                    var active: [String] = []
+                    if collectDiff {
+                        active = (try? oldInOrder.withBlob(1) { bytes throws(CodecError) in
+                            try Evaluation.evaluate(stateBytes: bytes, rules: previousRules ?? rules, at: now)
+                        })?.activeEntitlements ?? []
+                    }
+                    passedOver.append((key, active))
+                    oldHasRow = try oldInOrder.step()
+                }
+
                 func finishCustomer(_ key: CustomerKey, _ lastSeq: Int64, _ newBytes: [UInt8], outOfOrder: Bool = false) throws {
                     // Merge-join with the previous generation, both ordered by key; a
                     // gathered customer (finished after the scan) looks its row up.
@@ -114,10 +138,11 @@ extension EventStore {
                         try oldByKey.bind(1, previous.generation)
                         try oldByKey.bind(2, key)
                         oldRow = try oldByKey.step()
+                        finishedOutOfOrder.insert(key)
                     } else {
                         old = oldInOrder
                         column = 1
-                        while oldHasRow, let oldKey = old.string(0), oldKey < key { oldHasRow = try old.step() }
+                        while oldHasRow, let oldKey = old.string(0), oldKey < key { try passOldRow() }
                         oldRow = oldHasRow && old.string(0) == key
                     }
                     defer { if outOfOrder { oldByKey.reset() } }
@@ -150,6 +175,8 @@ extension EventStore {
                         }
                     }
                     if differs { report.changed += 1 }
+                    // Past the matched row: a row passed over later is not this customer's.
+                    if hasOld && !outOfOrder { oldHasRow = try oldInOrder.step() }
                     report.customers += 1
                     buffered.append((key, newBytes, lastSeq))
                     if buffered.count >= chunkSize { try flush() }
@@ -258,6 +285,11 @@ extension EventStore {
                 if !gathered.chunk.customers.isEmpty {
                     let chunk = gathered.sorted()
                     try finish(chunk, chunk.reduce(rules: rules), outOfOrder: true)
+                }
+                while oldHasRow { try passOldRow() }
+                for (key, active) in passedOver where !finishedOutOfOrder.contains(key) {
+                    report.changed += 1
+                    if collectDiff { report.diffs.append(ReplayDiff(customerKey: key, before: active, after: [], removed: true)) }
                 }
                 try flush()
                 try writer.finish()

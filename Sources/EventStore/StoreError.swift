@@ -24,6 +24,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case mismatch = "DATABASE_MISMATCH"
         /// Anything else SQLite reported.
         case sqlite = "DATABASE_ERROR"
+        /// A command that only reads (or must not create one) found no database file.
+        case notFound = "DATABASE_NOT_FOUND"
+        /// The database was written by a newer engine (a migration this one does not know).
+        case tooNew = "DATABASE_TOO_NEW"
     }
 
     public var code: Code
@@ -38,6 +42,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// Maps an SQLite failure to the code a user needs.
     public init(_ error: SQLiteError, path: String) {
+        if Self.isOutOfSpace(error, path: path) {
+            self.init(code: .full, message: "the disk holding \(path) is full; nothing was written (\(error.message))")
+            return
+        }
         switch error.code {
         case ResultCode.readOnly:
             self.init(code: .readOnly, message: "the database \(path) is read-only; nothing was written (\(error.message))")
@@ -57,6 +65,33 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         default:
             self.init(code: .sqlite, message: error.description)
         }
+    }
+
+    /// Whether an I/O failure came from the disk (or a quota, or the file-size limit)
+    /// running out: SQLite reports a `-shm` file that cannot grow on a full disk as
+    /// `SQLITE_IOERR_SHMSIZE`, with `errno` `ENOSPC`.
+    /// SQLite's record of `errno` can be overwritten by the calls it makes after
+    /// the failure, so an I/O error is also taken for a full disk when the disk
+    /// holding the database has less than 1 MiB left, or its file-size limit
+    /// (`ulimit -f`) is within 1 MiB of the database or its `-wal`.
+    static func isOutOfSpace(_ error: SQLiteError, path: String) -> Bool {
+        guard ResultCode.ioError ~= error.code || ResultCode.cantOpen ~= error.code else { return false }
+        switch error.systemErrno {
+        case ENOSPC, EDQUOT, EFBIG: return true
+        default: break
+        }
+        guard ResultCode.ioError ~= error.code else { return false }
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        var disk = statvfs()
+        if statvfs(folder.isEmpty ? "/" : folder, &disk) == 0, UInt64(disk.f_bavail) * UInt64(disk.f_frsize) < 1 << 20 { return true }
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max {
+            var info = stat()
+            for file in [path, path + "-wal"] where stat(file, &info) == 0 {
+                if UInt64(info.st_size) + (1 << 20) >= UInt64(limit.rlim_cur) { return true }
+            }
+        }
+        return false
     }
 
     /// Whether `path` is an existing file that this process cannot write, or whose folder it cannot write.

@@ -18,7 +18,11 @@ enum ExitCode: Int32 {
 enum Commands {
     static let defaultDatabase = "entitlements.sqlite"
 
-    static func loadEngine(_ arguments: Arguments, command: String, mustExist: Bool = false) throws(UsageError) -> (Engine?, ExitCode) {
+    /// Loads the configuration and opens the database as `mode` allows: commands
+    /// that only read open it ``DatabaseMode/readOnly`` (a missing file is
+    /// `DATABASE_NOT_FOUND`, nothing is created or migrated), `replay`
+    /// ``DatabaseMode/existing``, commands that record ``DatabaseMode/create``.
+    static func loadEngine(_ arguments: Arguments, command: String, mode: DatabaseMode = .create) throws(UsageError) -> (Engine?, ExitCode) {
         guard let configPath = arguments.values["--config"] else {
             throw UsageError(message: "--config PATH is required", command: command)
         }
@@ -30,14 +34,8 @@ enum Commands {
             return (nil, .usage)
         }
         let database = arguments.values["--db"] ?? defaultDatabase
-        let folder = URL(fileURLWithPath: database).deletingLastPathComponent().path
-        if mustExist && !FileManager.default.fileExists(atPath: database) && FileManager.default.fileExists(atPath: folder) {
-            // A wrong --db must not leave an empty database behind: nothing is known there.
-            Output.line(["error": ["code": "NOT_FOUND", "message": .string("no database at \(database): nothing has been ingested there (check --db)")]])
-            return (nil, .rejected)
-        }
         do {
-            let engine = try Engine(configuration: configuration, databasePath: database)
+            let engine = try Engine(configuration: configuration, databasePath: database, mode: mode)
             return (engine, .success)
         } catch {
             Output.error("entitlements \(command): \(error.code): \(error.message)")
@@ -59,14 +57,14 @@ enum Commands {
         let batch = Int(try arguments.integer("--batch") ?? 512)
         guard workers >= 1, workers <= 64 else { throw UsageError(message: "--workers expects 1 to 64", command: "ingest") }
         guard batch >= 1, batch <= 100_000 else { throw UsageError(message: "--batch expects 1 to 100000", command: "ingest") }
-        let (loaded, code) = try loadEngine(arguments, command: "ingest")
+        let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
+        // Every file is checked before anything is read, created or committed.
+        try checkInputs(files, command: "ingest")
+        let (loaded, code) = try loadEngine(arguments, command: "ingest", mode: .create)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let limit = engine.configuration.maxInputBytes
         var anyRejected = false
-        let files = arguments.positional.isEmpty ? ["-"] : arguments.positional
-        // Every file is checked before anything is ingested: a usage error commits nothing.
-        try checkInputs(files, command: "ingest")
 
         func run(_ documents: [InputBytes]) -> EngineError? {
             do {
@@ -85,7 +83,7 @@ enum Commands {
             switch try openInput(file, limit: limit, command: "ingest") {
             case .whole(let document):
                 if let error = run([document]) { return storageFailure("ingest", error) }
-            case .lines(var reader) where file == "-":
+            case .lines(var reader) where file == "-" || !isRegularFile(file):
                 // A live stream: each batch is committed and acknowledged before the next is read.
                 defer { reader.close() }
                 while let lines = reader.nextBatch(maxLines: batch) {
@@ -134,7 +132,8 @@ enum Commands {
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 throw UsageError(message: "input \(file) is a folder, not a file (give the files in it)", command: command)
             }
-            let fd = open(file, O_RDONLY)
+            // Without waiting for a writer, should it be a named pipe.
+            let fd = open(file, O_RDONLY | O_NONBLOCK)
             guard fd >= 0 else {
                 let reason = errno
                 let why = reason == EACCES || reason == EPERM ? "permission denied" : String(cString: strerror(reason))
@@ -142,6 +141,13 @@ enum Commands {
             }
             close(fd)
         }
+    }
+
+    /// Whether `path` is a regular file (not a pipe or a device such as `/dev/zero`,
+    /// which are read as streams: a batch at a time, each acknowledged before the next).
+    static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
     static func openInput(_ file: String, limit: Int, command: String) throws(UsageError) -> Input {
@@ -158,16 +164,19 @@ enum Commands {
     /// `nil` when it should be read as NDJSON (one document per line).
     static func wholeDocument(path: String, limit: Int) -> InputBytes? {
         // Larger than one input may be: it can only be NDJSON.
+        // Only a regular file is read whole: a device or a pipe may never end.
         var info = stat()
-        guard stat(path, &info) == 0, Int(info.st_size) <= limit else { return nil }
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) <= limit else { return nil }
         guard var reader = InputReader(path: path, limit: limit) else { return nil }
         defer { reader.close() }
         let all = reader.readAll()
         guard all.size <= limit else { return nil }
-        let lines = all.bytes.split(separator: 0x0A, omittingEmptySubsequences: true)
+        let lines = all.bytes.split(omittingEmptySubsequences: true) { $0 == 0x0A || $0 == 0x0D }
             .filter { !$0.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } }
         if lines.count <= 1 { return nil }
-        guard (try? JSONParser().parse(all.bytes)) != nil else { return nil }
+        // A byte order mark before the document is skipped (as InputDocument does).
+        let body = all.bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? all.bytes.dropFirst(3) : all.bytes[...]
+        guard (try? JSONParser().parse(body)) != nil else { return nil }
         return all
     }
 
@@ -189,7 +198,7 @@ enum Commands {
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "query")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "query", mustExist: true)
+        let (loaded, code) = try loadEngine(arguments, command: "query", mode: .readOnly)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let query: CustomerQuery
@@ -218,7 +227,7 @@ enum Commands {
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "replay")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "replay")
+        let (loaded, code) = try loadEngine(arguments, command: "replay", mode: .existing)
         guard let engine = loaded else { return code }
         let showProgress = !arguments.flags.contains("--quiet") && (arguments.flags.contains("--progress") || Output.stderrIsTerminal)
         let meter = ProgressMeter(enabled: showProgress)
@@ -248,11 +257,14 @@ enum Commands {
             object["rulesVersion"] = .string(report.rulesVersion)
             if arguments.flags.contains("--diff") {
                 object["diff"] = .array(
-                    report.diffs.map {
-                        [
-                            "appTransactionId": .string($0.customerKey), "before": .array($0.before.map { .string($0) }),
-                            "after": .array($0.after.map { .string($0) }),
-                        ]
+                    report.diffs.map { diff in
+                        var line = JSONObject()
+                        line["appTransactionId"] = .string(diff.customerKey)
+                        line["before"] = .array(diff.before.map { .string($0) })
+                        line["after"] = .array(diff.after.map { .string($0) })
+                        // A customer with no event left in the log (events deleted by hand).
+                        if diff.removed { line["removed"] = true }
+                        return .object(line)
                     })
             }
             Output.line(.object(object))
@@ -303,15 +315,23 @@ enum Commands {
     // MARK: audit
 
     static func audit(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
-        let arguments = try Arguments(args, command: "audit", valued: ["--db", "--config"], switches: ["--progress"])
+        let arguments = try Arguments(
+            args, command: "audit", valued: ["--db", "--config", "--expect-head"], switches: ["--progress"])
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "audit")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "audit")
+        var expectedHead: LogHead? = nil
+        if let text = arguments.values["--expect-head"] {
+            guard let head = LogHead(text) else {
+                throw UsageError(message: "--expect-head expects SEQ:HASH as audit prints them (headSeq, headHash), got \"\(text)\"", command: "audit")
+            }
+            expectedHead = head
+        }
+        let (loaded, code) = try loadEngine(arguments, command: "audit", mode: .readOnly)
         guard let engine = loaded else { return code }
         let meter = ProgressMeter(enabled: arguments.flags.contains("--progress") || Output.stderrIsTerminal)
         do {
-            let report = try engine.audit(progress: { meter.report(label: "audited", done: $0, total: nil) })
+            let report = try engine.audit(expectedHead: expectedHead, progress: { meter.report(label: "audited", done: $0, total: nil) })
             meter.finish()
             var object = JSONObject()
             object["events"] = .int(report.events)
@@ -319,6 +339,10 @@ enum Commands {
             // Record these outside the database: deleting the newest events leaves a valid shorter chain.
             object["headSeq"] = .int(report.headSeq)
             object["headHash"] = .string(report.headHash)
+            if !report.triggerProblems.isEmpty { object["triggerProblems"] = .array(report.triggerProblems.map { .string($0) }) }
+            if let recorded = report.recordedHead {
+                object["recordedHead"] = ["seq": .int(recorded.seq), "hash": .string(recorded.hash)]
+            }
             if let mismatch = report.firstMismatch {
                 object["ok"] = false
                 object["firstMismatch"] = [

@@ -75,7 +75,9 @@ enum ConsumptionCommand {
             options.refundPreference = preference
         }
 
-        let (loaded, code) = try Commands.loadEngine(arguments, command: "consumption", mustExist: true)
+        // Reading only, unless --send records Apple's answer; never creates the database.
+        let (loaded, code) = try Commands.loadEngine(
+            arguments, command: "consumption", mode: arguments.flags.contains("--send") ? .existing : .readOnly)
         guard let engine = loaded else { return code }
         do {
             if pending {

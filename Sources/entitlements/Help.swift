@@ -13,7 +13,7 @@ enum Help {
           entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]
           entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
           entitlements verify  --config PATH [FILE ...]
-          entitlements audit   [--db PATH] --config PATH [--progress]
+          entitlements audit   [--db PATH] --config PATH [--expect-head SEQ:HASH] [--progress]
           entitlements history [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) [--until MS]
           entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
           entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
@@ -104,7 +104,8 @@ enum Help {
             OPTIONS
               --db PATH     database (default entitlements.sqlite)
               --config PATH configuration file (required)
-              --diff        also list the customers whose active entitlements (now) change
+              --diff        also list the customers whose active entitlements (now) change, and
+                          those left with no event in the log ("removed": true)
               --reverify    first re-verify every stored JWS against the current trust store
               --progress    progress on stderr even when it is not a terminal
               --quiet       no progress
@@ -120,15 +121,22 @@ enum Help {
               --config PATH   configuration file (required)
             """,
         "audit": """
-            entitlements audit [--db PATH] --config PATH [--progress]
+            entitlements audit [--db PATH] --config PATH [--expect-head SEQ:HASH] [--progress]
 
             Recomputes the log's hash chain and re-verifies every stored JWS against the
-            trust store; reports the first event that does not match. Exit 1 if one does.
+            trust store; checks that the immutability triggers are the schema's (their SQL)
+            and that the log reaches the head recorded beside the database at each commit
+            (PATH-head); reports the first event that does not match. Exit 1 if one does.
+            Prints headSeq and headHash: record them elsewhere to pin them later. Opens the
+            database read-only (works on a read-only copy, as another user, on a full disk);
+            a missing database is DATABASE_NOT_FOUND, exit 3.
 
             OPTIONS
-              --db PATH       database (default entitlements.sqlite)
-              --config PATH   configuration file (required)
-              --progress      progress on stderr even when it is not a terminal
+              --db PATH                database (default entitlements.sqlite)
+              --config PATH            configuration file (required)
+              --expect-head SEQ:HASH   a head recorded earlier (headSeq:headHash): the log must
+                                       reach it with that hash, or the newest events were deleted
+              --progress               progress on stderr even when it is not a terminal
             """,
         "demo": """
             entitlements demo

@@ -24,7 +24,7 @@ extension Commands {
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "history")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "history", mustExist: true)
+        let (loaded, code) = try loadEngine(arguments, command: "history", mode: .readOnly)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let subject: CustomerQuery

@@ -6,36 +6,55 @@ public final class Connection {
     let handle: OpaquePointer
     private var cache: [String: Statement] = [:]
     public let path: String
+    /// How this connection was opened.
+    public let mode: Mode
     /// The page size of databases this build creates.
     public static let newDatabasePageSize = 16_384
 
     /// How a connection is opened.
     public enum Mode: Sendable {
+        /// Reads and writes; creates the file when it does not exist.
         case readWrite
+        /// Reads and writes an existing file; a missing file is `SQLITE_CANTOPEN`.
+        case readWriteExisting
+        /// Reads only, through SQLite's shared-memory WAL index (the `-shm` and
+        /// `-wal` files beside the database, created when missing and possible).
         case readOnly
+        /// Reads only, as if the file could not change (`immutable=1`): no locks,
+        /// no `-shm` or `-wal` created or read. Only correct while no other
+        /// connection writes the file; see ``EventStore/OpenMode/readOnly``.
+        case immutable
     }
 
-    /// Opens (and creates, in read-write mode) the database at `path`, in WAL
-    /// mode with `synchronous = NORMAL` and a busy timeout.
+    /// Opens (and creates, in ``Mode/readWrite``) the database at `path`; writers
+    /// in WAL mode with `synchronous = NORMAL`; all with a busy timeout.
     public init(path: String, mode: Mode = .readWrite, busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
         var handle: OpaquePointer?
         let flags: Int32
+        var name = path
         switch mode {
         case .readWrite: flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        case .readWriteExisting: flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
         case .readOnly: flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+        case .immutable:
+            flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+            name = "file:" + Self.uriEscaped(path) + "?immutable=1"
         }
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        let code = sqlite3_open_v2(name, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let systemErrno = handle.map { sqlite3_system_errno($0) } ?? 0
             if let handle { sqlite3_close_v2(handle) }
-            throw SQLiteError(code: ResultCode(rawValue: code), message: "cannot open database at \(path): \(message)")
+            throw SQLiteError(
+                code: ResultCode(rawValue: code), message: "cannot open database at \(path): \(message)", systemErrno: systemErrno)
         }
         self.handle = handle
         self.path = path
+        self.mode = mode
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         _ = csqlite_enable_defensive(handle)
-        if mode == .readWrite {
+        if (mode == .readWrite || mode == .readWriteExisting) && path != ":memory:" {
             // A new database gets 16 KB pages (SQLite's default is 4 KB); an existing one
             // keeps its own, as SQLite ignores this once the file exists. Replay reads the
             // facts and projections scattered between the log's rows: with 4 KB pages
@@ -65,7 +84,25 @@ public final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    /// `path` as the path part of an SQLite `file:` URI (`%`, `?` and `#` escaped).
+    static func uriEscaped(_ path: String) -> String {
+        var out = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), 0..<0x20, 0x7F...:
+                let hex = String(byte, radix: 16, uppercase: true)
+                out += "%" + (byte < 16 ? "0" + hex : hex)
+            default:
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+        }
+        return out
+    }
+
     var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// The operating system's error number behind the last failure (`ENOSPC` for a full disk), or 0.
+    var lastSystemErrno: Int32 { sqlite3_system_errno(handle) }
 
     /// Runs one or more SQL statements that return no rows.
     public func execute(_ sql: String) throws(SQLiteError) {
@@ -74,7 +111,8 @@ public final class Connection {
         if code != SQLITE_OK {
             let message = error.map { String(cString: $0) } ?? lastMessage
             sqlite3_free(error)
-            throw SQLiteError(code: ResultCode(rawValue: sqlite3_extended_errcode(handle)), message: message, sql: sql)
+            throw SQLiteError(
+                code: ResultCode(rawValue: sqlite3_extended_errcode(handle)), message: message, sql: sql, systemErrno: lastSystemErrno)
         }
     }
 

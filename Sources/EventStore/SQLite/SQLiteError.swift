@@ -40,11 +40,14 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public var code: ResultCode
     public var message: String
     public var sql: String?
+    /// The operating system's error number behind it (`errno`), or 0.
+    public var systemErrno: Int32
 
-    public init(code: ResultCode, message: String, sql: String? = nil) {
+    public init(code: ResultCode, message: String, sql: String? = nil, systemErrno: Int32 = 0) {
         self.code = code
         self.message = message
         self.sql = sql
+        self.systemErrno = systemErrno
     }
 
     public var description: String {

@@ -16,7 +16,8 @@ public final class Statement {
         var handle: OpaquePointer?
         let code = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
         guard code == SQLITE_OK, let handle else {
-            throw SQLiteError(code: ResultCode(rawValue: code), message: connection.lastMessage, sql: sql)
+            throw SQLiteError(
+                code: ResultCode(rawValue: code), message: connection.lastMessage, sql: sql, systemErrno: connection.lastSystemErrno)
         }
         self.handle = handle
         self.connection = connection
@@ -27,7 +28,7 @@ public final class Statement {
 
     func check(_ code: Int32) throws(SQLiteError) {
         guard code == SQLITE_OK else {
-            throw SQLiteError(code: ResultCode(rawValue: code), message: connection.lastMessage, sql: sql)
+            throw SQLiteError(code: ResultCode(rawValue: code), message: connection.lastMessage, sql: sql, systemErrno: connection.lastSystemErrno)
         }
     }
 
@@ -67,7 +68,9 @@ public final class Statement {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default:
-            let error = SQLiteError(code: ResultCode(rawValue: sqlite3_extended_errcode(connection.handle)), message: connection.lastMessage, sql: sql)
+            let error = SQLiteError(
+                code: ResultCode(rawValue: sqlite3_extended_errcode(connection.handle)), message: connection.lastMessage, sql: sql,
+                systemErrno: connection.lastSystemErrno)
             sqlite3_reset(handle)
             throw error
         }

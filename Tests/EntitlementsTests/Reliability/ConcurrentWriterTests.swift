@@ -63,7 +63,9 @@ extension Reliability {
 
             for (index, (running, share)) in writers.enumerated() {
                 let outcome = running.wait()
-                #expect(outcome.status == 1 && !outcome.signaled, "writer \(index) exit \(outcome.status): \(outcome.stderr)")
+                // Exit 1 exactly when the writer's share holds a rejected item.
+                let rejects = share.contains { $0.items.contains { if case .rejected = $0 { return true } else { return false } } }
+                #expect(outcome.status == (rejects ? 1 : 0) && !outcome.signaled, "writer \(index) exit \(outcome.status): \(outcome.stderr)")
                 #expect(!outcome.stderr.contains("DATABASE") && !outcome.stderr.lowercased().contains("locked")
                         && !outcome.stderr.lowercased().contains("busy"), "writer \(index): \(outcome.stderr)")
                 expectOutcomes(outcome.stdout, for: share)
@@ -97,7 +99,8 @@ extension Reliability {
             #expect(ingest.process.isRunning, "ingest gave up while the database was locked")
             try holder.execute("COMMIT")
             let outcome = ingest.wait(timeout: 60)
-            #expect(outcome.status == 0 || outcome.status == 1, "exit \(outcome.status): \(outcome.stderr)")
+            let rejects = history.lines.dropFirst(10).contains { $0.items.contains { if case .rejected = $0 { return true } else { return false } } }
+            #expect(outcome.status == (rejects ? 1 : 0), "exit \(outcome.status): \(outcome.stderr)")
             #expect(!outcome.stderr.contains("DATABASE"), "\(outcome.stderr)")
             expectOutcomes(outcome.stdout, for: Array(history.lines.dropFirst(10)))
             #expect(try Probe(workspace.path("busy.sqlite")).eventCount() == Int64(history.identities.count))

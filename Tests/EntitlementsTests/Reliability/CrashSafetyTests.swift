@@ -63,13 +63,23 @@ extension Reliability {
                 running.kill9()
                 let outcome = running.wait()
                 if outcome.signaled { killedWhileRunning += 1 }
-                // Every line printed is an acknowledgment: what it acknowledged must be stored.
+                // Every line printed is an acknowledgment: what it acknowledged must be stored. The
+                // k-th result line answers the k-th item sent, so each acknowledgment names the
+                // event's identity (eventIds are not unique: every renewal-info version of a
+                // subscription shares one).
                 let results = outputObjects(outcome.stdout)
-                let stored = try Probe(workspace.path("crashed.sqlite")).eventIds()
-                for object in results where text(object["result"]) != "rejected" {
-                    guard let id = text(object["eventId"]) else { continue }
-                    acknowledged.insert(id)
-                    #expect(stored.contains(id), "round \(round): acknowledged \(id) is not in the log after kill -9")
+                let stored = Set(try Probe(workspace.path("crashed.sqlite")).identities())
+                let sent = history.lines[start...].flatMap(\.items)
+                #expect(results.count <= sent.count, "round \(round): more acknowledgments than items sent")
+                for (object, item) in zip(results, sent) {
+                    switch item {
+                    case .event(let identity):
+                        #expect(["appended", "duplicate"].contains(text(object["result"]) ?? ""), "round \(round): \(JSONWriter.string(object)) for \(identity)")
+                        acknowledged.insert(identity)
+                        #expect(stored.contains(identity), "round \(round): acknowledged \(identity) is not in the log after kill -9")
+                    case .rejected(let code):
+                        #expect(text(object["error"]?["code"]) == code, "round \(round): \(JSONWriter.string(object)), expected \(code)")
+                    }
                 }
                 // The first line not acknowledged: resend from there next round.
                 var items = 0, line = start
@@ -83,6 +93,7 @@ extension Reliability {
                 }
             }
             #expect(killedWhileRunning > 0, "no kill landed while ingest was running (a run takes \(reference.seconds)s)")
+            #expect(!acknowledged.isEmpty, "no round acknowledged anything before its kill")
             lap("kills")
             // Ingest the same input again, to the end.
             let resumed = try workspace.cli("ingest", db: "crashed.sqlite", [file.path])
@@ -105,20 +116,33 @@ extension Reliability {
             let replay = try workspace.cli("replay", db: "crashed.sqlite", ["--quiet"])
             #expect(replay.status == 0, "\(replay.stderr)")
             var rng = RNG(seed: seed)
-            var killed = 0
-            for round in 0..<parameter("RELIABILITY_REPLAY_KILLS", 4) {
+            var killed = 0, killedBuilding = 0
+            let rounds = parameter("RELIABILITY_REPLAY_KILLS", 4)
+            for round in 0..<rounds {
                 let running = try workspace.start("replay", db: "crashed.sqlite", ["--quiet"], label: "replay\(round)")
-                usleep(UInt32(Double.random(in: 0.005...max(0.02, replay.seconds), using: &rng) * 1_000_000))
+                // Within the time a whole replay takes (process start included), so the kills land in it.
+                usleep(UInt32(Double.random(in: 0.05...0.8, using: &rng) * max(0.05, replay.seconds) * 1_000_000))
                 running.kill9()
-                if running.wait().signaled { killed += 1 }
+                let outcome = running.wait()
+                if outcome.signaled {
+                    killed += 1
+                } else {
+                    #expect(outcome.status == 0, "replay round \(round): exit \(outcome.status) \(outcome.stderr)")
+                }
+                // Killed after it began writing the next generation, before its swap.
+                let current = try Probe(workspace.path("crashed.sqlite")).int("SELECT generation FROM engine_state")
+                if try Probe(workspace.path("crashed.sqlite")).int("SELECT count(*) FROM projections_next WHERE generation > \(current)") > 0 {
+                    killedBuilding += 1
+                }
                 // Still answers, and answers the same, right after the kill.
                 let customer = history.customers[round % history.customers.count]
                 let query = try workspace.cli("query", db: "crashed.sqlite", ["--app-transaction-id", customer, "--at", "\(moments[2])"])
                 let expected = try workspace.cli("query", db: "reference.sqlite", ["--app-transaction-id", customer, "--at", "\(moments[2])"])
                 #expect(query.status == expected.status && query.stdout == expected.stdout, "after a killed replay: \(query.stdout) \(query.stderr)")
             }
+            #expect(killed > 0, "no kill landed while a replay was running (a replay takes \(replay.seconds)s)")
             try expectSameAsReference(workspace: workspace, database: "crashed.sqlite", reference: "reference.sqlite", history: history)
-            print("killed replay: \(killed) kills mid-run")
+            print("killed replay: \(killed) of \(rounds) kills mid-run, \(killedBuilding) while the next generation was being written")
         }
     }
 }

@@ -240,6 +240,87 @@ extension Reliability {
             #expect(report?["ok"] == .bool(false) && report?["triggersPresent"] == .bool(false))
         }
 
+        @Test("the immutability triggers replaced by same-named triggers that do nothing: audit fails and names them")
+        func noOpTriggersFailTheAudit() throws {
+            let fixture = try Fixture()
+            let database = try fixture.tampered("no-op-triggers") { probe in
+                try probe.execute("""
+                    DROP TRIGGER events_are_immutable_delete;
+                    CREATE TRIGGER events_are_immutable_delete BEFORE DELETE ON events BEGIN SELECT 1; END;
+                    DROP TRIGGER event_facts_are_immutable_update;
+                    CREATE TRIGGER event_facts_are_immutable_update BEFORE UPDATE ON event_facts BEGIN SELECT 1; END;
+                    """)
+            }
+            let (status, report) = try fixture.audit(database)
+            #expect(status == 1, "audit exit \(status)")
+            #expect(report?["ok"] == .bool(false) && report?["triggersPresent"] == .bool(false), "\(report.map { JSONWriter.string($0) } ?? "none")")
+            let problems = report?["triggerProblems"].map { JSONWriter.string($0) } ?? ""
+            #expect(problems.contains("events_are_immutable_delete") && problems.contains("event_facts_are_immutable_update"), "\(problems)")
+            // Why it matters: under those triggers the log can be deleted (and the genuine ones still refuse).
+            let probe = try Probe(fixture.workspace.path(database))
+            try probe.execute("DELETE FROM events WHERE seq = \(fixture.events)")
+            #expect(try probe.eventCount() == fixture.events - 1, "the no-op trigger refused the DELETE (test is void)")
+            #expect(throws: (any Error).self) { try Probe(fixture.workspace.path("genuine.sqlite")).execute("DELETE FROM events WHERE seq = 1") }
+        }
+
+        /// Deletes the newest events and their facts, restoring the exact triggers afterwards,
+        /// as someone covering their tracks would: the chain that is left is valid.
+        static func truncateTail(_ probe: Probe, keeping seq: Int64) throws {
+            try probe.execute(
+                "DROP TRIGGER events_are_immutable_delete; DROP TRIGGER event_facts_are_immutable_delete;"
+                    + "DELETE FROM event_facts WHERE seq > \(seq); DELETE FROM events WHERE seq > \(seq);"
+                    + """
+                    CREATE TRIGGER events_are_immutable_delete BEFORE DELETE ON events
+                    BEGIN SELECT RAISE(ABORT, 'events are immutable: DELETE is not allowed'); END;
+                    CREATE TRIGGER event_facts_are_immutable_delete BEFORE DELETE ON event_facts
+                    BEGIN SELECT RAISE(ABORT, 'event facts are immutable: DELETE is not allowed'); END;
+                    """)
+        }
+
+        @Test("the newest events and their facts deleted by hand: audit compares the head record (or --expect-head); replay counts and shows the customers that lost them")
+        func truncatedTailIsDetected() throws {
+            let fixture = try Fixture()
+            let workspace = fixture.workspace
+            let genuine = workspace.path("genuine.sqlite")
+            let clean = try fixture.audit("genuine.sqlite")
+            let head = "\(Self.int(clean.1?["headSeq"]) ?? -1):\(text(clean.1?["headHash"]) ?? "")"
+            #expect(clean.1?["recordedHead"]?["seq"] == clean.1?["headSeq"], "ingest records the head beside the database")
+            // Cut the log back to before the last customers' first events, so that some customers vanish whole.
+            let keep = try Probe(genuine).int("SELECT min(seq) FROM (SELECT customer_key, min(seq) AS seq FROM event_facts GROUP BY customer_key ORDER BY seq DESC LIMIT 3)") - 1
+            let lost = Set(try Probe(genuine).strings("SELECT DISTINCT customer_key FROM event_facts WHERE seq > \(keep)"))
+            let vanished = try Probe(genuine).strings(
+                "SELECT DISTINCT customer_key FROM event_facts WHERE seq > \(keep) AND customer_key NOT IN (SELECT customer_key FROM event_facts WHERE seq <= \(keep))")
+            #expect(!vanished.isEmpty && keep > 0)
+            let database = try fixture.tampered("truncated") { probe in try Self.truncateTail(probe, keeping: keep) }
+            try FileManager.default.copyItem(atPath: genuine + "-head", toPath: workspace.path(database) + "-head")
+            try expectFlagged(fixture, database, seq: keep + 1, problem: "newest events were deleted")
+            // Without the record beside it (a copy), the head an operator pinned does the same.
+            try FileManager.default.removeItem(atPath: workspace.path(database) + "-head")
+            let unpinned = try fixture.audit(database)
+            #expect(unpinned.0 == 0, "without a record or a pin, the shorter chain is valid")
+            let pinned = try workspace.cli("audit", db: database, ["--expect-head", head])
+            #expect(pinned.status == 1 && pinned.stdout.contains("newest events were deleted"), "\(pinned.stdout) \(pinned.stderr)")
+            let wrongPin = try workspace.cli("audit", db: "genuine.sqlite", ["--expect-head", "3:" + String(repeating: "0", count: 64)])
+            #expect(wrongPin.status == 1 && wrongPin.stdout.contains("rewritten"), "\(wrongPin.stdout)")
+            #expect(try workspace.cli("audit", db: "genuine.sqlite", ["--expect-head", head]).status == 0)
+            #expect(try workspace.cli("audit", db: "genuine.sqlite", ["--expect-head", "12"]).status == 2)
+
+            // Replay: the customers that lost events are changed, the vanished ones shown in the diff.
+            let replay = try workspace.cli("replay", db: database, ["--quiet", "--diff"])
+            let report = try? JSONParser().parse(replay.stdout)
+            #expect(replay.status == 0, "\(replay.stderr)")
+            #expect(Self.int(report?["changed"]) == Int64(lost.count), "\(replay.stdout)")
+            var removed: [String] = []
+            if case .array(let lines)? = report?["diff"] {
+                for line in lines where line["removed"] == .bool(true) { removed.append(text(line["appTransactionId"]) ?? "") }
+            }
+            #expect(removed.sorted() == vanished.sorted(), "\(replay.stdout)")
+            for customer in vanished {
+                let query = try workspace.cli("query", db: database, ["--app-transaction-id", customer])
+                #expect(query.status == 1, "a customer with no event left still answers: \(query.stdout)")
+            }
+        }
+
         @Test("the facts the reducers read, swapped for another customer's lifetime purchase: audit names the event")
         func editedFactsAreNamed() throws {
             let fixture = try Fixture()

@@ -1,3 +1,4 @@
+import EventStore
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -53,6 +54,32 @@ extension Reliability {
                 }
             }
             deinit { sh("umount -l '\(folder.path)'") }
+        }
+
+        /// Opens the database and closes it again, the last connection to it: SQLite then
+        /// moves everything committed into the file and removes `-wal` and `-shm`.
+        static func closeCleanly(_ path: String) throws {
+            do {
+                let connection = try Connection(path: path, mode: .readWriteExisting)
+                _ = try connection.scalarInt("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                throw Failure(description: "\(path)\(suffix) is still there after the last connection closed")
+            }
+        }
+
+        /// Writes zeros to `file` until the disk holding it is full (ENOSPC).
+        static func fill(_ file: URL) throws {
+            let fd = open(file.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            guard fd >= 0 else { throw Failure(description: "cannot create \(file.path)") }
+            defer { close(fd) }
+            let block = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let written = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { break }
+            }
+            guard errno == ENOSPC else { throw Failure(description: "filling \(file.path) stopped with errno \(errno), not ENOSPC") }
         }
 
         struct Failure: Error, CustomStringConvertible { var description: String }

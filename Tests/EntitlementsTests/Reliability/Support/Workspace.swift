@@ -54,7 +54,9 @@ extension Reliability {
         func configuration() throws -> EngineConfiguration { try EngineConfiguration.load(path: configPath) }
 
         /// An engine (library) on the database `name`.
-        func engine(_ name: String) throws -> Engine { try Engine(configuration: configuration(), databasePath: path(name)) }
+        func engine(_ name: String, mode: DatabaseMode = .create) throws -> Engine {
+            try Engine(configuration: configuration(), databasePath: path(name), mode: mode)
+        }
 
         /// `entitlements COMMAND --db DB --config CONFIG ARGS...` run in this folder.
         @discardableResult

@@ -107,7 +107,7 @@ extension IngestBench {
         if !items.isEmpty { batches.append(items) }
         var merges = 0
         if mergeEvery > 0 {
-            for c in stride(from: 0, to: plan.customersPresent, by: mergeEvery) where plan.eventsPerCustomer > legacyEvents { merges += 1 }
+            for _ in stride(from: 0, to: plan.customersPresent, by: mergeEvery) where plan.eventsPerCustomer > legacyEvents { merges += 1 }
         }
         let store = try EventStore(path: path, hash: { SHA256.hash($0) })
         var appended = 0

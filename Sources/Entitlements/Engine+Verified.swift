@@ -10,3 +10,11 @@ extension Engine {
         try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now()).map(Self.result)
     }
 }
+
+extension Engine {
+    /// Appends items already verified in one transaction, on the engine's threads
+    /// (see ``append(verified:receivedAt:)-(_,_)``).
+    public func append(verified items: [AppendItem], receivedAt: Int64? = nil) async throws(EngineError) -> [IngestResult] {
+        try await onEngineThread { () throws(EngineError) in try self.append(verified: items, receivedAt: receivedAt) }
+    }
+}

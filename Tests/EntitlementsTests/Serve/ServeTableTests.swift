@@ -134,6 +134,18 @@ extension Reliability {
             #expect(try server.exchange("GET", "/customers/\(id)/history?until=5").status == 400)
         }
 
+        @Test("Engine.append(verified:) and its async twin: items verified elsewhere, committed in one transaction")
+        func appendVerified() async throws {
+            let workspace = try Workspace(name: "append-verified")
+            let engine = try workspace.engine("a.sqlite")
+            let items = engine.documentVerifier.verifiedItems(InputBytes(ServeSamples.notification(61)))
+                + engine.documentVerifier.verifiedItems(InputBytes("junk"))
+            let results = try await engine.append(verified: items)
+            #expect(results.map(\.outcome) == [.appended, .rejected])
+            let again = try await engine.append(verified: items)
+            #expect(again.map(\.outcome) == [.duplicate, .rejected])
+        }
+
         @Test("GET /health; unknown paths 404; wrong methods 405 with Allow")
         func healthAndRouting() throws {
             let server = try TestServer()

@@ -9,6 +9,7 @@ extension SchemaMigrations {
         m004_projections_next,
         m005_app_binding,
         m006_customer_links,
+        m007_changes,
         m010_sync_state,
         m011_usage,
     ]

@@ -45,16 +45,20 @@ extension AppendOutcome {
 
 extension EventStore {
     /// The hook where merges of `otid:` customers into appTransactionIds are
-    /// reported, in the batch's transaction. Contract section 8's change feed
+    /// reported, in the batch's transaction: the change feed (contract section 8)
     /// records them with cause "merge" (the merged customer's entitlements
-    /// inactive under its old key); until that feed exists this does nothing.
-    func customersMerged(_ merges: [CustomerMerge]) throws {
-        _ = merges
+    /// inactive under its old key, the survivor's changes under its own).
+    func customersMerged(_ merges: [CustomerMerge], rules: Rules, now: Int64) throws {
+        for merge in merges {
+            try recordMerge(from: merge.from, into: merge.into, survivorState: try currentState(of: merge.into), rules: rules, now: now)
+        }
     }
 
     /// Appends a batch in one `BEGIN IMMEDIATE` transaction: new events, their
     /// facts, quarantined rejections, lookups, and the projections of every
-    /// customer the batch touches. Either all of it is committed or none.
+    /// customer the batch touches, and the changes to their active entitlements
+    /// (the change feed, evaluated at `receivedAt`). Either all of it is
+    /// committed or none: a crash can neither lose nor double a change.
     ///
     /// - Parameters:
     ///   - items: verified inputs and rejections, in arrival order.
@@ -130,7 +134,11 @@ extension EventStore {
             }
         }
         let merges = try project(batch: batch, changes: changes, generation: engine.generation, rules: rules)
-        try customersMerged(merges)
+        try customersMerged(merges, rules: rules, now: receivedAt)
+        let merged = Set(merges.flatMap { [$0.from, $0.into] })
+        for key in try affectedCustomers(batch: batch, changes: changes) where !merged.contains(key) {
+            try recordChanges(of: key, state: try currentState(of: key), rules: rules, now: receivedAt, cause: .event)
+        }
         var owners: [String: CustomerKey] = [:]
         for (index, event) in itemEvents {
             guard let owner = try owner(of: event, cache: &owners) else { continue }

@@ -59,6 +59,12 @@ extension EventStore {
     /// appended meanwhile, then makes the new generation current: a replay
     /// killed at any point leaves the previous state intact and queryable, and
     /// loses nothing ingested concurrently.
+    ///
+    /// The swap's transaction also records the change feed's differences at
+    /// `now` (contract section 8): of every customer, cause `rules`, when the
+    /// rules' content changed (cause `event` when the feed had not yet followed
+    /// this database from its start); else of the customers whose state
+    /// changed, cause `event`. Replaying the same events records nothing.
     public func replay(
         rules: Rules, rulesJSON: String, now: Int64, collectDiff: Bool, chunkSize: Int = 2_000,
         progress: (ReplayProgress) -> Void = { _ in }
@@ -84,6 +90,8 @@ extension EventStore {
             let reader = try Connection(path: path, mode: .readWrite)
             var report = ReplayReport(events: 0, customers: 0, changed: 0, diffs: [], caughtUp: 0, rulesVersion: rules.version)
             var snapshotSeq: Int64 = 0
+            // Customers whose stored state differs from the previous generation's.
+            var changedKeys: [CustomerKey] = []
             // Who the customers are at the snapshot (contract section 5): each linked
             // originalTransactionId's appTransactionId.
             var snapshotLinks: [String: CustomerKey] = [:]
@@ -174,7 +182,10 @@ extension EventStore {
                             report.diffs.append(ReplayDiff(customerKey: key, before: beforeActive, after: after.activeEntitlements))
                         }
                     }
-                    if differs { report.changed += 1 }
+                    if differs {
+                        report.changed += 1
+                        changedKeys.append(key)
+                    }
                     // Past the matched row: a row passed over later is not this customer's.
                     if hasOld && !outOfOrder { oldHasRow = try oldInOrder.step() }
                     report.customers += 1
@@ -331,6 +342,18 @@ extension EventStore {
                 try swap.bind(2, rules.version)
                 try swap.bind(3, rulesJSON)
                 try swap.step()
+                // The change feed: what the new generation answers differently now.
+                let feedComplete = try changeFeedComplete()
+                if rulesChanged || !feedComplete {
+                    try recordChangesOfEveryone(rules: rules, now: now, cause: rulesChanged ? .rules : .event)
+                } else {
+                    var keys = Set(changedKeys)
+                    keys.formUnion(try affectedCustomers(batch: events, changes: changes))
+                    for key in keys.sorted() {
+                        try recordChanges(of: key, state: try currentState(of: key), rules: rules, now: now, cause: .event)
+                    }
+                    try recordChangesOfVanished(rules: rules, now: now, cause: .event)
+                }
                 return (count, .commit)
             }
             report.events += report.caughtUp

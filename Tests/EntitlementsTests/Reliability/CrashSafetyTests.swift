@@ -100,6 +100,7 @@ extension Reliability {
             #expect(resumed.status == 1, "resumed ingest: \(resumed.stderr)")
             expectOutcomes(resumed.stdout, for: history.lines)
             lap("resume")
+            try expectFeedConsistent(workspace: workspace, database: "crashed.sqlite", customers: try Probe(workspace.path("reference.sqlite")).customers())
             try expectSameAsReference(workspace: workspace, database: "crashed.sqlite", reference: "reference.sqlite", history: history)
             lap("checks")
             print("crash safety: \(history.lines.count) lines, \(history.identities.count) events, \(kills) kills (\(killedWhileRunning) mid-run), \(nextLine) lines acknowledged before the last run, seed \(seed)")

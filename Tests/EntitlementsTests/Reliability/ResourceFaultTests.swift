@@ -117,7 +117,7 @@ extension Reliability {
               .enabled(if: Faults.canMount, "needs root and mount (tmpfs)"))
         func diskFullOnSmallFilesystem() throws {
             let workspace = try Workspace(name: "full", maxInputBytes: 16 << 20)
-            let disk = try Faults.SmallDisk(at: workspace.url("small"), size: "2m")
+            let disk = try Faults.SmallDisk(at: workspace.url("small"), size: "3m")
             try fillTheDisk(
                 workspace: workspace, database: "small/db.sqlite", fullCodes: ["DATABASE_FULL"],
                 run: { arguments in try Tool.run(arguments, in: workspace.folder) },
@@ -131,7 +131,7 @@ extension Reliability {
         @Test("a file-size limit (ulimit -f) reached mid-batch: exit 3, no half-applied batch")
         func diskFullByFileSizeLimit() throws {
             let workspace = try Workspace(name: "ulimit", maxInputBytes: 16 << 20)
-            setenv("LIMIT_BLOCKS", "4096", 1)  // 2 MiB per file
+            setenv("LIMIT_BLOCKS", "5120", 1)  // 2.5 MiB per file
             defer { unsetenv("LIMIT_BLOCKS") }
             try fillTheDisk(
                 workspace: workspace, database: "limited.sqlite", fullCodes: ["DATABASE_FULL"],

@@ -1,0 +1,118 @@
+/// What the change feed reports of a customer: the active entitlements and
+/// their `expiresDate` (contract section 8).
+public struct ReportedAnswer: Sendable, Hashable {
+    /// Active entitlement name -> its `expiresDate` (`nil`: no end).
+    public var active: [String: Int64?]
+
+    public init(active: [String: Int64?] = [:]) { self.active = active }
+
+    /// The answer a view gives.
+    public init(_ view: CustomerView) {
+        var active: [String: Int64?] = [:]
+        for entitlement in view.entitlements where entitlement.active { active[entitlement.name] = .some(entitlement.expiresDate) }
+        self.active = active
+    }
+
+    /// One entitlement's difference between two answers.
+    public struct Difference: Sendable, Hashable {
+        public var entitlement: String
+        public var active: Bool
+        public var expiresDate: Int64?
+    }
+
+    /// What changed from `old` to `self`, by entitlement name.
+    public func differences(from old: ReportedAnswer) -> [Difference] {
+        let names = Set(old.active.keys).union(active.keys).sorted { $0.utf8Precedes($1) }
+        var result: [Difference] = []
+        for name in names {
+            switch (old.active[name], active[name]) {
+            case (nil, nil): continue
+            case (_?, nil): result.append(Difference(entitlement: name, active: false, expiresDate: nil))
+            case (let before, let after?):
+                if before != after { result.append(Difference(entitlement: name, active: true, expiresDate: after)) }
+            }
+        }
+        return result
+    }
+
+    /// A stable text form, for storage: `[["name", expires|null], ...]` sorted by name.
+    public func json() -> JSONValue {
+        .array(
+            active.keys.sorted { $0.utf8Precedes($1) }.map { name in
+                .array([.string(name), .nullable(active[name] ?? nil)])
+            })
+    }
+
+    /// The answer stored as ``json()``; `nil` when `value` is not of that form.
+    public init?(json value: JSONValue) {
+        guard case .array(let members) = value else { return nil }
+        var active: [String: Int64?] = [:]
+        for member in members {
+            guard case .array(let pair) = member, pair.count == 2, case .string(let name) = pair[0] else { return nil }
+            switch pair[1] {
+            case .null: active[name] = .some(nil)
+            case .int(let date): active[name] = .some(date)
+            default: return nil
+            }
+        }
+        self.active = active
+    }
+}
+
+/// The moments at which a customer's reported answer changes, computed from
+/// the state alone: for the change feed (contract section 8).
+public enum ChangeTimeline {
+    /// The first moment after `now` at which the answer (active entitlements
+    /// and their `expiresDate`) differs from the answer at `now`, with
+    /// everything known now; `nil` when it never changes by time alone.
+    ///
+    /// Checked at the candidate moments of ``CustomerHistory`` (at most `limit`
+    /// of them; past that, the last one checked is returned, so the caller
+    /// looks again then).
+    public static func nextChange(of state: CustomerState, rules: Rules, after now: Int64, limit: Int = 256) -> Int64? {
+        let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now).moments
+        let current = ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: now))
+        var checked = 0
+        var start = moments.partitionPoint { $0 <= now }
+        while start < moments.count {
+            let moment = moments[start]
+            if ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: moment)) != current { return moment }
+            checked += 1
+            if checked >= limit { return moment }
+            start += 1
+        }
+        return nil
+    }
+
+    /// When entitlement `name`'s answer at `now` took effect: the latest
+    /// candidate moment at or before `now` at which it changed (a millisecond
+    /// before it differs); `nil` when none is found within `limit` moments.
+    public static func effectiveAt(
+        of name: String, in state: CustomerState, rules: Rules, now: Int64, limit: Int = 256
+    ) -> Int64? {
+        let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now).moments
+        func answer(_ at: Int64) -> Int64?? { ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: at)).active[name] }
+        var index = moments.partitionPoint { $0 <= now } - 1
+        var checked = 0
+        while index >= 0, checked < limit {
+            let moment = moments[index]
+            if moment > Int64.min, answer(moment) != answer(moment - 1) { return moment }
+            index -= 1
+            checked += 1
+        }
+        return nil
+    }
+}
+
+extension Array {
+    /// The first index whose element does not satisfy `belongs` (elements that do come first).
+    func partitionPoint(_ belongs: (Element) -> Bool) -> Int {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if belongs(self[middle]) { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}

@@ -244,8 +244,37 @@ final class ServeAPI: Sendable {
         }
     }
 
-    /// `GET /changes?since=C&limit=N`.
+    /// `GET /changes?since=C&limit=N`: the changes feed (contract section 8) as NDJSON,
+    /// what became due by now recorded first. Without `limit`, at most 10,000 lines (ask again from the last cursor).
     private func changes(_ request: ServerRequest) -> ServerResponse {
-        .error(501, code: "NOT_IMPLEMENTED", message: "the changes feed is not available in this build")
+        guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
+        for name in parameters.keys where name != "since" && name != "limit" {
+            return Self.badRequest("unknown query parameter \(name.prefix(40)) (expected since, limit)")
+        }
+        var since: Int64 = 0
+        if let text = parameters["since"] {
+            guard let value = Int64(text), value >= 0 else { return Self.badRequest("since expects a cursor (a non-negative integer), got \"\(text.prefix(40))\"") }
+            since = value
+        }
+        var limit = 10_000
+        if let text = parameters["limit"] {
+            guard let value = Int(text), value >= 1, value <= 100_000 else {
+                return Self.badRequest("limit expects an integer from 1 to 100000, got \"\(text.prefix(40))\"")
+            }
+            limit = value
+        }
+        queryGate.wait()
+        defer { queryGate.signal() }
+        do {
+            let records = try engine.changes(since: since, limit: limit)
+            var body: [UInt8] = []
+            for record in records {
+                JSONWriter.write(record.json(), into: &body)
+                body.append(0x0A)
+            }
+            return ServerResponse(status: 200, fields: [HTTPField(name: "Content-Type", value: "application/x-ndjson")], body: body)
+        } catch {
+            return Self.unavailable(error)
+        }
     }
 }

@@ -184,7 +184,7 @@ import Testing
         // --follow: a change caused by an event, then one caused by time (a pass
         // bought 7 days minus ten seconds ago), each printed within the bound.
         let output = folder.appendingPathComponent("follow.out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let follow = Process()
         follow.executableURL = E2E.binary
         follow.arguments = ["changes", "--config", config, "--since", "1", "--follow"]

@@ -146,6 +146,35 @@ extension Reliability {
             #expect(again.map(\.outcome) == [.duplicate, .rejected])
         }
 
+        @Test("GET /changes?since=C&limit=N: the changes feed as NDJSON, as the library reads it")
+        func changes() throws {
+            let server = try TestServer()
+            // A subscription that is active now (expiring in 2100), so the feed has a line to show.
+            let transaction = TestPayloads.transaction(
+                transactionId: "3000000000000090", appTransactionId: "705000000000000090", expiresDate: 4_102_444_800_000)
+            let payload = TestPayloads.notification(
+                type: "SUBSCRIBED", subtype: "INITIAL_BUY", uuid: "5e000000-0000-4000-8000-000000000090",
+                signedTransactionInfo: ServeSamples.pki.sign(transaction))
+            let body = #"{"signedPayload":""# + ServeSamples.pki.sign(payload) + #""}"#
+            #expect(try server.exchange("POST", "/notifications", body: body).status == 200)
+            for n in 51...53 { #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(n)).status == 200) }
+            let all = try server.exchange("GET", "/changes")
+            #expect(all.status == 200)
+            #expect(all.field("content-type") == "application/x-ndjson")
+            let lines = all.text.split(separator: "\n").compactMap { try? JSONParser().parse(Array($0.utf8)) }
+            #expect(lines.count == all.text.split(separator: "\n").count)
+            let expected = try server.engine.changes(since: 0, limit: 10_000).map { $0.json() }
+            #expect(lines == expected)
+            #expect(!lines.isEmpty)
+            guard case .int(let first)? = lines.first?["cursor"] else { return }
+            let rest = try server.exchange("GET", "/changes?since=\(first)&limit=1")
+            let restLines = rest.text.split(separator: "\n")
+            #expect(restLines.count == min(1, lines.count - 1))
+            for bad in ["/changes?since=x", "/changes?limit=0", "/changes?other=1"] {
+                #expect(try server.exchange("GET", bad).status == 400, "\(bad)")
+            }
+        }
+
         @Test("GET /health; unknown paths 404; wrong methods 405 with Allow")
         func healthAndRouting() throws {
             let server = try TestServer()

@@ -66,7 +66,7 @@ extension EventStore {
     /// this database from its start); else of the customers whose state
     /// changed, cause `event`. Replaying the same events records nothing.
     public func replay(
-        rules: Rules, rulesJSON: String, now: Int64, collectDiff: Bool, chunkSize: Int = 2_000,
+        rules: Rules, rulesJSON: String, now: Int64, collectDiff: Bool, chunkSize: Int = 500,
         progress: (ReplayProgress) -> Void = { _ in }
     ) throws(StoreError) -> ReplayReport {
         try requireWritable()
@@ -500,7 +500,7 @@ private final class ProjectionWriter: @unchecked Sendable {
             defer { self.slots.signal() }
             guard self.firstFailure == nil else { return }
             do {
-                try self.store.connection.write { () throws -> ((), Connection.Completion) in
+                try self.store.connection.write(priority: .background) { () throws -> ((), Connection.Completion) in
                     for (key, bytes, seq) in batch {
                         try self.store.writeProjection(
                             key: key, stateBytes: bytes, generation: self.generation, rulesVersion: self.rulesVersion,

@@ -50,7 +50,7 @@ let package = Package(
         // (Fixtures/demo and Fixtures/real, as Swift literals by scripts/embed-resources.sh).
         .target(
             name: "DemoFixtures", path: "Fixtures",
-            exclude: ["README.md", "pki", "demo", "real"],
+            exclude: ["README.md", "pki", "demo", "real", "legacy"],
             sources: ["DemoFixtures.swift", "Embedded"]),
         // The command line: thin.
         .executableTarget(name: "entitlements", dependencies: ["Entitlements", "DemoFixtures"]),

@@ -12,5 +12,6 @@ extension SchemaMigrations {
         m007_changes,
         m010_sync_state,
         m011_usage,
+        m012_compact_log,
     ]
 }

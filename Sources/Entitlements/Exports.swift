@@ -8,3 +8,4 @@
 @_exported import struct EventStore.ReplayDiff
 @_exported import struct EventStore.ReplayProgress
 @_exported import struct EventStore.ReplayReport
+@_exported import struct EventStore.MigrationProgress

@@ -69,10 +69,17 @@ extension EventStore {
     public func append(_ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64) throws(StoreError) -> [AppendOutcome] {
         try requireWritable()
         let (outcomes, head) = try mapped {
-            try connection.write {
-                var head: LogHead? = nil
-                let outcomes = try appendInTransaction(items, rules: rules, rulesJSON: rulesJSON, receivedAt: receivedAt, head: &head)
-                return ((outcomes, head), .commit)
+            do {
+                let written = try connection.write {
+                    var head: LogHead? = nil
+                    let outcomes = try appendInTransaction(items, rules: rules, rulesJSON: rulesJSON, receivedAt: receivedAt, head: &head)
+                    return ((outcomes, head), .commit)
+                }
+                jwsHeaders.committed()
+                return written
+            } catch {
+                jwsHeaders.forgetUncommitted()
+                throw error
             }
         }
         // After the commit, never before: the record never names a head the log may not reach.
@@ -157,13 +164,14 @@ extension EventStore {
         try findExisting.bind(1, identity)
         if try findExisting.step() { return (findExisting.int64(0), findExisting.string(1)) }
         guard let legacy = EventIdentity.legacyIdentity(of: input) else { return nil }
-        let findLegacy = try connection.cached("SELECT seq, customer_key, raw FROM events WHERE identity = ?")
+        let findLegacy = try connection.cached("SELECT seq, customer_key FROM events WHERE identity = ?")
         defer { findLegacy.reset() }
         try findLegacy.bind(1, legacy)
-        guard try findLegacy.step(), let raw = findLegacy.string(2),
-            EventIdentity.payloadSegment(raw) == EventIdentity.payloadSegment(input.jws)
-        else { return nil }
-        return (findLegacy.int64(0), findLegacy.string(1))
+        guard try findLegacy.step() else { return nil }
+        let (seq, key) = (findLegacy.int64(0), findLegacy.string(1))
+        findLegacy.reset()
+        guard EventIdentity.payloadSegment(try loggedInput(seq: seq)) == EventIdentity.payloadSegment(input.jws) else { return nil }
+        return (seq, key)
     }
 
     /// An event's claims reduced in memory to the strongest per
@@ -259,38 +267,18 @@ extension EventStore {
     ) throws -> [UInt8] {
         let raw = input.jws
         let digest = Self.chainHash(prevHash: prevHash, seq: event.seq, identity: identity, raw: raw, hash: hash)
-
-        // The decoded payload, nested JWS decoded in place (their raw text is in `raw` already).
-        let payload = JSONWriter.string(input.decodedJSON)
         let (notificationType, subtype): (String?, String?) = {
             if case .notification(let n) = input { return (n.payload.notificationType.rawValue, n.payload.subtype?.rawValue) }
             return (nil, nil)
         }()
-        let insert = try connection.cached(
-            """
-            INSERT INTO events (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
-                transaction_id, notification_type, subtype, signed_date, received_at, payload, nested_payloads, raw, prev_hash, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
         let key = event.customerKey
-        try insert.bind(1, event.seq)
-        try insert.bind(2, identity)
-        try insert.bind(3, input.kind.rawValue)
-        try insert.bind(4, eventId)
-        try insert.bind(5, key)
-        try insert.bind(6, key.flatMap { $0.hasPrefix("otid:") ? nil : $0 })
-        try insert.bind(7, event.originalTransactionId)
-        try insert.bind(8, event.transactionId)
-        try insert.bind(9, notificationType)
-        try insert.bind(10, subtype)
-        try insert.bind(11, event.signedDate)
-        try insert.bind(12, receivedAt)
-        try insert.bind(13, payload)
-        try insert.bind(14, nil as String?)
-        try insert.bind(15, raw)
-        try insert.bind(16, blob: prevHash)
-        try insert.bind(17, blob: digest)
-        try insert.step()
+        let row = LogRow(
+            seq: event.seq, identity: identity, kind: input.kind.rawValue, eventId: eventId, customerKey: key,
+            appTransactionId: key.flatMap { $0.hasPrefix("otid:") ? nil : $0 },
+            originalTransactionId: event.originalTransactionId, transactionId: event.transactionId,
+            notificationType: notificationType, subtype: subtype, signedDate: event.signedDate, receivedAt: receivedAt,
+            content: LogRow.content(jws: raw, nested: StoredJWS.nestedCandidates(of: input)), prevHash: prevHash, hash: digest)
+        try Self.insert(row, into: "events", on: connection, headers: jwsHeaders)
         return digest
     }
 

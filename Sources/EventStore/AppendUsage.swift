@@ -20,8 +20,8 @@ extension EventStore {
     /// (`NOT_FOUND`), or when ``UsageCheck/refusal(for:state:rules:)`` refuses it,
     /// checked against the state read inside the same transaction.
     ///
-    /// The event's raw is the record's canonical JSON (hash-chained like a JWS), its
-    /// payload the same JSON (`"source": "operator"`), its `signed_date` the record's `at`.
+    /// The event's raw is the record's canonical JSON (hash-chained like a JWS;
+    /// `"source": "operator"`), its `signed_date` the record's `at`.
     public func appendUsage(_ usage: UsageFacts, atGiven: Bool, rules: Rules, receivedAt: Int64) throws(StoreError) -> UsageAppendOutcome {
         try mapped {
             try connection.write { () throws -> (UsageAppendOutcome, Connection.Completion) in
@@ -61,25 +61,13 @@ extension EventStore {
                 let seq = lastSeq + 1
                 let event = Event(seq: seq, body: .usage(usage))
                 let raw = JSONWriter.string(usage.canonicalJSON)
-                let insert = try connection.cached(
-                    """
-                    INSERT INTO events (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
-                        transaction_id, notification_type, subtype, signed_date, received_at, payload, nested_payloads, raw, prev_hash, hash)
-                    VALUES (?, ?, 'usage', ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, NULL, ?, ?, ?)
-                    """)
-                try insert.bind(1, seq)
-                try insert.bind(2, identity)
-                try insert.bind(3, usage.usageId)
-                try insert.bind(4, key)
-                try insert.bind(5, usage.appTransactionId)
-                try insert.bind(6, usage.originalTransactionId)
-                try insert.bind(7, usage.at)
-                try insert.bind(8, receivedAt)
-                try insert.bind(9, raw)
-                try insert.bind(10, raw)
-                try insert.bind(11, blob: prevHash)
-                try insert.bind(12, blob: Self.chainHash(prevHash: prevHash, seq: seq, identity: identity, raw: raw, hash: hash))
-                try insert.step()
+                let row = LogRow(
+                    seq: seq, identity: identity, kind: EventKind.usage.rawValue, eventId: usage.usageId, customerKey: key,
+                    appTransactionId: usage.appTransactionId, originalTransactionId: usage.originalTransactionId,
+                    transactionId: nil, notificationType: nil, subtype: nil, signedDate: usage.at, receivedAt: receivedAt,
+                    content: .whole(raw: raw, body: nil), prevHash: prevHash,
+                    hash: Self.chainHash(prevHash: prevHash, seq: seq, identity: identity, raw: raw, hash: hash))
+                try Self.insert(row, into: "events", on: connection, headers: jwsHeaders)
                 let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
                 try facts.bind(1, key)
                 try facts.bind(2, seq)

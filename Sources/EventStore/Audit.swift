@@ -86,7 +86,8 @@ extension EventStore {
             if let recorded = report.recordedHead { heads.append((recorded, "the head record \(headRecordPath) (written at each commit)")) }
             if let expectedHead { heads.append((expectedHead, "the expected head")) }
             try connection.read {
-                let scan = try connection.prepare("SELECT seq, identity, kind, raw, prev_hash, hash, customer_key FROM events ORDER BY seq")
+                let scan = try connection.prepare(
+                    "SELECT seq, identity, kind, prev_hash, hash, customer_key, header_id, body, signature, raw FROM events ORDER BY seq")
                 let factsOf = try connection.prepare("SELECT facts FROM event_facts WHERE customer_key = ? AND seq = ?")
                 var expectedPrev = [UInt8](repeating: 0, count: 32)
                 var expectedSeq: Int64 = 1
@@ -96,12 +97,19 @@ extension EventStore {
                     let seq = scan.int64(0)
                     let identity = scan.string(1) ?? ""
                     let kind = scan.string(2) ?? ""
-                    let raw = scan.string(3) ?? ""
-                    let prev = scan.blob(4) ?? []
-                    let stored = scan.blob(5) ?? []
-                    let storedKey = scan.string(6)
+                    let prev = scan.blob(3) ?? []
+                    let stored = scan.blob(4) ?? []
+                    let storedKey = scan.string(5)
                     report.events += 1
                     func mismatch(_ problem: String) { report.firstMismatch = AuditFinding(seq: seq, identity: identity, problem: problem) }
+                    // The input as received: whole, or given back from its parts.
+                    let raw: String
+                    do {
+                        raw = try loggedInput(seq: seq, kind: kind, scan, column: 6)
+                    } catch let error as StoreError {
+                        mismatch("the stored JWS cannot be read back: \(error.message)")
+                        return
+                    }
                     if seq != expectedSeq {
                         mismatch("sequence jumps from \(expectedSeq - 1) to \(seq): events were removed")
                         return

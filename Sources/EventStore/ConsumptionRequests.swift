@@ -44,7 +44,7 @@ extension EventStore {
     public func consumptionRequests(transactionId: String) throws(StoreError) -> [StoredConsumptionRequest] {
         try mapped {
             try readRequests(
-                "SELECT event_id, transaction_id, customer_key, json_extract(payload, '$.data.consumptionRequestReason'), signed_date FROM events WHERE transaction_id = ? AND notification_type = 'CONSUMPTION_REQUEST' ORDER BY signed_date, event_id",
+                "SELECT event_id, transaction_id, customer_key, json_extract(body, '$.data.consumptionRequestReason'), signed_date FROM events WHERE transaction_id = ? AND notification_type = 'CONSUMPTION_REQUEST' ORDER BY signed_date, event_id",
                 bind: { try $0.bind(1, transactionId) })
         }
     }
@@ -56,7 +56,7 @@ extension EventStore {
         try mapped {
             try readRequests(
                 """
-                SELECT e.event_id, e.transaction_id, e.customer_key, json_extract(e.payload, '$.data.consumptionRequestReason'), e.signed_date
+                SELECT e.event_id, e.transaction_id, e.customer_key, json_extract(e.body, '$.data.consumptionRequestReason'), e.signed_date
                 FROM events e
                 WHERE e.notification_type = 'CONSUMPTION_REQUEST' AND e.signed_date > ? AND e.transaction_id IS NOT NULL
                   AND NOT EXISTS (SELECT 1 FROM consumption_answers a WHERE a.transaction_id = e.transaction_id

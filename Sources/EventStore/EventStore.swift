@@ -9,6 +9,8 @@ public final class EventStore {
     public let path: String
     let connection: Connection
     let hash: @Sendable ([UInt8]) -> [UInt8]
+    /// The JWS headers this connection has met (see ``JWSHeaders``).
+    let jwsHeaders = JWSHeaders()
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the
     /// store needs no crypto library of its own.

@@ -1,4 +1,15 @@
 import SchemaMigrations
+import Synchronization
+
+/// How far a migration that rewrites the log has come.
+public struct MigrationProgress: Sendable, Hashable {
+    /// The migration's identifier (`012_compact_log`).
+    public var migration: String
+    /// The database being migrated.
+    public var path: String
+    public var eventsDone: Int64
+    public var eventsTotal: Int64
+}
 
 /// Applies the schema migrations in order, each with its record in one transaction.
 public enum Migrator {
@@ -74,6 +85,19 @@ public enum Migrator {
                 if try check.step() { return (false, .commit) }
                 if migration.sql.contains(Self.editsSchemaMarker) {
                     try connection.editingSchema { try connection.execute(migration.sql) }
+                } else if let step = migration.sql.range(of: Self.stepMarker) {
+                    // SQL, then the engine's step named on the marker line, then the rest of the SQL.
+                    let after = migration.sql[step.upperBound...]
+                    let name = after.prefix { !$0.isNewline }.trimmingCharacters(in: .whitespaces)
+                    try connection.execute(String(migration.sql[..<step.lowerBound]))
+                    let known = try Self.runStep(name, on: connection) { done, total in
+                        Self.progressHandler.withLock { $0 }?(MigrationProgress(
+                            migration: migration.identifier, path: connection.path, eventsDone: done, eventsTotal: total))
+                    }
+                    guard known else {
+                        throw StoreError(code: .corrupt, message: "migration \(migration.identifier) names an unknown step \(name)")
+                    }
+                    try connection.execute(String(after.drop { !$0.isNewline }))
                 } else {
                     try connection.execute(migration.sql)
                 }
@@ -93,6 +117,26 @@ public enum Migrator {
         }
         return applied
     }
+
+    /// A migration holding this line (followed by a step's name) runs its SQL up
+    /// to the line, then the step (Swift code of the engine's: rewriting rows as SQL
+    /// cannot), then the rest, all in its one transaction.
+    static let stepMarker = "-- migrator: step "
+
+    /// Runs the step a migration names; `false` when no step has that name.
+    static func runStep(_ name: String, on connection: Connection, progress: CompactLogMigration.Progress) throws -> Bool {
+        switch name {
+        case "compact-log":
+            try CompactLogMigration.run(connection, progress: progress)
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Told how a long migration goes (a rewrite of the log), when set: the
+    /// command line prints it on standard error. Process-wide.
+    public static let progressHandler = Mutex<(@Sendable (MigrationProgress) -> Void)?>(nil)
 
     /// A migration holding this line edits `sqlite_master` (loosening a CHECK
     /// without rebuilding a table): it runs with the schema writable (see

@@ -106,12 +106,7 @@ extension EventStore {
     /// nested in a notification's payload.
     public func rawJWS(_ ref: RawRef) throws(StoreError) -> String {
         try mapped {
-            let statement = try connection.cached("SELECT raw FROM events WHERE seq = ?")
-            defer { statement.reset() }
-            try statement.bind(1, ref.eventSeq)
-            guard try statement.step(), let raw = statement.string(0) else {
-                throw StoreError(code: .unreadable, message: "event \(ref.eventSeq) is missing from the log")
-            }
+            let raw = try loggedInput(seq: ref.eventSeq)
             switch ref.slot {
             case .own: return raw
             case .nestedTransaction: return try Self.nested(in: raw, path: ["data", "signedTransactionInfo"], seq: ref.eventSeq)

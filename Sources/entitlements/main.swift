@@ -70,4 +70,10 @@ func run(_ argv: [String]) -> ExitCode {
     }
 }
 
+// A migration that rewrites the log (an upgrade from an older engine) says how it goes.
+Engine.setMigrationProgressHandler { progress in
+    guard progress.eventsTotal > 0 else { return }
+    Output.error(
+        "entitlements: migrating \(progress.path) (\(progress.migration)): \(progress.eventsDone) of \(progress.eventsTotal) events rewritten")
+}
 exit(run(CommandLine.arguments).rawValue)

@@ -200,11 +200,14 @@ func fingerprint(_ lines: [String]) -> String {
 /// (identity, kind, customer, payload, raw JWS) and every customer's answer now.
 func contents(of engine: Engine) throws -> (events: [String], customers: [String: String]) {
     let connection = try Connection(path: engine.databasePath, mode: .readOnly)
-    let statement = try connection.prepare("SELECT identity, kind, event_id, customer_key, payload, raw FROM events ORDER BY identity")
+    let store = try EventStore(path: engine.databasePath, hash: { $0 }, mode: .readOnly)
+    let statement = try connection.prepare(
+        "SELECT identity, kind, event_id, customer_key, payload, seq FROM events_decoded ORDER BY identity")
     var events: [String] = []
     var keys: Set<String> = []
     while try statement.step() {
-        events.append((0..<6).map { statement.string(Int32($0)) ?? "NULL" }.joined(separator: "|"))
+        let raw = try store.loggedInput(at: statement.int64(5))
+        events.append(((0..<5).map { statement.string(Int32($0)) ?? "NULL" } + [raw]).joined(separator: "|"))
         if let key = statement.string(3) { keys.insert(key) }
     }
     var customers: [String: String] = [:]

@@ -90,12 +90,57 @@ public enum Base64 {
         }
     }
 
+    /// Encodes `bytes` as unpadded base64url (RFC 7515 section 2): the one
+    /// encoding ``decodeURL(_:)-(UnsafeBufferPointer<UInt8>)`` accepts for them,
+    /// so decoding a segment and encoding the bytes again gives the segment back.
+    public static func encodeURL(_ bytes: UnsafeRawBufferPointer) -> String {
+        let count = bytes.count
+        let outputCount = count / 3 * 4 + (count % 3 == 0 ? 0 : count % 3 + 1)
+        return urlAlphabet.withUnsafeBufferPointer { alphabet in
+            String(unsafeUninitializedCapacity: outputCount) { output in
+                var i = 0
+                var o = 0
+                while i + 3 <= count {
+                    let word = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                    output[o] = alphabet[Int(word >> 18)]
+                    output[o + 1] = alphabet[Int(word >> 12 & 0x3F)]
+                    output[o + 2] = alphabet[Int(word >> 6 & 0x3F)]
+                    output[o + 3] = alphabet[Int(word & 0x3F)]
+                    i += 3
+                    o += 4
+                }
+                switch count - i {
+                case 1:
+                    let a = bytes[i]
+                    output[o] = alphabet[Int(a >> 2)]
+                    output[o + 1] = alphabet[Int(a << 4 & 0x3F)]
+                    o += 2
+                case 2:
+                    let a = bytes[i], b = bytes[i + 1]
+                    output[o] = alphabet[Int(a >> 2)]
+                    output[o + 1] = alphabet[Int((a << 4 | b >> 4) & 0x3F)]
+                    output[o + 2] = alphabet[Int(b << 2 & 0x3F)]
+                    o += 3
+                default:
+                    break
+                }
+                return o
+            }
+        }
+    }
+
+    /// Encodes `bytes` as unpadded base64url.
+    public static func encodeURL(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { encodeURL($0) }
+    }
+
     private static func makeTable(_ alphabet: String) -> [UInt8] {
         var table = [UInt8](repeating: 0xFF, count: 256)
         for (index, byte) in alphabet.utf8.enumerated() { table[Int(byte)] = UInt8(index) }
         return table
     }
 
+    private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     private static let urlTable = makeTable("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
     private static let standardTable = makeTable("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 }

@@ -52,6 +52,24 @@ public final class Statement {
         try check(code)
     }
 
+    /// Binds `text`, UTF-8 bytes, as TEXT (stored and read back byte for byte).
+    public func bind(_ index: Int32, text: [UInt8]?) throws(SQLiteError) {
+        guard let text else { try check(sqlite3_bind_null(handle, index)); return }
+        let code = text.withUnsafeBytes { buffer in
+            sqlite3_bind_text(
+                handle, index, (buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+                Int32(buffer.count), csqlite_transient())
+        }
+        try check(code)
+    }
+
+    /// The column's text as its UTF-8 bytes, exactly as stored, or `nil` for NULL.
+    public func textBytes(_ column: Int32) -> [UInt8]? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return Array(UnsafeBufferPointer(start: pointer, count: count))
+    }
+
     public func bind(_ index: Int32, blob: [UInt8]?) throws(SQLiteError) {
         guard let blob else { try check(sqlite3_bind_null(handle, index)); return }
         let code = blob.withUnsafeBytes { buffer in

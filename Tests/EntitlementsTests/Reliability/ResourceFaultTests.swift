@@ -41,10 +41,10 @@ extension Reliability {
             let baseQuarantine = try Probe(workspace.path(database)).quarantineCount()
             #expect(baseEvents > 0)
 
-            // One batch that cannot fit (one document: a Get Transaction History page of 400
-            // transactions, a few MB): none of it is stored, nothing is acknowledged.
+            // One batch that cannot fit (one document: a Get Transaction History page of 2,000
+            // transactions, 12 MB in, a few MB as stored): none of it is stored, nothing is acknowledged.
             let signer = Signer(Reliability.pki)
-            let page = (0..<400).map { k in
+            let page = (0..<2_000).map { k in
                 signer.sign(TestPayloads.transaction(
                     transactionId: String(format: "5%015d", k), appTransactionId: String(format: "7050%014d", k),
                     productId: "com.example.lifetime", type: "Non-Consumable", expiresDate: nil))

@@ -52,7 +52,7 @@ extension Reliability {
 
         /// Recomputes every hash from `seq` on, as an attacker covering their tracks would.
         static func rechain(_ probe: Probe, from seq: Int64) throws {
-            let rows = try probe.connection.prepare("SELECT seq, identity, raw FROM events WHERE seq >= ? ORDER BY seq")
+            let rows = try probe.connection.prepare("SELECT seq, identity FROM events WHERE seq >= ? ORDER BY seq")
             try rows.bind(1, seq)
             var prev: [UInt8] = try {
                 let statement = try probe.connection.prepare("SELECT hash FROM events WHERE seq = ?")
@@ -61,7 +61,7 @@ extension Reliability {
             }()
             var updates: [(Int64, [UInt8], [UInt8])] = []
             while try rows.step() {
-                let hash = chainHash(prev: prev, seq: rows.int64(0), identity: rows.string(1) ?? "", raw: rows.string(2) ?? "")
+                let hash = chainHash(prev: prev, seq: rows.int64(0), identity: rows.string(1) ?? "", raw: try probe.loggedInput(rows.int64(0)))
                 updates.append((rows.int64(0), prev, hash))
                 prev = hash
             }
@@ -91,7 +91,7 @@ extension Reliability {
         }
 
         static func raw(_ probe: Probe, _ seq: Int64) throws -> String {
-            try probe.strings("SELECT raw FROM events WHERE seq = \(seq)")[0]
+            try probe.loggedInput(seq)
         }
 
         func expectFlagged(_ fixture: Fixture, _ database: String, seq: Int64, problem: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -217,9 +217,9 @@ extension Reliability {
                 let identity = "transaction:6660000000000001:\(TestPayloads.january2025)"
                 let insert = try probe.connection.prepare("""
                     INSERT INTO events (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
-                        transaction_id, signed_date, received_at, payload, raw, prev_hash, hash)
+                        transaction_id, signed_date, received_at, raw, prev_hash, hash)
                     VALUES (?, ?, 'transaction', '6660000000000001', '704000000000000001', '704000000000000001', '6660000000000001',
-                        '6660000000000001', \(TestPayloads.january2025), 0, '{}', ?, ?, ?)
+                        '6660000000000001', \(TestPayloads.january2025), 0, ?, ?, ?)
                     """)
                 try insert.bind(1, seq)
                 try insert.bind(2, identity)
@@ -321,12 +321,62 @@ extension Reliability {
             }
         }
 
+        @Test("the log in parts: a shared header, a notification's body or a nested JWS edited behind the engine's back is named")
+        func editedPartsAreNamed() throws {
+            let fixture = try Fixture()
+            let probe0 = try Probe(fixture.workspace.path("genuine.sqlite"))
+            // A notification with a nested JWS, and the first event that uses that header.
+            let notification = try probe0.int("SELECT min(event_seq) FROM jws_nested")
+            let headerId = try probe0.int("SELECT header_id FROM jws_nested WHERE event_seq = \(notification) ORDER BY position LIMIT 1")
+            let firstUser = try probe0.int(
+                "SELECT min(seq) FROM (SELECT seq FROM events WHERE header_id = \(headerId) UNION SELECT event_seq FROM jws_nested WHERE header_id = \(headerId))")
+            #expect(notification > 0 && headerId > 0 && firstUser > 0)
+            // The certificate chain's header, shared by every event: the first event using it is named.
+            let header = try fixture.tampered("edited-header") { probe in
+                try probe.execute("""
+                    DROP TRIGGER jws_headers_are_immutable_update;
+                    UPDATE jws_headers SET header = 'eyJhbGciOiJub25lIn0' WHERE id = \(headerId);
+                    CREATE TRIGGER jws_headers_are_immutable_update BEFORE UPDATE ON jws_headers
+                    BEGIN SELECT RAISE(ABORT, 'JWS headers are immutable: UPDATE is not allowed'); END;
+                    """)
+            }
+            try expectFlagged(fixture, header, seq: firstUser, problem: "altered")
+            // The decoded payload of a nested transaction: a longer expiry.
+            let nested = try fixture.tampered("edited-nested") { probe in
+                try probe.execute("""
+                    DROP TRIGGER jws_nested_are_immutable_update;
+                    UPDATE jws_nested SET payload = replace(payload, '"quantity":1', '"quantity":9') WHERE event_seq = \(notification);
+                    CREATE TRIGGER jws_nested_are_immutable_update BEFORE UPDATE ON jws_nested
+                    BEGIN SELECT RAISE(ABORT, 'nested JWS are immutable: UPDATE is not allowed'); END;
+                    """)
+                #expect(try probe.loggedInput(notification) != (try Probe(fixture.workspace.path("genuine.sqlite")).loggedInput(notification)))
+            }
+            try expectFlagged(fixture, nested, seq: notification, problem: "altered")
+            // The notification's own decoded payload.
+            let body = try fixture.tampered("edited-body") { probe in
+                try probe.execute(Self.dropTriggers + """
+                    UPDATE events SET body = replace(body, '"notificationType":"', '"notificationType":"X') WHERE seq = \(notification);
+                    """ + Self.restoreTriggers)
+            }
+            try expectFlagged(fixture, body, seq: notification, problem: "altered")
+            // A nested JWS removed: the notification no longer gives back its JWS.
+            let removed = try fixture.tampered("removed-nested") { probe in
+                try probe.execute("""
+                    DROP TRIGGER jws_nested_are_immutable_delete;
+                    DELETE FROM jws_nested WHERE event_seq = \(notification);
+                    CREATE TRIGGER jws_nested_are_immutable_delete BEFORE DELETE ON jws_nested
+                    BEGIN SELECT RAISE(ABORT, 'nested JWS are immutable: DELETE is not allowed'); END;
+                    """)
+            }
+            try expectFlagged(fixture, removed, seq: notification, problem: "altered")
+        }
+
         @Test("the facts the reducers read, swapped for another customer's lifetime purchase: audit names the event")
         func editedFactsAreNamed() throws {
             let fixture = try Fixture()
             // A subscriber, and a lifetime purchase of another customer.
             let probe0 = try Probe(fixture.workspace.path("genuine.sqlite"))
-            let victimRow = try probe0.strings("SELECT customer_key || ' ' || seq FROM events WHERE kind = 'transaction' AND customer_key IN (SELECT customer_key FROM events WHERE raw LIKE '%' ) ORDER BY seq LIMIT 1")[0].split(separator: " ")
+            let victimRow = try probe0.strings("SELECT customer_key || ' ' || seq FROM events WHERE kind = 'transaction' AND customer_key IN (SELECT customer_key FROM events) ORDER BY seq LIMIT 1")[0].split(separator: " ")
             let donorRow = try probe0.strings("SELECT customer_key || ' ' || seq FROM events WHERE kind = 'notification' AND notification_type = 'ONE_TIME_CHARGE' AND customer_key <> '\(victimRow[0])' ORDER BY seq LIMIT 1")[0].split(separator: " ")
             let (victim, victimSeq, donor, donorSeq) = (String(victimRow[0]), Int64(victimRow[1])!, String(donorRow[0]), Int64(donorRow[1])!)
             let database = try fixture.tampered("edited-facts") { probe in

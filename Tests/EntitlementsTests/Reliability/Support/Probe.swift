@@ -22,6 +22,11 @@ extension Reliability {
 
         func int(_ sql: String) throws -> Int64 { try connection.scalarInt(sql) ?? -1 }
 
+        /// The input logged at `seq` as received (the JWS given back from its stored parts).
+        func loggedInput(_ seq: Int64) throws -> String {
+            try EventStore(path: connection.path, hash: { $0 }, mode: .readOnly).loggedInput(at: seq)
+        }
+
         /// Every event identity, once per row (so a doubled event would show twice).
         /// A standalone transaction's or renewal info's identity ends in `:` and a
         /// 32-digit digest of its signed payload (section 3), left out here: the

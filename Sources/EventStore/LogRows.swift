@@ -1,0 +1,143 @@
+import EntitlementCore
+
+/// One row of the log as written: what identifies and files the event, how its
+/// input is kept (in parts, or whole), and its place in the hash chain.
+struct LogRow {
+    /// How the input is kept.
+    enum Content {
+        /// A JWS in parts (``StoredJWS``).
+        case parts(StoredJWS)
+        /// The input exactly as received (a usage record, or a JWS that does not
+        /// split), with its decoded payload when there is one, for people reading
+        /// the database.
+        case whole(raw: String, body: [UInt8]?)
+    }
+
+    var seq: Int64
+    var identity: String
+    var kind: String
+    var eventId: String
+    var customerKey: String?
+    var appTransactionId: String?
+    var originalTransactionId: String?
+    var transactionId: String?
+    var notificationType: String?
+    var subtype: String?
+    var signedDate: Int64
+    var receivedAt: Int64
+    var content: Content
+    var prevHash: [UInt8]
+    var hash: [UInt8]
+
+    /// How a JWS is kept: in parts when they give it back, else whole.
+    static func content(jws: String, nested: [(path: String, jws: String)]) -> Content {
+        if let stored = StoredJWS(jws: jws, nested: nested) { return .parts(stored) }
+        return .whole(raw: jws, body: nil)
+    }
+}
+
+extension EventStore {
+    /// Inserts `row` into `table` (`events`, or the migration's new table), its
+    /// nested JWS into `jws_nested` and any new header into `jws_headers`, in the
+    /// caller's transaction.
+    static func insert(_ row: LogRow, into table: String, on connection: Connection, headers: JWSHeaders) throws {
+        let insert = try connection.cached(
+            """
+            INSERT INTO \(table) (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
+                transaction_id, notification_type, subtype, signed_date, received_at, header_id, body, signature, raw,
+                prev_hash, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        try insert.bind(1, row.seq)
+        try insert.bind(2, row.identity)
+        try insert.bind(3, row.kind)
+        try insert.bind(4, row.eventId)
+        try insert.bind(5, row.customerKey)
+        try insert.bind(6, row.appTransactionId)
+        try insert.bind(7, row.originalTransactionId)
+        try insert.bind(8, row.transactionId)
+        try insert.bind(9, row.notificationType)
+        try insert.bind(10, row.subtype)
+        try insert.bind(11, row.signedDate)
+        try insert.bind(12, row.receivedAt)
+        switch row.content {
+        case .parts(let stored):
+            try insert.bind(13, try headers.id(of: stored.header, on: connection))
+            try insert.bind(14, text: stored.body)
+            try insert.bind(15, stored.signature)
+            try insert.bind(16, nil as String?)
+        case .whole(let raw, let body):
+            try insert.bind(13, nil as Int64?)
+            try insert.bind(14, text: body)
+            try insert.bind(15, nil as String?)
+            try insert.bind(16, raw)
+        }
+        try insert.bind(17, blob: row.prevHash)
+        try insert.bind(18, blob: row.hash)
+        try insert.step()
+        guard case .parts(let stored) = row.content, !stored.nested.isEmpty else { return }
+        let nested = try connection.cached(
+            "INSERT INTO jws_nested (event_seq, position, path, header_id, payload, signature) VALUES (?, ?, ?, ?, ?, ?)")
+        for item in stored.nested {
+            nested.reset()
+            try nested.bind(1, row.seq)
+            try nested.bind(2, Int64(item.position))
+            try nested.bind(3, item.path)
+            try nested.bind(4, try headers.id(of: item.jws.header, on: connection))
+            try nested.bind(5, text: item.jws.payload)
+            try nested.bind(6, item.jws.signature)
+            try nested.step()
+        }
+    }
+
+    /// The input logged at `seq` exactly as received (a JWS byte for byte, or a
+    /// usage record's JSON), from the columns `header_id, body, signature, raw` of
+    /// `statement` starting at `column`, and its nested JWS.
+    func loggedInput(seq: Int64, kind: String?, _ statement: Statement, column: Int32) throws -> String {
+        if let raw = statement.string(column + 3) { return raw }
+        guard let headerId = statement.optionalInt64(column), let body = statement.textBytes(column + 1),
+            let signature = statement.string(column + 2)
+        else {
+            throw StoreError(code: .unreadable, message: "event \(seq) has neither a raw input nor a JWS header, body and signature")
+        }
+        let stored = StoredJWS(
+            header: try jwsHeaders.header(headerId, on: connection), signature: signature, body: body,
+            nested: kind == EventKind.notification.rawValue ? try nestedJWS(of: seq) : [])
+        return stored.jws
+    }
+
+    /// The JWS nested in the notification logged at `seq`, by position.
+    func nestedJWS(of seq: Int64) throws -> [StoredJWS.Nested] {
+        let statement = try connection.cached(
+            "SELECT position, path, header_id, payload, signature FROM jws_nested WHERE event_seq = ? ORDER BY position")
+        defer { statement.reset() }
+        try statement.bind(1, seq)
+        var nested: [StoredJWS.Nested] = []
+        while try statement.step() {
+            nested.append(StoredJWS.Nested(
+                position: Int(statement.int64(0)), path: statement.string(1) ?? "",
+                jws: StoredJWS.Parts(
+                    header: try jwsHeaders.header(statement.int64(2), on: connection),
+                    payload: statement.textBytes(3) ?? [], signature: statement.string(4) ?? "")))
+        }
+        return nested
+    }
+
+    /// The input logged at `seq` exactly as received: the JWS byte for byte (given
+    /// back from the parts the log keeps), or a usage record's canonical JSON.
+    /// - Throws: ``StoreError`` `unreadable` when there is no event at `seq`.
+    public func loggedInput(at seq: Int64) throws(StoreError) -> String {
+        try mapped { try loggedInput(seq: seq) }
+    }
+
+    /// The input logged at `seq` exactly as received.
+    func loggedInput(seq: Int64) throws -> String {
+        let statement = try connection.cached("SELECT kind, header_id, body, signature, raw FROM events WHERE seq = ?")
+        defer { statement.reset() }
+        try statement.bind(1, seq)
+        guard try statement.step() else {
+            throw StoreError(code: .unreadable, message: "event \(seq) is missing from the log")
+        }
+        return try loggedInput(seq: seq, kind: statement.string(0), statement, column: 1)
+    }
+}

@@ -1,0 +1,190 @@
+import EntitlementCore
+
+/// A JWS as the log keeps it: in parts that give back its exact bytes, with
+/// what every JWS Apple signs repeats stored once.
+///
+/// A JWS is `header.payload.signature`, each part base64url. Apple's header
+/// carries its certificate chain (`x5c`): 4–5 KB, the same for every JWS signed
+/// with one certificate, and a notification repeats it three times (its own and
+/// its nested transaction's and renewal info's, those base64url-encoded once more
+/// inside its payload). So the log keeps:
+/// - the header's text once per distinct header (`jws_headers`), referenced by id;
+/// - the payload decoded (`body`: the JSON exactly as signed, readable with
+///   `sqlite3`), each nested JWS's text cut out of it and kept as an object of its
+///   own (`jws_nested`: its header by id, its decoded payload, its signature), with
+///   the byte offset where its text goes back;
+/// - the signature's text.
+///
+/// Base64url without padding has exactly one encoding of given bytes and the
+/// decoder is strict (``Base64/decodeURL(_:)-(Substring)``), so encoding the decoded
+/// payload again gives back the segment received: ``jws`` is the JWS byte for byte,
+/// and the log's hash chain, computed over it, is the same as over the raw text.
+public struct StoredJWS: Sendable, Hashable {
+    /// A JWS nested in the payload (a notification's signed transaction, renewal
+    /// info or AppTransaction), cut out of ``StoredJWS/body``.
+    public struct Nested: Sendable, Hashable {
+        /// Where, in the body's UTF-8 bytes, the nested JWS's text goes back
+        /// (between the quotes of its JSON string).
+        public var position: Int
+        /// The JSON path of that string in the payload (`$.data.signedTransactionInfo`).
+        public var path: String
+        /// The nested JWS.
+        public var jws: Parts
+    }
+
+    /// A compact JWS's three parts: header text, decoded payload, signature text.
+    public struct Parts: Sendable, Hashable {
+        public var header: String
+        /// The payload's bytes as signed (UTF-8 JSON).
+        public var payload: [UInt8]
+        public var signature: String
+
+        /// Splits `jws`, or `nil` when it is not three parts with a strictly
+        /// encoded, UTF-8 payload (then the log keeps it whole).
+        public init?(_ jws: Substring) {
+            let utf8 = jws.utf8
+            guard let firstDot = utf8.firstIndex(of: UInt8(ascii: ".")),
+                let secondDot = utf8[utf8.index(after: firstDot)...].firstIndex(of: UInt8(ascii: ".")),
+                !utf8[utf8.index(after: secondDot)...].contains(UInt8(ascii: "."))
+            else { return nil }
+            let segment = jws[jws.index(after: firstDot)..<secondDot]
+            guard let payload = Base64.decodeURL(segment), String(validating: payload, as: UTF8.self) != nil else { return nil }
+            self.header = String(jws[..<firstDot])
+            self.payload = payload
+            self.signature = String(jws[jws.index(after: secondDot)...])
+        }
+
+        public init(header: String, payload: [UInt8], signature: String) {
+            self.header = header
+            self.payload = payload
+            self.signature = signature
+        }
+
+        /// The compact JWS text.
+        public var text: String {
+            header + "." + Base64.encodeURL(payload) + "." + signature
+        }
+    }
+
+    /// The outer JWS's header text and signature text.
+    public var header: String
+    public var signature: String
+    /// The outer payload as signed, with each nested JWS's text cut out.
+    public var body: [UInt8]
+    /// The nested JWS cut out of ``body``, by ascending position.
+    public var nested: [Nested]
+
+    /// The JSON paths where a notification nests JWS, and the keys that reach them.
+    public static let nestedPaths: [(path: String, keys: [String])] = [
+        ("$.data.signedTransactionInfo", ["data", "signedTransactionInfo"]),
+        ("$.data.signedRenewalInfo", ["data", "signedRenewalInfo"]),
+        ("$.appData.signedAppTransactionInfo", ["appData", "signedAppTransactionInfo"]),
+    ]
+
+    public init(header: String, signature: String, body: [UInt8], nested: [Nested]) {
+        self.header = header
+        self.signature = signature
+        self.body = body
+        self.nested = nested
+    }
+
+    /// Splits `jws`, cutting out each of `candidates` (a JSON path and the JWS text
+    /// found there) that occurs exactly once in the payload as a JSON string and
+    /// splits itself; the others stay in the body. `nil` when `jws` does not split.
+    public init?(jws: String, nested candidates: [(path: String, jws: String)]) {
+        guard let outer = Parts(Substring(jws)) else { return nil }
+        header = outer.header
+        signature = outer.signature
+        var cuts: [(start: Int, end: Int, path: String, parts: Parts)] = []
+        for (path, text) in candidates {
+            guard let parts = Parts(Substring(text)) else { continue }
+            let quoted = Array(("\"" + text + "\"").utf8)
+            guard let start = Self.firstIndex(of: quoted, in: outer.payload, from: 0),
+                Self.firstIndex(of: quoted, in: outer.payload, from: start + 1) == nil
+            else { continue }
+            cuts.append((start + 1, start + quoted.count - 1, path, parts))
+        }
+        cuts.sort { $0.start < $1.start }
+        var body: [UInt8] = []
+        body.reserveCapacity(outer.payload.count - cuts.reduce(0) { $0 + $1.end - $1.start })
+        var nested: [Nested] = []
+        var at = 0
+        for cut in cuts where cut.start >= at {
+            body.append(contentsOf: outer.payload[at..<cut.start])
+            nested.append(Nested(position: body.count, path: cut.path, jws: cut.parts))
+            at = cut.end
+        }
+        body.append(contentsOf: outer.payload[at...])
+        self.body = body
+        self.nested = nested
+    }
+
+    /// The nested JWS a verified notification carries, with their paths: what ``init(jws:nested:)`` cuts out.
+    public static func nestedCandidates(of input: VerifiedInput) -> [(path: String, jws: String)] {
+        guard case .notification(let n) = input else { return [] }
+        var candidates: [(path: String, jws: String)] = []
+        if let t = n.transaction { candidates.append((nestedPaths[0].path, t.jws)) }
+        if let r = n.renewalInfo { candidates.append((nestedPaths[1].path, r.jws)) }
+        if let a = n.appTransaction { candidates.append((nestedPaths[2].path, a.jws)) }
+        return candidates
+    }
+
+    /// The strings at ``nestedPaths`` in a payload's JSON: the candidates to cut
+    /// out of a JWS logged before the log was stored in parts.
+    public static func nestedCandidates(inPayload payload: [UInt8]) -> [(path: String, jws: String)] {
+        guard let json = try? JSONParser().parse(payload) else { return [] }
+        var candidates: [(path: String, jws: String)] = []
+        for (path, keys) in nestedPaths {
+            var value: JSONValue? = json
+            for key in keys { value = value?[key] }
+            if case .string(let text)? = value { candidates.append((path, text)) }
+        }
+        return candidates
+    }
+
+    /// The outer payload as signed: the body with every nested JWS's text put back.
+    public var payload: [UInt8] {
+        guard !nested.isEmpty else { return body }
+        let texts = nested.map { Array($0.jws.text.utf8) }
+        var payload: [UInt8] = []
+        payload.reserveCapacity(body.count + texts.reduce(0) { $0 + $1.count })
+        var at = 0
+        for (item, text) in zip(nested, texts) {
+            payload.append(contentsOf: body[at..<item.position])
+            payload.append(contentsOf: text)
+            at = item.position
+        }
+        payload.append(contentsOf: body[at...])
+        return payload
+    }
+
+    /// The JWS exactly as received.
+    public var jws: String {
+        header + "." + Base64.encodeURL(payload) + "." + signature
+    }
+
+    /// The text of the nested JWS at `path`, or `nil` when none was cut out there.
+    public func nestedJWS(at path: String) -> String? {
+        nested.first { $0.path == path }?.jws.text
+    }
+
+    /// The first index of `needle` in `haystack` at or after `from`.
+    static func firstIndex(of needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
+        guard let first = needle.first, needle.count <= haystack.count else { return nil }
+        let last = haystack.count - needle.count
+        var index = from
+        return haystack.withUnsafeBufferPointer { hay in
+            needle.withUnsafeBufferPointer { pin in
+                while index <= last {
+                    if hay[index] == first {
+                        var matched = 1
+                        while matched < pin.count && hay[index + matched] == pin[matched] { matched += 1 }
+                        if matched == pin.count { return index }
+                    }
+                    index += 1
+                }
+                return nil
+            }
+        }
+    }
+}

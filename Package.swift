@@ -57,7 +57,7 @@ let package = Package(
 
         // A throwaway PKI shaped like Apple's, for tests, the benchmark and the fixture maker.
         .target(name: "TestPKI", dependencies: ["COpenSSL", "EntitlementCore"]),
-        .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "HTTPServer", "TestPKI", "COpenSSL"]),
+        .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "HTTPServer", "TestPKI", "COpenSSL", "DemoFixtures"]),
         .executableTarget(name: "entitlements-fixtures", dependencies: ["TestPKI", "EntitlementCore"]),
         // The README's embedding example: `import Entitlements` alone, async API, Encodable answers (run by the tests).
         .executableTarget(name: "entitlements-example", dependencies: ["Entitlements"]),

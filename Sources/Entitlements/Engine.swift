@@ -93,45 +93,42 @@ public final class Engine: Sendable {
     /// Ingests a stream of batches, each in one transaction, handing each
     /// batch's results to `deliver` once it is committed.
     ///
-    /// With `workers` of 2 or more, the next batch is verified while the
-    /// previous one is appended (verification and SQLite run on different
-    /// cores). `next` is called again before the previous batch is delivered,
-    /// so use this for files, not for a stream whose next line may be long in
-    /// coming (there, call ``ingest(_:workers:receivedAt:)`` per batch so each
-    /// acknowledgment goes out at once).
+    /// A pipeline: `workers` threads of the engine's own each take the next batch
+    /// (`next`) and verify it, whole batches side by side, while the calling thread
+    /// appends and delivers the batches in order. Verification and SQLite run on
+    /// different cores, and a batch is delivered as soon as it is committed: `next`
+    /// may wait for input (a live stream on standard input) without holding back
+    /// the acknowledgment of what came before. At most `workers + 1` batches are
+    /// read and not yet appended, so memory stays bounded.
+    ///
+    /// `next` is called on those threads, one call at a time, never after it
+    /// returned `nil` or after this method returned. A failure to store a batch ends
+    /// the ingest: it is thrown, and the batches after it are neither appended nor
+    /// delivered (a call of `next` under way then finishes on its own).
     public func ingest(
-        batches next: () -> [InputBytes]?, workers: Int, receivedAt: Int64? = nil, deliver: ([IngestResult]) -> Void
+        batches next: @escaping () -> [InputBytes]?, workers: Int, receivedAt: Int64? = nil, deliver: ([IngestResult]) -> Void
     ) throws(EngineError) {
-        guard workers >= 2 else {
-            while let batch = next() { deliver(try ingest(batch, workers: 1, receivedAt: receivedAt)) }
-            return
-        }
-        guard let first = next() else { return }
-        var current = verifyAll(first, workers: workers)
-        var currentDocuments = first
-        // A thread of its own, not Dispatch's shared pool, which a server's handlers may fill.
-        let verifier = WorkerThread(name: "entitlements.ingest.verify")
-        defer { verifier.finish() }
-        let group = DispatchGroup()
-        defer { group.wait() }
-        while true {
-            let upcoming = next()
-            let box = VerifiedBatch()
-            if let upcoming {
-                group.enter()
-                verifier.submit {
-                    box.items = self.verifyAll(upcoming, workers: workers)
-                    group.leave()
+        let lanes = max(1, workers)
+        let pipeline = IngestPipeline(inFlight: lanes + 1)
+        let source = UncheckedSendableBox(next)
+        // Threads of the engine's own, not Dispatch's shared pool, which a server's handlers may fill.
+        for lane in 0..<lanes {
+            let thread = Thread { [self] in
+                while let (number, documents) = pipeline.read(source.value) {
+                    pipeline.put(number, (documents, documents.map(self.documentVerifier.verifiedItems)))
                 }
+                pipeline.laneFinished()
             }
-            let items = current.flatMap { $0 }
+            thread.name = "entitlements.ingest.verify.\(lane)"
+            thread.start()
+        }
+        defer { pipeline.stop() }
+        pipeline.lanes = lanes
+        while let (documents, verified) = pipeline.take() {
+            let items = verified.flatMap { $0 }
             noteProducts(items)
             let outcomes = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now())
-            deliver(Self.results(outcomes, documents: currentDocuments, verified: current))
-            guard let upcoming else { return }
-            group.wait()
-            current = box.items
-            currentDocuments = upcoming
+            deliver(Self.results(outcomes, documents: documents, verified: verified))
         }
     }
 
@@ -219,8 +216,99 @@ public final class Engine: Sendable {
 }
 
 /// A batch verified on another thread, handed back after `DispatchGroup.wait()`.
-private final class VerifiedBatch: @unchecked Sendable {
-    var items: [[AppendItem]] = []
+/// A value handed to another thread by a caller that guarantees one thread uses it at a time.
+final class UncheckedSendableBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// The hand-over between the stages of ``Engine/ingest(batches:workers:receivedAt:deliver:)``:
+/// batches numbered as they are read, verified on several lanes, taken in order.
+final class IngestPipeline: @unchecked Sendable {
+    typealias Batch = (documents: [InputBytes], verified: [[AppendItem]])
+    private let condition = NSCondition()
+    /// Held while a lane reads: one call of the source at a time, without holding `condition`.
+    private let reading = NSLock()
+    private var verified: [Int: Batch] = [:]
+    private var nextToRead = 0
+    private var nextToTake = 0
+    private var inputEnded = false
+    private var lanesRunning = 0
+    private var stopped = false
+    private let inFlight: Int
+
+    init(inFlight: Int) { self.inFlight = inFlight }
+
+    /// The number of lanes that will call ``laneFinished()``; set before ``take()``.
+    var lanes: Int {
+        get { condition.lock(); defer { condition.unlock() }; return lanesRunning }
+        set { condition.lock(); lanesRunning += newValue; condition.unlock() }
+    }
+
+    /// Lane: the next batch and its number, waiting while `inFlight` batches are read
+    /// and not taken; `nil` when the input ended or the consumer stopped.
+    func read(_ source: () -> [InputBytes]?) -> (Int, [InputBytes])? {
+        reading.lock()
+        defer { reading.unlock() }
+        condition.lock()
+        while nextToRead - nextToTake >= inFlight && !stopped { condition.wait() }
+        let done = stopped || inputEnded
+        condition.unlock()
+        if done { return nil }
+        guard let documents = source() else {
+            condition.lock()
+            inputEnded = true
+            condition.broadcast()
+            condition.unlock()
+            return nil
+        }
+        condition.lock()
+        defer { condition.unlock() }
+        let number = nextToRead
+        nextToRead += 1
+        return (number, documents)
+    }
+
+    /// Lane: the batch numbered `number`, verified.
+    func put(_ number: Int, _ batch: Batch) {
+        condition.lock()
+        if !stopped { verified[number] = batch }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Lane: this lane reads no more.
+    func laneFinished() {
+        condition.lock()
+        lanesRunning -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Consumer: the next batch in order, waiting for it; `nil` once the input
+    /// ended and every batch read was taken.
+    func take() -> Batch? {
+        condition.lock()
+        defer { condition.unlock() }
+        while verified[nextToTake] == nil {
+            // Every batch read has been taken, and none will be read: the end.
+            if nextToTake == nextToRead && (inputEnded || lanesRunning == 0) { return nil }
+            condition.wait()
+        }
+        let batch = verified.removeValue(forKey: nextToTake)!
+        nextToTake += 1
+        condition.broadcast()
+        return batch
+    }
+
+    /// Consumer: no more batches are wanted; lanes end after the batch under way.
+    func stop() {
+        condition.lock()
+        stopped = true
+        verified.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
 }
 
 /// One input document as read, bounded: `bytes` holds at most the engine's

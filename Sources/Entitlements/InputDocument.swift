@@ -54,16 +54,27 @@ public enum InputDocument {
             return nil
         }
         let inner = bytes[(bytes.startIndex + prefix.count)..<(bytes.endIndex - suffix.count)]
-        for byte in inner {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
-                continue
-            default:
-                return nil
+        let clean = inner.withUnsafeBufferPointer { inner in
+            jwsAlphabet.withUnsafeBufferPointer { table in
+                var ok: UInt8 = 1
+                for byte in inner { ok &= table[Int(byte)] }
+                return ok == 1
             }
         }
-        return String(decoding: inner, as: UTF8.self)
+        guard clean else { return nil }
+        // ASCII only (checked): the String is made without validating again.
+        return inner.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// 1 for the bytes a compact JWS is made of (base64url and `.`), else 0.
+    static let jwsAlphabet: [UInt8] = (0..<256).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            return 1
+        default:
+            return 0
+        }
     }
 
     static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }

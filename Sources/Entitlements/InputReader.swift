@@ -56,13 +56,23 @@ public struct InputReader {
         if ownsDescriptor { _ = Glibc.close(fd) }
     }
 
-    /// The complete lines available now, waiting only when none is: at least
-    /// one line, or `nil` at the end of input. Empty lines are skipped.
+    /// The complete lines available now, up to `maxLines`, waiting only when none
+    /// is: at least one line, or `nil` at the end of input. Empty lines are skipped.
+    /// "Available now" is all that can be read without waiting: a file gives full
+    /// batches, a stream what its writer has written so far.
     public mutating func nextBatch(maxLines: Int) -> [InputBytes]? {
         var lines: [InputBytes] = []
-        while lines.isEmpty {
+        // (Not while the rest of a too-long line is skipped: `/dev/zero` never ends one,
+        // and the line already handed over must be acknowledged.)
+        while lines.isEmpty || (lines.count < maxLines && !atEnd && !skipping && readableNow()) {
+            if !lines.isEmpty {
+                // More is there already: read it into this batch rather than commit a small one.
+                fill()
+                drainLines(into: &lines, maxLines: maxLines)
+                continue
+            }
             drainLines(into: &lines, maxLines: maxLines)
-            if !lines.isEmpty { break }
+            if !lines.isEmpty { continue }
             if atEnd {
                 // A last line without its newline, skipped when blank like any other blank line.
                 let blank = currentSize == current.count && current.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
@@ -73,6 +83,12 @@ public struct InputReader {
             fill()
         }
         return lines
+    }
+
+    /// Whether a read would return at once (input waiting, or the end of it).
+    private func readableNow() -> Bool {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) > 0
     }
 
     /// Reads everything (for a file holding one JSON document): up to the
@@ -120,6 +136,18 @@ public struct InputReader {
         return line
     }
 
+    /// The index of the first LF or CR in `buffer` at or after `from`, or `buffer.count`.
+    static func lineEnd(in buffer: [UInt8], from: Int) -> Int {
+        buffer.withUnsafeBufferPointer { bytes in
+            guard from < bytes.count, let base = bytes.baseAddress else { return bytes.count }
+            let count = bytes.count - from
+            // LF first (memchr), then a CR before it, if any: CR line ends are rare.
+            let lf = memchr(base + from, 0x0A, count).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? bytes.count
+            let cr = memchr(base + from, 0x0D, lf - from).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) }
+            return cr ?? lf
+        }
+    }
+
     private mutating func drainLines(into lines: inout [InputBytes], maxLines: Int) {
         while readIndex < buffer.count && lines.count < maxLines {
             if afterCR {
@@ -130,8 +158,7 @@ public struct InputReader {
                 }
             }
             // Find the next line end (LF or CR) from readIndex.
-            var end = readIndex
-            while end < buffer.count && buffer[end] != 0x0A && buffer[end] != 0x0D { end += 1 }
+            let end = Self.lineEnd(in: buffer, from: readIndex)
             if skipping {
                 readIndex = end
                 if end == buffer.count { return }

@@ -9,9 +9,19 @@ final class JWSHeaders {
     private var ids: [String: Int64] = [:]
     private var texts: [Int64: String] = [:]
     private var uncommitted: [String] = []
+    /// The header met last: nearly every JWS has the one before's (one certificate
+    /// signs them all for years), and comparing it costs less than hashing it.
+    private var last: (header: String, id: Int64)?
 
     /// The id of `header`, inserted in the caller's transaction when it is new.
     func id(of header: String, on connection: Connection) throws -> Int64 {
+        if let last, last.header == header { return last.id }
+        let id = try lookUp(header, on: connection)
+        last = (header, id)
+        return id
+    }
+
+    private func lookUp(_ header: String, on connection: Connection) throws -> Int64 {
         if let id = ids[header] { return id }
         let find = try connection.cached("SELECT id FROM jws_headers WHERE header = ?")
         defer { find.reset() }
@@ -50,6 +60,7 @@ final class JWSHeaders {
 
     /// The transaction rolled back: the ids it inserted name nothing.
     func forgetUncommitted() {
+        last = nil
         for header in uncommitted {
             if let id = ids.removeValue(forKey: header) { texts[id] = nil }
         }

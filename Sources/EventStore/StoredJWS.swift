@@ -1,4 +1,9 @@
 import EntitlementCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A JWS as the log keeps it: in parts that give back its exact bytes, with
 /// what every JWS Apple signs repeats stored once.
@@ -42,16 +47,26 @@ public struct StoredJWS: Sendable, Hashable {
         /// Splits `jws`, or `nil` when it is not three parts with a strictly
         /// encoded, UTF-8 payload (then the log keeps it whole).
         public init?(_ jws: Substring) {
-            let utf8 = jws.utf8
-            guard let firstDot = utf8.firstIndex(of: UInt8(ascii: ".")),
-                let secondDot = utf8[utf8.index(after: firstDot)...].firstIndex(of: UInt8(ascii: ".")),
-                !utf8[utf8.index(after: secondDot)...].contains(UInt8(ascii: "."))
-            else { return nil }
-            let segment = jws[jws.index(after: firstDot)..<secondDot]
-            guard let payload = Base64.decodeURL(segment), String(validating: payload, as: UTF8.self) != nil else { return nil }
-            self.header = String(jws[..<firstDot])
-            self.payload = payload
-            self.signature = String(jws[jws.index(after: secondDot)...])
+            var text = jws
+            guard let parts = text.withUTF8({ bytes -> (String, [UInt8], String)? in
+                guard let base = bytes.baseAddress, bytes.count > 0,
+                    let first = memchr(base, Int32(UInt8(ascii: ".")), bytes.count)
+                else { return nil }
+                let firstDot = base.distance(to: first.assumingMemoryBound(to: UInt8.self))
+                let afterFirst = firstDot + 1
+                guard let second = memchr(base + afterFirst, Int32(UInt8(ascii: ".")), bytes.count - afterFirst) else { return nil }
+                let secondDot = base.distance(to: second.assumingMemoryBound(to: UInt8.self))
+                let afterSecond = secondDot + 1
+                guard memchr(base + afterSecond, Int32(UInt8(ascii: ".")), bytes.count - afterSecond) == nil,
+                    let payload = Base64.decodeURL(UnsafeBufferPointer(rebasing: bytes[afterFirst..<secondDot])),
+                    String(validating: payload, as: UTF8.self) != nil
+                else { return nil }
+                return (
+                    String(decoding: UnsafeBufferPointer(rebasing: bytes[0..<firstDot]), as: UTF8.self), payload,
+                    String(decoding: UnsafeBufferPointer(rebasing: bytes[afterSecond...]), as: UTF8.self)
+                )
+            }) else { return nil }
+            (header, payload, signature) = parts
         }
 
         public init(header: String, payload: [UInt8], signature: String) {
@@ -168,20 +183,20 @@ public struct StoredJWS: Sendable, Hashable {
         nested.first { $0.path == path }?.jws.text
     }
 
-    /// The first index of `needle` in `haystack` at or after `from`.
+    /// The first index of `needle` in `haystack` at or after `from` (`memchr` to
+    /// each candidate start, `memcmp` to check it).
     static func firstIndex(of needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
-        guard let first = needle.first, needle.count <= haystack.count else { return nil }
-        let last = haystack.count - needle.count
-        var index = from
+        guard !needle.isEmpty, from <= haystack.count - needle.count else { return nil }
         return haystack.withUnsafeBufferPointer { hay in
             needle.withUnsafeBufferPointer { pin in
+                let base = hay.baseAddress!
+                let last = hay.count - pin.count
+                var index = from
                 while index <= last {
-                    if hay[index] == first {
-                        var matched = 1
-                        while matched < pin.count && hay[index + matched] == pin[matched] { matched += 1 }
-                        if matched == pin.count { return index }
-                    }
-                    index += 1
+                    guard let found = memchr(base + index, Int32(pin[0]), last - index + 1) else { return nil }
+                    let at = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                    if memcmp(base + at, pin.baseAddress!, pin.count) == 0 { return at }
+                    index = at + 1
                 }
                 return nil
             }

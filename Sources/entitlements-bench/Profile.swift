@@ -51,6 +51,37 @@ enum Profile {
                         index = end
                     }
                 }
+            case "ingest-file":
+                // `__profile ingest-file CORPUS.ndjson CONFIG.json`: Engine.ingest(batches:) with 2 workers on
+                // the lines of a file read beforehand, as the command line does without its input reading.
+                guard arguments.count >= 3 else { note("usage: __profile ingest-file CORPUS CONFIG"); return 2 }
+                let text = try String(contentsOfFile: arguments[1], encoding: .utf8)
+                var documents = text.split(separator: "\n").map { InputBytes(bytes: Array($0.utf8)) }
+                if arguments.count > 3, var reader = InputReader(path: arguments[1], limit: 1 << 20) {
+                    // As the command line reads them.
+                    documents = []
+                    let started = Clock.now()
+                    while let lines = reader.nextBatch(maxLines: 512) { documents += lines }
+                    note("InputReader: \(documents.count) lines in \(Format.fixed(Clock.now() - started, 2)) s")
+                }
+                let path = NSTemporaryDirectory() + "/entitlements-bench-profile-file.sqlite"
+                Storage.remove(path)
+                defer { Storage.remove(path) }
+                let engine = try Engine(configuration: try EngineConfiguration.load(path: arguments[2]), databasePath: path)
+                var index = 0
+                let start = Clock.now()
+                final class Box: @unchecked Sendable { var reader: InputReader?; init(_ r: InputReader?) { reader = r } }
+                let lazy = Box(arguments.count > 4 ? InputReader(path: arguments[1], limit: 1 << 20) : nil)
+                try profiledRegion {
+                    try engine.ingest(batches: {
+                        if lazy.reader != nil { return lazy.reader!.nextBatch(maxLines: 512) }
+                        guard index < documents.count else { return nil }
+                        let end = min(index + 256, documents.count)
+                        defer { index = end }
+                        return Array(documents[index..<end])
+                    }, workers: 2) { _ in }
+                }
+                note("ingest-file: \(documents.count) in \(Format.fixed(Clock.now() - start, 2)) s")
             case "append":
                 let corpus = Corpus(count: n, customers: max(1, n / 4))
                 let path = NSTemporaryDirectory() + "/entitlements-bench-profile.sqlite"

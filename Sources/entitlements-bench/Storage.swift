@@ -14,7 +14,20 @@ enum Storage {
         var objects: [(name: String, bytes: Int64)]
         /// Average length of the big columns of `events`, in bytes.
         var averageColumns: [(name: String, bytes: Double)]
+        /// Bytes of row and index-entry content (SQLite's `dbstat` payload, no page
+        /// overhead) per event, leaving out what is shared: the schema, the engine's
+        /// own rows and the JWS headers (stored once per signing certificate).
+        var contentBytesPerEvent: Double = 0
+        /// The JWS headers stored (distinct), and their bytes with their index.
+        var headers: Int64 = 0
+        var headerBytes: Int64 = 0
     }
+
+    /// The objects whose content does not grow with the events.
+    static let shared = [
+        "sqlite_schema", "sqlite_master", "schema_migrations", "sqlite_autoindex_schema_migrations_1", "engine_state", "app_binding",
+        "change_feed_state", "sync_state", "sqlite_sequence", "jws_headers", "sqlite_autoindex_jws_headers_1",
+    ]
 
     static func remove(_ path: String) {
         for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
@@ -34,11 +47,16 @@ enum Storage {
         var averages: [(String, Double)] = []
         if columns {
             let statement = try connection.prepare(
-                "SELECT avg(length(raw)), avg(length(payload)), avg(coalesce(length(nested_payloads), 0)) FROM events")
+                """
+                SELECT avg(coalesce(length(body), 0)), avg(coalesce(length(signature), 0)), avg(coalesce(length(raw), 0)),
+                    (SELECT coalesce(sum(length(payload) + length(signature)), 0) FROM jws_nested) * 1.0 / max(count(*), 1)
+                FROM events
+                """)
             if try statement.step() {
                 averages = [
-                    ("raw", Double(statement.optionalInt64(0) ?? 0)), ("payload", Double(statement.optionalInt64(1) ?? 0)),
-                    ("nested_payloads", Double(statement.optionalInt64(2) ?? 0)),
+                    ("body", Double(statement.optionalInt64(0) ?? 0)), ("signature", Double(statement.optionalInt64(1) ?? 0)),
+                    ("raw (kept whole)", Double(statement.optionalInt64(2) ?? 0)),
+                    ("jws_nested payload + signature", Double(statement.optionalInt64(3) ?? 0)),
                 ]
             }
             let facts = try connection.prepare("SELECT avg(length(facts)) FROM event_facts")
@@ -46,8 +64,21 @@ enum Storage {
             let states = try connection.prepare("SELECT avg(length(state)) FROM projections")
             if try states.step() { averages.append(("projections.state", Double(states.optionalInt64(0) ?? 0))) }
         }
-        return Figures(
+        var figures = Figures(
             events: events, fileBytes: fileBytes, bytesPerEvent: events > 0 ? Double(fileBytes) / Double(events) : 0,
             objects: objects, averageColumns: averages)
+        if let content = try? connection.prepare(
+            "SELECT coalesce(sum(payload), 0) FROM dbstat WHERE name NOT IN (" + shared.map { "'\($0)'" }.joined(separator: ", ") + ")"),
+            (try? content.step()) == true, events > 0
+        {
+            figures.contentBytesPerEvent = Double(content.int64(0)) / Double(events)
+        }
+        if let headers = try? connection.prepare(
+            "SELECT count(*), coalesce(sum(length(header)), 0) * 2 FROM jws_headers"), (try? headers.step()) == true
+        {
+            figures.headers = headers.int64(0)
+            figures.headerBytes = headers.int64(1)
+        }
+        return figures
     }
 }

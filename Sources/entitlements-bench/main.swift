@@ -90,6 +90,7 @@ struct Bench {
         var ecdsa: ECDSALimit.Figures? = nil
         var verification: VerificationBench.Figures? = nil
         var ingestOne: IngestBench.Run? = nil
+        var ingestTwo: IngestBench.Run? = nil
 
         if wants(.ecdsa) || wants(.verify) {
             stage(wants(.verify) ? "verify" : "ecdsa") {
@@ -159,7 +160,7 @@ struct Bench {
                 for workers in [1, 2] {
                     let run = try IngestBench.run(
                         corpus, documents: documents, workers: workers, batch: options.batch, path: workFolder + "/ingest-\(workers).sqlite")
-                    if workers == 1 { ingestOne = run }
+                    if workers == 1 { ingestOne = run } else { ingestTwo = run }
                     let target = workers == 1 ? 5_000.0 : 9_000.0
                     report.row(
                         "ingest", "Engine.ingest, batches of \(options.batch), \(workers) worker\(workers == 1 ? "" : "s")",
@@ -173,6 +174,50 @@ struct Bench {
                             "cpuSeconds": .double(run.cpuSeconds), "notificationsPerSecond": .double(run.rate),
                             "eventsPerSecond": .double(run.rate),
                         ])
+                }
+                // The bound of the cores each run may use, from the ECDSA stage of this run.
+                if let ecdsa {
+                    let one = ecdsa.bare.perSecond / 3
+                    for (workers, run) in [(1, ingestOne), (2, ingestTwo)] {
+                        guard let run else { continue }
+                        let bound = one * Double(min(workers, Machine.cores))
+                        let share = run.rate / bound * 100
+                        let perCPU = Double(run.notifications) / max(run.cpuSeconds, 1e-9) / one * 100
+                        let target = workers == 1 ? 70.0 : 60.0
+                        report.row(
+                            "ingest", "  \(workers) worker\(workers == 1 ? "" : "s"): share of the bound of \(min(workers, Machine.cores)) core\(workers == 1 ? "" : "s") (\(Format.count(bound)) /s)",
+                            Format.fixed(share, 0) + "% (per CPU-s: " + Format.fixed(perCPU, 0) + "% of one core's)", target: ">= \(Int(target))%",
+                            met: share >= target)
+                        report.section(
+                            "ingest\(workers)Bound",
+                            ["boundPerSecond": .double(bound), "sharePercent": .double(share), "perCPUSecondSharePercent": .double(perCPU)])
+                    }
+                }
+                if let binary = CLIIngestBench.binary {
+                    let config = try CLIIngestBench.writeConfiguration(corpus, folder: workFolder)
+                    var runs: [CLIIngestBench.Run] = []
+                    for stdin in [false, true] {
+                        runs.append(try CLIIngestBench.run(
+                            binary: binary, corpusPath: corpusPath, config: config, notifications: documents.count, stdin: stdin, workers: 2,
+                            database: workFolder + "/cli-ingest.sqlite"))
+                    }
+                    for run in runs {
+                        report.row(
+                            "ingest", "entitlements ingest --workers 2, from \(run.source)",
+                            Format.count(run.rate) + " /s (" + Format.count(Double(run.notifications) / max(run.cpuSeconds, 1e-9)) + " per CPU-s)")
+                    }
+                    let ratio = runs[1].rate / runs[0].rate * 100
+                    report.row("ingest", "  standard input / file", Format.fixed(ratio, 0) + "%", target: ">= 90%", met: ratio >= 90)
+                    report.section(
+                        "cliIngest",
+                        [
+                            "fileNotificationsPerSecond": .double(runs[0].rate), "stdinNotificationsPerSecond": .double(runs[1].rate),
+                            "fileCPUSeconds": .double(runs[0].cpuSeconds), "stdinCPUSeconds": .double(runs[1].cpuSeconds),
+                            "stdinShareOfFilePercent": .double(ratio),
+                        ])
+                } else {
+                    note("ingest: no release `entitlements` beside the benchmark (swift build -c release): the command-line runs are skipped")
+                    report.skipped.append("entitlements ingest from a file and from standard input: build the entitlements product too")
                 }
                 let store = try IngestBench.appendOnly(corpus, documents: documents, batch: options.batch, path: workFolder + "/append-only.sqlite")
                 report.row(
@@ -212,8 +257,33 @@ struct Bench {
 
                 let storage = try Storage.measure(workFolder + "/ingest-1.sqlite")
                 guard storage.events == Int64(documents.count) else { throw BenchFailure("the ingest database holds \(storage.events) events") }
-                report.row("storage", "bytes per event on disk (signed notifications)", Format.count(storage.bytesPerEvent) + " B")
-                report.section("storageIngest", storageJSON(storage, note: "Engine.ingest of the signed corpus: real JWS with x5c chains"))
+                let inputBytes = Double(documents.reduce(0) { $0 + $1.bytes.count }) / Double(max(documents.count, 1))
+                report.row("storage", "input: bytes per signed notification (x5c chains of Apple's size)", Format.count(inputBytes) + " B")
+                report.row("storage", "bytes per event on disk (signed notifications)", Format.count(storage.bytesPerEvent) + " B",
+                           target: "<= 4,096 B", met: storage.bytesPerEvent <= 4_096)
+                report.row(
+                    "storage", "  rows and index entries per event (dbstat, without page overhead)", Format.count(storage.contentBytesPerEvent) + " B")
+                report.row(
+                    "storage", "  JWS headers kept once", "\(storage.headers) (" + Format.count(Double(storage.headerBytes)) + " B with their index)")
+                var storageSection = JSONObject()
+                if case .object(let object) = storageJSON(storage, note: "Engine.ingest of the signed corpus: real JWS with x5c chains") {
+                    storageSection = object
+                }
+                storageSection["inputBytesPerNotification"] = .double(inputBytes)
+                report.section("storageIngest", .object(storageSection))
+                var realSection: [JSONValue] = []
+                for sample in try RealSamplesStorage.measure(folder: workFolder) {
+                    report.row(
+                        "storage", "real sample \(sample.file): the event's rows and index entries (input \(Format.count(Double(sample.inputBytes))) B)",
+                        Format.count(sample.storage.contentBytesPerEvent) + " B", target: "<= 4,096 B", met: sample.storage.contentBytesPerEvent <= 4_096)
+                    report.row("storage", "  its JWS header, kept once for every JWS of that certificate", Format.count(Double(sample.storage.headerBytes)) + " B")
+                    realSection.append([
+                        "file": .string(sample.file), "inputBytes": .int(Int64(sample.inputBytes)), "jwsBytes": .int(Int64(sample.jwsBytes)),
+                        "eventContentBytes": .double(sample.storage.contentBytesPerEvent), "headerBytesWithIndex": .int(sample.storage.headerBytes),
+                        "fileBytes": .int(sample.storage.fileBytes),
+                    ])
+                }
+                report.section("storageRealSamples", .array(realSection))
                 Storage.remove(workFolder + "/append-only.sqlite")
                 Storage.remove(workFolder + "/ingest-2.sqlite")
             }
@@ -449,7 +519,8 @@ struct Bench {
     func storageJSON(_ storage: Storage.Figures, note: String) -> JSONValue {
         [
             "note": .string(note), "events": .int(storage.events), "fileBytes": .int(storage.fileBytes),
-            "bytesPerEvent": .double(storage.bytesPerEvent),
+            "bytesPerEvent": .double(storage.bytesPerEvent), "contentBytesPerEvent": .double(storage.contentBytesPerEvent),
+            "jwsHeaders": .int(storage.headers), "jwsHeaderBytes": .int(storage.headerBytes),
             "objects": .object(JSONObject(storage.objects.map { (key: $0.name, value: .int($0.bytes)) })),
             "averageColumnBytes": .object(JSONObject(storage.averageColumns.map { (key: $0.name, value: .double($0.bytes)) })),
         ]

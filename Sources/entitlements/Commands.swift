@@ -83,17 +83,15 @@ enum Commands {
             switch try openInput(file, limit: limit, command: "ingest") {
             case .whole(let document):
                 if let error = run([document]) { return storageFailure("ingest", error) }
-            case .lines(var reader) where file == "-" || !isRegularFile(file):
-                // A live stream: each batch is committed and acknowledged before the next is read.
-                defer { reader.close() }
-                while let lines = reader.nextBatch(maxLines: batch) {
-                    if let error = run(lines) { return storageFailure("ingest", error) }
-                }
-            case .lines(var reader):
-                // A file: the next batch is verified while the previous one is appended.
-                defer { reader.close() }
+            case .lines(let opened):
+                // A file or a live stream alike: the next batch is read and verified on the
+                // engine's thread while the one before is appended; each batch's lines are
+                // printed once it is committed (an acknowledgment), without waiting for more
+                // input. A stream's batch is what has arrived (at least one line).
+                let reader = ReaderBox(opened)
+                defer { reader.reader.close() }
                 do {
-                    try engine.ingest(batches: { reader.nextBatch(maxLines: batch) }, workers: workers) { results in
+                    try engine.ingest(batches: { reader.reader.nextBatch(maxLines: batch) }, workers: workers) { results in
                         if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
                         Output.lines(results.map { $0.json() })
                         for warning in engine.takeProductWarnings() { Output.error(warning) }
@@ -107,6 +105,12 @@ enum Commands {
         // may still hold the engine when this returns, so closing is not left to deinit).
         try? engine.checkpoint()
         return anyRejected ? .rejected : .success
+    }
+
+    /// An input reader, read from the engine's verifying thread while it lives.
+    final class ReaderBox: @unchecked Sendable {
+        var reader: InputReader
+        init(_ reader: InputReader) { self.reader = reader }
     }
 
     /// An input file (or `-`, standard input) opened for reading.
@@ -141,13 +145,6 @@ enum Commands {
             }
             close(fd)
         }
-    }
-
-    /// Whether `path` is a regular file (not a pipe or a device such as `/dev/zero`,
-    /// which are read as streams: a batch at a time, each acknowledged before the next).
-    static func isRegularFile(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
     static func openInput(_ file: String, limit: Int, command: String) throws(UsageError) -> Input {

@@ -109,7 +109,7 @@ public final class Engine: Sendable {
         batches next: @escaping () -> [InputBytes]?, workers: Int, receivedAt: Int64? = nil, deliver: ([IngestResult]) -> Void
     ) throws(EngineError) {
         let lanes = max(1, workers)
-        let pipeline = IngestPipeline(inFlight: lanes + 1)
+        let pipeline = IngestPipeline(inFlight: lanes + 1, lanes: lanes)
         let source = UncheckedSendableBox(next)
         // Threads of the engine's own, not Dispatch's shared pool, which a server's handlers may fill.
         for lane in 0..<lanes {
@@ -123,7 +123,6 @@ public final class Engine: Sendable {
             thread.start()
         }
         defer { pipeline.stop() }
-        pipeline.lanes = lanes
         while let (documents, verified) = pipeline.take() {
             let items = verified.flatMap { $0 }
             noteProducts(items)
@@ -237,12 +236,12 @@ final class IngestPipeline: @unchecked Sendable {
     private var stopped = false
     private let inFlight: Int
 
-    init(inFlight: Int) { self.inFlight = inFlight }
-
-    /// The number of lanes that will call ``laneFinished()``; set before ``take()``.
-    var lanes: Int {
-        get { condition.lock(); defer { condition.unlock() }; return lanesRunning }
-        set { condition.lock(); lanesRunning += newValue; condition.unlock() }
+    /// - Parameters:
+    ///   - inFlight: the most batches read and not yet taken.
+    ///   - lanes: how many lanes will call ``laneFinished()``.
+    init(inFlight: Int, lanes: Int) {
+        self.inFlight = inFlight
+        self.lanesRunning = lanes
     }
 
     /// Lane: the next batch and its number, waiting while `inFlight` batches are read

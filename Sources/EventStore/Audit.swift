@@ -78,6 +78,7 @@ extension EventStore {
         progress: (Int64) -> Void = { _ in }
     ) throws(StoreError) -> AuditReport {
         try mapped {
+            try requireLogInParts()
             var report = AuditReport(events: 0, firstMismatch: nil, triggersPresent: false)
             report.triggerProblems = try immutabilityTriggerProblems()
             report.triggersPresent = report.triggerProblems.isEmpty

@@ -68,6 +68,7 @@ extension EventStore {
     }
 
     private func readRequests(_ sql: String, bind: (Statement) throws -> Void) throws -> [StoredConsumptionRequest] {
+        try requireLogInParts()
         let statement = try connection.cached(sql)
         defer { statement.reset() }
         try bind(statement)

@@ -130,8 +130,20 @@ extension EventStore {
         try mapped { try loggedInput(seq: seq) }
     }
 
+    /// Throws `DATABASE_NOT_MIGRATED` when the log is still in the form an earlier
+    /// engine wrote (each JWS whole): a reader does not migrate, a writer does on open.
+    func requireLogInParts() throws {
+        let statement = try connection.cached("SELECT count(*) FROM pragma_table_info('events') WHERE name = 'body'")
+        defer { statement.reset() }
+        guard try statement.step(), statement.int64(0) == 0 else { return }
+        throw StoreError(
+            code: .notMigrated,
+            message: "the database \(path) was written by an earlier version of the engine and is not migrated yet (migration 012_compact_log stores the log in parts); a command that writes (ingest, replay, usage, serve, sync) migrates it in place when it opens it: run one once, then this again")
+    }
+
     /// The input logged at `seq` exactly as received.
     func loggedInput(seq: Int64) throws -> String {
+        try requireLogInParts()
         let statement = try connection.cached("SELECT kind, header_id, body, signature, raw FROM events WHERE seq = ?")
         defer { statement.reset() }
         try statement.bind(1, seq)

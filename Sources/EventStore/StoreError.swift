@@ -28,6 +28,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case notFound = "DATABASE_NOT_FOUND"
         /// The database was written by a newer engine (a migration this one does not know).
         case tooNew = "DATABASE_TOO_NEW"
+        /// A reader needs a migration that only a writer applies (an older engine's database).
+        case notMigrated = "DATABASE_NOT_MIGRATED"
     }
 
     public var code: Code

@@ -70,8 +70,13 @@ enum Help {
             OPTIONS
               --db PATH       database (default entitlements.sqlite)
               --config PATH   configuration file (required)
-              --workers N     threads verifying signatures in parallel (default 2)
-              --batch N       most lines committed in one transaction (default 512)
+              --workers N     threads that read and verify batches side by side while the
+                              main thread appends the batch before (default 2)
+              --batch N       most lines committed in one transaction (default 512); a batch
+                              is all that can be read without waiting, up to N lines
+
+            A database written by an earlier version is migrated in place when ingest opens
+            it; a migration that rewrites the log reports its progress on standard error.
             """,
         "query": """
             entitlements query [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]

@@ -120,6 +120,19 @@ extension Reliability {
             #expect(again.status == 0 && !again.stderr.contains("012_compact_log"), "\(again.stderr)")
         }
 
+        @Test("before a writer migrates it: query and history answer from the old layout, audit says DATABASE_NOT_MIGRATED (exit 3) and what to run")
+        func readersOfAnUnmigratedDatabase() throws {
+            let workspace = try Self.workspace(Self.legacies[0])
+            let before = try Self.oldRows(workspace.path("db.sqlite"))
+            let query = try Self.run(workspace, ["query", "--app-transaction-id", "704100000000000005"])
+            #expect(query.status == 0 && query.stdout.contains("\"purchases\""), "\(query.stdout) \(query.stderr)")
+            let audit = try Self.run(workspace, ["audit"])
+            #expect(audit.status == 3, "exit \(audit.status): \(audit.stdout) \(audit.stderr)")
+            #expect(audit.stderr.contains("DATABASE_NOT_MIGRATED") && audit.stderr.contains("012_compact_log"), "\(audit.stderr)")
+            // Readers changed nothing.
+            #expect(try Self.oldRows(workspace.path("db.sqlite")) == before)
+        }
+
         @Test("a migration that cannot finish (a file-size limit) leaves the database as it was; the next open migrates it")
         func interruptedMigrationChangesNothing() throws {
             let workspace = try Self.workspace(Self.legacies[0])

@@ -1,0 +1,72 @@
+import Entitlements
+import Foundation
+import Testing
+import TestPKI
+
+/// `Engine.ingest(batches:workers:deliver:)` verifies batches side by side on its own
+/// threads and appends them in order (issue 16): whatever the lanes, every batch is
+/// delivered once, in the order read, and the log equals a one-batch-at-a-time ingest.
+@Suite struct IngestPipelineTests {
+    typealias Workspace = Reliability.Workspace
+    typealias History = Reliability.History
+
+    @Test("1, 2 and 5 lanes: batches delivered once each, in order, and the same log as ingest one batch at a time",
+          arguments: [1, 2, 5])
+    func lanesKeepTheOrder(workers: Int) throws {
+        let workspace = try Workspace(name: "pipeline")
+        let history = History.generate(lines: 120, seed: 0x16)
+        // Batches of uneven sizes, with a garbage line in some, numbered as a file's lines are.
+        var texts = history.lines.map(\.text)
+        texts.insert("not json", at: 17)
+        let documents = texts.enumerated().map { InputBytes(bytes: Array($1.utf8), number: $0 + 1) }
+        var batches: [[InputBytes]] = []
+        var index = 0
+        var size = 1
+        while index < documents.count {
+            let end = min(documents.count, index + size)
+            batches.append(Array(documents[index..<end]))
+            index = end
+            size = size % 9 + 1
+        }
+        let engine = try workspace.engine("pipeline-\(workers).sqlite")
+        var remaining = batches
+        var delivered: [[IngestResult]] = []
+        try engine.ingest(batches: { remaining.isEmpty ? nil : remaining.removeFirst() }, workers: workers) { delivered.append($0) }
+        #expect(delivered.count == batches.count)
+        // Each batch's results name its own documents, in order.
+        for (batch, results) in zip(batches, delivered) {
+            let numbers = results.compactMap(\.input)
+            #expect(Set(numbers) == Set(batch.compactMap(\.number)), "a batch delivered out of order")
+            #expect(numbers == numbers.sorted())
+        }
+        // The same log as one batch at a time.
+        let reference = try workspace.engine("reference-\(workers).sqlite")
+        for batch in batches { _ = try reference.ingest(batch) }
+        let probe = try Reliability.Probe(workspace.path("pipeline-\(workers).sqlite"))
+        let expected = try Reliability.Probe(workspace.path("reference-\(workers).sqlite"))
+        #expect(try probe.identities() == expected.identities())
+        #expect(try probe.quarantineCount() == expected.quarantineCount() && probe.quarantineCount() >= 1)
+    }
+
+    @Test("a batch that cannot be stored ends the ingest: thrown, nothing after it appended or delivered")
+    func aFailureStopsThePipeline() throws {
+        let workspace = try Workspace(name: "pipeline-failure")
+        let history = History.generate(lines: 60, seed: 0x61)
+        let documents = history.lines.map { InputBytes(bytes: Array($0.text.utf8)) }
+        let engine = try workspace.engine("failing.sqlite")
+        var batches = stride(from: 0, to: documents.count, by: 10).map { Array(documents[$0..<min($0 + 10, documents.count)]) }
+        var delivered = 0
+        // After the second batch is delivered, the database is made read-only behind the engine's back.
+        #expect(throws: EngineError.self) {
+            try engine.ingest(batches: { batches.isEmpty ? nil : batches.removeFirst() }, workers: 2) { _ in
+                delivered += 1
+                if delivered == 2 {
+                    let probe = try? Reliability.Probe(workspace.path("failing.sqlite"))
+                    try? probe?.execute("CREATE TRIGGER no_more BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'stopped by the test'); END;")
+                }
+            }
+        }
+        #expect(delivered == 2)
+        #expect(try Reliability.Probe(workspace.path("failing.sqlite")).eventCount() > 0)
+    }
+}

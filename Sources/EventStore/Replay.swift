@@ -34,7 +34,8 @@ public struct ReplayDiff: Sendable, Hashable {
 
 /// What a replay did.
 public struct ReplayReport: Sendable {
-    /// Events replayed from the snapshot.
+    /// Events in the log the replay rebuilt from (the snapshot, and those caught up with), each
+    /// once: a TEST notification counts, though it is about no customer.
     public var events: Int64
     /// Customers rebuilt.
     public var customers: Int64
@@ -305,6 +306,9 @@ extension EventStore {
                 try flush()
                 try writer.finish()
                 progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
+                // What is reported is the log's events, each once: those about no customer
+                // (a TEST notification) have no facts, those filed under several keys several.
+                report.events = try reader.scalarInt("SELECT count(*) FROM events WHERE seq <= \(snapshotSeq)") ?? report.events
             }
 
             // The swap: catch up with what other writers appended, then switch generations.
@@ -354,7 +358,9 @@ extension EventStore {
                     }
                     try recordChangesOfVanished(rules: rules, now: now, cause: .event)
                 }
-                return (count, .commit)
+                // Every event appended since the snapshot, facts or not.
+                let appended = try connection.scalarInt("SELECT count(*) FROM events WHERE seq > \(snapshotSeq)") ?? count
+                return (appended, .commit)
             }
             report.events += report.caughtUp
             // The previous generation, now in `projections_next`, is garbage that nothing

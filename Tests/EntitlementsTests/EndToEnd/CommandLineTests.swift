@@ -186,6 +186,13 @@ import Testing
         #expect(ingest.lines.first == [
             "input": 1, "result": "appended", "kind": "notification", "eventId": "2e2a6ce0-ec9f-4037-b1bf-618af85527bd", "appTransactionId": nil,
         ])
+        // Replay counts the log's events: the TEST notification is one, though it is about no customer.
+        let replay = try E2E.run(["replay", "--config", config], in: folder)
+        #expect(replay.status == 0)
+        #expect(replay.lines.first?["events"] == 1, "\(replay.stdout)")
+        // Audit re-verifies the JWS given back from the parts the log keeps.
+        let audit = try E2E.run(["audit", "--config", config], in: folder)
+        #expect(audit.status == 0 && audit.lines.first?["ok"] == true, "\(audit.stdout) \(audit.stderr)")
         let sandbox = folder.appendingPathComponent("sandbox.json").path
         try Data(#"{"bundleId":"com.goodheartapp","environment":"Sandbox","rules":{"version":"1"}}"#.utf8).write(to: URL(fileURLWithPath: sandbox))
         let transaction = try E2E.run(

@@ -114,6 +114,11 @@ public enum Migrator {
                 return (true, .commit)
             }
             if didApply { applied.append(migration.identifier) }
+            if didApply && migration.sql.contains(Self.stepMarker) {
+                // A rewrite of the log left a write-ahead log as large as the log: move it into
+                // the database and give its space back now, not at some later checkpoint.
+                _ = try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
         }
         return applied
     }

@@ -52,7 +52,12 @@ enum CompactLogMigration {
         }
         scan.reset()
 
+        // Views an operator made on `events` would stop the rename (SQLite checks the whole
+        // schema while it renames): the legacy rename leaves them be, and they read the new
+        // table by its name.
         try connection.execute("DROP TABLE events")
+        try connection.execute("PRAGMA legacy_alter_table = ON")
+        defer { try? connection.execute("PRAGMA legacy_alter_table = OFF") }
         try connection.execute("ALTER TABLE events_compact RENAME TO events")
         for sql in recreate { try connection.execute(sql) }
         progress(done, total)

@@ -133,6 +133,19 @@ extension Reliability {
             #expect(try Self.oldRows(workspace.path("db.sqlite")) == before)
         }
 
+        @Test("a view an operator made on the old events table does not stop the migration, and reads the new table")
+        func anOperatorsViewSurvives() throws {
+            let workspace = try Self.workspace(Self.legacies[0])
+            let path = workspace.path("db.sqlite")
+            let before = try Self.oldRows(path)
+            try Probe(path).execute("CREATE VIEW my_recent AS SELECT seq, kind, event_id FROM events ORDER BY seq DESC")
+            let replay = try Self.run(workspace, ["replay"])
+            #expect(replay.status == 0, "\(replay.stdout) \(replay.stderr)")
+            #expect(try Probe(path).int("SELECT count(*) FROM my_recent") == Int64(before.count))
+            let audit = try Self.run(workspace, ["audit"])
+            #expect(audit.status == 0 && audit.stdout.contains("\"ok\":true"), "\(audit.stdout) \(audit.stderr)")
+        }
+
         @Test("a migration that cannot finish (a file-size limit) leaves the database as it was; the next open migrates it")
         func interruptedMigrationChangesNothing() throws {
             let workspace = try Self.workspace(Self.legacies[0])

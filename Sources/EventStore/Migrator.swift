@@ -37,8 +37,15 @@ public enum Migrator {
         let known = Set(migrations.map(\.identifier))
         let highest = migrations.map { number(of: $0.identifier) }.max() ?? 0
         let userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
-        let hasRecord = try connection.scalarInt(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
+        // One statement, one snapshot: read apart, another process could create the schema
+        // between the two reads (no schema_migrations yet, then tables), and the file would
+        // look like another program's database.
+        let counts = try connection.prepare(
+            "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'), (SELECT count(*) FROM sqlite_master)")
+        guard try counts.step() else { throw StoreError(code: .sqlite, message: "cannot read the schema of \(connection.path)") }
+        let hasRecord = counts.int64(0)
+        let tablesSeen = counts.int64(1)
+        counts.reset()
         var applied: [String] = []
         if hasRecord > 0 { applied = try appliedIdentifiers(connection) }
         let unknown = applied.filter { !known.contains($0) }.sorted()
@@ -51,8 +58,7 @@ public enum Migrator {
                 message: "the database \(connection.path) was written by a newer version of the engine (\(what)); nothing was read or written: run the newer engine, or restore a backup made by this version")
         }
         if hasRecord == 0 {
-            let tables = try connection.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
-            if tables > 0 {
+            if tablesSeen > 0 {
                 throw StoreError(
                     code: .corrupt, message: "\(connection.path) is an SQLite database but not one made by this engine (it has no schema_migrations table)")
             }

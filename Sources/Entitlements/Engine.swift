@@ -233,6 +233,8 @@ final class IngestPipeline: @unchecked Sendable {
     private var nextToTake = 0
     private var inputEnded = false
     private var lanesRunning = 0
+    /// Batches handed to lanes and not yet put back.
+    private var verifying = 0
     private var stopped = false
     private let inFlight: Int
 
@@ -263,8 +265,11 @@ final class IngestPipeline: @unchecked Sendable {
         }
         condition.lock()
         defer { condition.unlock() }
+        // Stopped while this lane read (a failed append): the batch is not verified.
+        if stopped { return nil }
         let number = nextToRead
         nextToRead += 1
+        verifying += 1
         return (number, documents)
     }
 
@@ -272,6 +277,7 @@ final class IngestPipeline: @unchecked Sendable {
     func put(_ number: Int, _ batch: Batch) {
         condition.lock()
         if !stopped { verified[number] = batch }
+        verifying -= 1
         condition.broadcast()
         condition.unlock()
     }
@@ -300,12 +306,16 @@ final class IngestPipeline: @unchecked Sendable {
         return batch
     }
 
-    /// Consumer: no more batches are wanted; lanes end after the batch under way.
+    /// Consumer: no more batches are wanted; lanes end after the batch under way,
+    /// which this waits for: when the caller then exits (a command that failed),
+    /// no lane is still verifying while the process's libraries are torn down. A
+    /// lane waiting for input is not waited for; it verifies nothing once it has it.
     func stop() {
         condition.lock()
         stopped = true
         verified.removeAll()
         condition.broadcast()
+        while verifying > 0 { condition.wait() }
         condition.unlock()
     }
 }

@@ -83,7 +83,11 @@ public final class Engine: Sendable {
     ///   - receivedAt: time of receipt; now by default.
     /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
     public func ingest(_ documents: [InputBytes], workers: Int = 1, receivedAt: Int64? = nil) throws(EngineError) -> [IngestResult] {
-        let verified = verifyAll(documents, workers: workers)
+        try append(documents, verified: verifyAll(documents, workers: workers), receivedAt: receivedAt)
+    }
+
+    /// Appends a verified batch in one transaction; one result per item, in order.
+    private func append(_ documents: [InputBytes], verified: [[AppendItem]], receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
         let items = verified.flatMap { $0 }
         noteProducts(items)
         let outcomes = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now())
@@ -124,10 +128,7 @@ public final class Engine: Sendable {
         }
         defer { pipeline.stop() }
         while let (documents, verified) = pipeline.take() {
-            let items = verified.flatMap { $0 }
-            noteProducts(items)
-            let outcomes = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now())
-            deliver(Self.results(outcomes, documents: documents, verified: verified))
+            deliver(try append(documents, verified: verified, receivedAt: receivedAt))
         }
     }
 

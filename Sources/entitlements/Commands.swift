@@ -66,39 +66,30 @@ enum Commands {
         let limit = engine.configuration.maxInputBytes
         var anyRejected = false
 
-        func run(_ documents: [InputBytes]) -> EngineError? {
-            do {
-                let results = try engine.ingest(documents, workers: workers)
-                if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
-                // Printed only now, after the batch's commit: each line is an acknowledgment.
-                Output.lines(results.map { $0.json() })
-                for warning in engine.takeProductWarnings() { Output.error(warning) }
-                return nil
-            } catch {
-                return error
-            }
+        // Printed only after the batch's commit: each line is an acknowledgment.
+        func acknowledge(_ results: [IngestResult]) {
+            if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
+            Output.lines(results.map { $0.json() })
+            for warning in engine.takeProductWarnings() { Output.error(warning) }
         }
 
         for file in files {
-            switch try openInput(file, limit: limit, command: "ingest") {
-            case .whole(let document):
-                if let error = run([document]) { return storageFailure("ingest", error) }
-            case .lines(let opened):
-                // A file or a live stream alike: the next batch is read and verified on the
-                // engine's thread while the one before is appended; each batch's lines are
-                // printed once it is committed (an acknowledgment), without waiting for more
-                // input. A stream's batch is what has arrived (at least one line).
-                let reader = ReaderBox(opened)
-                defer { reader.reader.close() }
-                do {
-                    try engine.ingest(batches: { reader.reader.nextBatch(maxLines: batch) }, workers: workers) { results in
-                        if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
-                        Output.lines(results.map { $0.json() })
-                        for warning in engine.takeProductWarnings() { Output.error(warning) }
-                    }
-                } catch {
-                    return storageFailure("ingest", error)
+            let input = try openInput(file, limit: limit, command: "ingest")
+            do throws(EngineError) {
+                switch input {
+                case .whole(let document):
+                    acknowledge(try engine.ingest([document], workers: workers))
+                case .lines(let opened):
+                    // A file or a live stream alike: the next batch is read and verified on the
+                    // engine's threads while the one before is appended; each batch's lines are
+                    // printed once it is committed, without waiting for more input. A stream's
+                    // batch is what has arrived (at least one line).
+                    let reader = ReaderBox(opened)
+                    defer { reader.reader.close() }
+                    try engine.ingest(batches: { reader.reader.nextBatch(maxLines: batch) }, workers: workers, deliver: acknowledge)
                 }
+            } catch {
+                return storageFailure("ingest", error)
             }
         }
         // The file alone then holds every acknowledged event (background verification

@@ -14,7 +14,7 @@ public enum CustomerQuery: Sendable, Hashable {
 }
 
 /// A query's answer. Encodes exactly the keys and values `entitlements query` prints.
-public enum QueryAnswer: Sendable, Encodable {
+public enum QueryAnswer: Sendable, JSONRepresentable {
     /// One customer's state at the asked time.
     case customer(CustomerView)
     /// Every customer carrying an app account token, entitlements merged.
@@ -30,8 +30,6 @@ public enum QueryAnswer: Sendable, Encodable {
         case .notFound(let message): return ["error": ["code": "NOT_FOUND", "message": .string(message)]]
         }
     }
-
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
 }
 
 extension Engine {

@@ -32,21 +32,13 @@ extension Engine {
 
 // The answers encode to the JSON the command line prints.
 
-extension UsageAnswer: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension UsageAnswer: JSONRepresentable {}
 
-extension UsageReceipt: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension UsageReceipt: JSONRepresentable {}
 
-extension PendingConsumptionRequest: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension PendingConsumptionRequest: JSONRepresentable {}
 
-extension ConsumptionSendResult: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension ConsumptionSendResult: JSONRepresentable {}
 
 extension ConsumptionInfo: Encodable {
     /// `{"transactionId", "appTransactionId", "consumptionPercentage", "basis", "requestedAt",

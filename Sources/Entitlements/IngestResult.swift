@@ -1,7 +1,7 @@
 import EntitlementCore
 
 /// What happened to one input item, as `ingest` prints it.
-public struct IngestResult: Sendable, Hashable, Encodable {
+public struct IngestResult: Sendable, Hashable, JSONRepresentable {
     public enum Outcome: String, Sendable, Hashable {
         case appended, duplicate, rejected
         /// The document held no item (an empty history page): one line says so, so that
@@ -50,7 +50,4 @@ public struct IngestResult: Sendable, Hashable, Encodable {
         }
         return .object(object)
     }
-
-    /// Encodes exactly the keys and values of ``json()`` (the line `ingest` prints).
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
 }

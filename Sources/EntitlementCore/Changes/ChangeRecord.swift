@@ -60,7 +60,5 @@ public struct ChangeRecord: Sendable, Hashable {
     }
 }
 
-extension ChangeRecord: Encodable {
-    /// Encodes the keys `changes` prints (see ``json()``).
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+/// Encodes the keys `changes` prints (see ``json()``).
+extension ChangeRecord: JSONRepresentable {}

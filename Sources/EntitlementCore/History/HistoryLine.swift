@@ -105,12 +105,8 @@ public struct HistoryCause: Sendable, Hashable {
     }
 }
 
-extension HistoryLine: Encodable {
-    /// Encodes the keys `history` prints (see ``json()``).
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+/// Encodes the keys `history` prints (see ``json()``).
+extension HistoryLine: JSONRepresentable {}
 
-extension HistoryCause: Encodable {
-    /// Encodes the keys `history` prints (see ``json()``).
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+/// Encodes the keys `history` prints (see ``json()``).
+extension HistoryCause: JSONRepresentable {}

@@ -47,24 +47,26 @@ extension JSONValue: Encodable {
     }
 }
 
+/// A value whose JSON is ``json()``, the contract's keys and values: it encodes to
+/// exactly that with any `Encoder` (`JSONEncoder().encode(view)` gives the command
+/// line's JSON, key order aside).
+public protocol JSONRepresentable: Encodable {
+    /// The value as the contract's JSON.
+    func json() -> JSONValue
+}
+
+extension JSONRepresentable {
+    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
+}
+
 // The views encode to the contract's JSON (`json()`), key for key and value for value.
 
-extension CustomerView: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension CustomerView: JSONRepresentable {}
 
-extension AccountView: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension AccountView: JSONRepresentable {}
 
-extension EntitlementView: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension EntitlementView: JSONRepresentable {}
 
-extension SubscriptionView: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension SubscriptionView: JSONRepresentable {}
 
-extension PurchaseView: Encodable {
-    public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
-}
+extension PurchaseView: JSONRepresentable {}

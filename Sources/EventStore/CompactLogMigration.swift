@@ -68,9 +68,8 @@ enum CompactLogMigration {
     static func content(of raw: String, decoded: [UInt8]?) -> LogRow.Content {
         guard let outer = StoredJWS.Parts(Substring(raw)) else { return .whole(raw: raw, body: decoded) }
         let candidates = StoredJWS.nestedCandidates(inPayload: outer.payload)
-        guard let stored = StoredJWS(jws: raw, nested: candidates), stored.jws == raw else {
-            return .whole(raw: raw, body: outer.payload)
-        }
+        let stored = StoredJWS(outer: outer, nested: candidates)
+        guard stored.jws == raw else { return .whole(raw: raw, body: outer.payload) }
         return .parts(stored)
     }
 }

@@ -106,15 +106,10 @@ extension EventStore {
     /// nested in a notification's payload.
     public func rawJWS(_ ref: RawRef) throws(StoreError) -> String {
         try mapped {
-            let keys: [String]
-            switch ref.slot {
-            case .own: return try loggedInput(seq: ref.eventSeq)
-            case .nestedTransaction: keys = ["data", "signedTransactionInfo"]
-            case .nestedRenewalInfo: keys = ["data", "signedRenewalInfo"]
-            case .nestedAppTransaction: keys = ["appData", "signedAppTransactionInfo"]
+            guard let keys = StoredJWS.keys(of: ref.slot), let path = StoredJWS.path(of: ref.slot) else {
+                return try loggedInput(seq: ref.eventSeq)
             }
             // The nested JWS as the log keeps it, on its own; else (kept whole) cut out of its notification.
-            let path = "$." + keys.joined(separator: ".")
             try requireLogInParts()
             if let nested = try nestedJWS(of: ref.eventSeq).first(where: { $0.path == path }) { return nested.jws.text }
             return try Self.nested(in: try loggedInput(seq: ref.eventSeq), path: keys, seq: ref.eventSeq)

@@ -89,12 +89,25 @@ public struct StoredJWS: Sendable, Hashable {
     /// The nested JWS cut out of ``body``, by ascending position.
     public var nested: [Nested]
 
+    /// The keys that reach, in a notification's payload, the JWS nested in `slot`
+    /// (`nil` for the event's own JWS).
+    public static func keys(of slot: RawRef.Slot) -> [String]? {
+        switch slot {
+        case .own: return nil
+        case .nestedTransaction: return ["data", "signedTransactionInfo"]
+        case .nestedRenewalInfo: return ["data", "signedRenewalInfo"]
+        case .nestedAppTransaction: return ["appData", "signedAppTransactionInfo"]
+        }
+    }
+
+    /// The JSON path (`$.data.signedTransactionInfo`) of the JWS nested in `slot`.
+    public static func path(of slot: RawRef.Slot) -> String? {
+        keys(of: slot).map { "$." + $0.joined(separator: ".") }
+    }
+
     /// The JSON paths where a notification nests JWS, and the keys that reach them.
-    public static let nestedPaths: [(path: String, keys: [String])] = [
-        ("$.data.signedTransactionInfo", ["data", "signedTransactionInfo"]),
-        ("$.data.signedRenewalInfo", ["data", "signedRenewalInfo"]),
-        ("$.appData.signedAppTransactionInfo", ["appData", "signedAppTransactionInfo"]),
-    ]
+    public static let nestedPaths: [(path: String, keys: [String])] = [RawRef.Slot.nestedTransaction, .nestedRenewalInfo, .nestedAppTransaction]
+        .map { (path(of: $0)!, keys(of: $0)!) }
 
     public init(header: String, signature: String, body: [UInt8], nested: [Nested]) {
         self.header = header
@@ -108,6 +121,11 @@ public struct StoredJWS: Sendable, Hashable {
     /// splits itself; the others stay in the body. `nil` when `jws` does not split.
     public init?(jws: String, nested candidates: [(path: String, jws: String)]) {
         guard let outer = Parts(Substring(jws)) else { return nil }
+        self.init(outer: outer, nested: candidates)
+    }
+
+    /// The same, from the JWS already split into its parts.
+    public init(outer: Parts, nested candidates: [(path: String, jws: String)]) {
         header = outer.header
         signature = outer.signature
         var cuts: [(start: Int, end: Int, path: String, parts: Parts)] = []
@@ -138,9 +156,9 @@ public struct StoredJWS: Sendable, Hashable {
     public static func nestedCandidates(of input: VerifiedInput) -> [(path: String, jws: String)] {
         guard case .notification(let n) = input else { return [] }
         var candidates: [(path: String, jws: String)] = []
-        if let t = n.transaction { candidates.append((nestedPaths[0].path, t.jws)) }
-        if let r = n.renewalInfo { candidates.append((nestedPaths[1].path, r.jws)) }
-        if let a = n.appTransaction { candidates.append((nestedPaths[2].path, a.jws)) }
+        if let t = n.transaction { candidates.append((path(of: .nestedTransaction)!, t.jws)) }
+        if let r = n.renewalInfo { candidates.append((path(of: .nestedRenewalInfo)!, r.jws)) }
+        if let a = n.appTransaction { candidates.append((path(of: .nestedAppTransaction)!, a.jws)) }
         return candidates
     }
 

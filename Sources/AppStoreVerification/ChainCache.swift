@@ -35,6 +35,14 @@ final class ChainCache: Sendable {
         let hash: UInt64
         let header: [UInt8]
         let chain: VerifiedChain
+        /// SHA-256 after `header.`: the part of every signing input this header starts.
+        let signingPrefix: SHA256.Prefix
+    }
+
+    /// A cached chain, and the SHA-256 state after its header and the `.` that follows it.
+    struct Hit {
+        let chain: VerifiedChain
+        let signingPrefix: SHA256.Prefix
     }
 
     private struct State: Sendable {
@@ -49,14 +57,14 @@ final class ChainCache: Sendable {
         self.capacity = max(capacity, 0)
     }
 
-    func lookup(header: UnsafeBufferPointer<UInt8>, hash: UInt64) -> VerifiedChain? {
+    func lookup(header: UnsafeBufferPointer<UInt8>, hash: UInt64) -> Hit? {
         guard capacity > 0 else { return nil }
-        return state.withLock { state -> VerifiedChain? in
+        return state.withLock { state -> Hit? in
             for entry in state.entries where entry.hash == hash && entry.header.count == header.count {
                 let equal = entry.header.withUnsafeBufferPointer { stored in
                     memcmp(stored.baseAddress!, header.baseAddress!, header.count) == 0
                 }
-                if equal { return entry.chain }
+                if equal { return Hit(chain: entry.chain, signingPrefix: entry.signingPrefix) }
             }
             return nil
         }
@@ -64,7 +72,9 @@ final class ChainCache: Sendable {
 
     func insert(header: UnsafeBufferPointer<UInt8>, hash: UInt64, chain: VerifiedChain) {
         guard capacity > 0, header.count > 0 else { return }
-        let entry = Entry(hash: hash, header: Array(header), chain: chain)
+        let dot: [UInt8] = [UInt8(ascii: ".")]
+        let prefix = dot.withUnsafeBufferPointer { SHA256.Prefix(header, $0) }
+        let entry = Entry(hash: hash, header: Array(header), chain: chain, signingPrefix: prefix)
         state.withLock { state in
             for (index, existing) in state.entries.enumerated()
             where existing.hash == hash && existing.header == entry.header {

@@ -5,6 +5,8 @@ internal import EntitlementCore
 struct OpenedJWS {
     let kind: EventKind
     let payload: JSONValue
+    /// The payload's bytes as signed.
+    let bytes: SignedBytes
 }
 
 extension SignedDataVerifier {
@@ -24,7 +26,7 @@ extension SignedDataVerifier {
             // Xcode / LocalTesting: not signed by Apple; parse only.
             _ = try jws.decodedHeader()
             let decoded = try Self.decodePayload(jws.payload, as: expected)
-            return OpenedJWS(kind: decoded.kind, payload: decoded.payload)
+            return OpenedJWS(kind: decoded.kind, payload: decoded.payload, bytes: SignedBytes(decoded.bytes))
         }
 
         // 1. Header: from the cache when this exact header verified before, else parsed now.
@@ -33,7 +35,7 @@ extension SignedDataVerifier {
         var presented: PresentedChain? = nil
         let key: P256PublicKey
         if let cached {
-            key = cached.key
+            key = cached.chain.key
         } else {
             let chain = try PresentedChain(header: jws.decodedHeader(), knownRoots: trust.rootsDER)
             guard let leafKey = chain.leaf.p256PublicKey else {
@@ -48,7 +50,11 @@ extension SignedDataVerifier {
         guard let signature = jws.decodedSignature() else {
             throw .verificationFailure("the JWS signature is not 64 bytes of base64url (ES256 r || s)")
         }
-        let valid = signature.withUnsafeBufferPointer { key.verifyES256(signingInput: jws.signingInput, signature: $0) }
+        let valid = signature.withUnsafeBufferPointer { signature in
+            guard let cached else { return key.verifyES256(signingInput: jws.signingInput, signature: signature) }
+            // The header's part of the signing input was hashed when its chain was cached.
+            return key.verifyES256(signature: signature) { cached.signingPrefix.digest(continuing: jws.payload, into: $0) }
+        }
         guard valid else {
             throw .verificationFailure("the JWS signature does not verify with the leaf certificate's public key")
         }
@@ -57,13 +63,13 @@ extension SignedDataVerifier {
         let decoded = try Self.decodePayload(jws.payload, as: expected)
 
         // 4. Chain, valid at the signing time.
-        if cached == nil || !cached!.isValid(atMillis: decoded.date) {
+        if cached == nil || !cached!.chain.isValid(atMillis: decoded.date) {
             let chain: PresentedChain
             if let presented { chain = presented } else { chain = try PresentedChain(header: jws.decodedHeader(), knownRoots: trust.rootsDER) }
             let verified = try trust.verify(chain, atMillis: decoded.date, dateField: decoded.dateField)
             cache.insert(header: jws.header, hash: headerHash, chain: verified)
         }
-        return OpenedJWS(kind: decoded.kind, payload: decoded.payload)
+        return OpenedJWS(kind: decoded.kind, payload: decoded.payload, bytes: SignedBytes(decoded.bytes))
     }
 
     struct DecodedPayload {
@@ -71,6 +77,7 @@ extension SignedDataVerifier {
         let payload: JSONValue
         let date: Int64
         let dateField: String
+        let bytes: [UInt8]
     }
 
     /// Decodes the payload segment to JSON, finds its kind and reads its signing time.
@@ -94,7 +101,7 @@ extension SignedDataVerifier {
         let dateField = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
         do {
             let date = try FieldReader(payload).requiredDate(dateField)
-            return DecodedPayload(kind: kind, payload: payload, date: date, dateField: dateField)
+            return DecodedPayload(kind: kind, payload: payload, date: date, dateField: dateField, bytes: bytes)
         } catch {
             throw .malformed("\(kindName(kind)) payload: \(error)")
         }

@@ -69,10 +69,15 @@ final class P256PublicKey: @unchecked Sendable {
     /// Verifies a JWS ES256 signature: `signature` is the raw 64-byte `r || s` (RFC 7518
     /// section 3.4) over the SHA-256 of `signingInput` (`header.payload`, ASCII).
     func verifyES256(signingInput: UnsafeBufferPointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) -> Bool {
+        verifyES256(signature: signature) { SHA256.digest(signingInput, into: $0) }
+    }
+
+    /// The same, with the SHA-256 of the signing input written by `digest` into the 32-byte buffer it is given.
+    func verifyES256(signature: UnsafeBufferPointer<UInt8>, digest writeDigest: (UnsafeMutablePointer<UInt8>) -> Void) -> Bool {
         guard signature.count == 64 else { return false }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32 + 80) { scratch -> Bool in
             let digest = scratch.baseAddress!
-            SHA256.digest(signingInput, into: digest)
+            writeDigest(digest)
             let der = digest + 32
             let derLength = Self.encodeECDSASignature(signature, into: der)
             guard let context = borrowContext() else { return false }

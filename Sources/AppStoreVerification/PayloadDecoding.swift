@@ -1,42 +1,49 @@
 internal import EntitlementCore
 
 extension SignedDataVerifier {
-    func transaction(jws: String, json: JSONValue) throws(VerificationError) -> SignedTransaction {
+    func transaction(jws: String, json: JSONValue, bytes: SignedBytes? = nil) throws(VerificationError) -> SignedTransaction {
         let payload: TransactionPayload
         do { payload = try TransactionPayload(json: json) } catch { throw .malformed("transaction payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         try checkBundleId(payload.bundleId)
         try checkEnvironment(payload.environment, field: "environment")
-        return SignedTransaction(jws: jws, payload: payload)
+        var signed = SignedTransaction(jws: jws, payload: payload)
+        signed.signedBytes = bytes
+        return signed
     }
 
-    func renewalInfo(jws: String, json: JSONValue) throws(VerificationError) -> SignedRenewalInfo {
+    func renewalInfo(jws: String, json: JSONValue, bytes: SignedBytes? = nil) throws(VerificationError) -> SignedRenewalInfo {
         let payload: RenewalInfoPayload
         do { payload = try RenewalInfoPayload(json: json) } catch { throw .malformed("renewal info payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         // Renewal info carries no bundleId in Apple's schema; check it if it ever does.
         if case .string(let bundleId)? = json["bundleId"] { try checkBundleId(bundleId) }
         try checkEnvironment(payload.environment, field: "environment")
-        return SignedRenewalInfo(jws: jws, payload: payload)
+        var signed = SignedRenewalInfo(jws: jws, payload: payload)
+        signed.signedBytes = bytes
+        return signed
     }
 
-    func appTransaction(jws: String, json: JSONValue) throws(VerificationError) -> SignedAppTransaction {
+    func appTransaction(jws: String, json: JSONValue, bytes: SignedBytes? = nil) throws(VerificationError) -> SignedAppTransaction {
         let payload: AppTransactionPayload
         do { payload = try AppTransactionPayload(json: json) } catch { throw .malformed("AppTransaction payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         try checkBundleId(payload.bundleId)
         try checkAppAppleId(payload.appAppleId, environment: payload.receiptType)
         try checkEnvironment(payload.receiptType, field: "receiptType")
-        return SignedAppTransaction(jws: jws, payload: payload)
+        var signed = SignedAppTransaction(jws: jws, payload: payload)
+        signed.signedBytes = bytes
+        return signed
     }
 
-    func notification(jws: String, json: JSONValue) throws(VerificationError) -> SignedNotification {
+    func notification(jws: String, json: JSONValue, bytes: SignedBytes? = nil) throws(VerificationError) -> SignedNotification {
         let payload: NotificationPayload
         do { payload = try NotificationPayload(json: json) } catch { throw .malformed("notification payload: \(error)") }
         try checkAppTransactionId(json["data"]?["appTransactionId"], field: "data.appTransactionId")
         try checkNotificationIdentity(payload)
 
         var result = SignedNotification(jws: jws, payload: payload)
+        result.signedBytes = bytes
         if let nested = payload.data?.signedTransactionInfo {
             do { result.transaction = try verifyTransaction(nested) } catch { throw error.prefixed("data.signedTransactionInfo") }
         }

@@ -38,30 +38,47 @@ public enum SHA256 {
 
     static func digest(_ buffer: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: 32) { output, initialized in
-            var length: UInt32 = 0
-            let ok = EVP_Digest(buffer.baseAddress, buffer.count, output.baseAddress, &length, OpenSSLAlgorithms.shared.sha256, nil)
-            precondition(ok == 1 && length == 32, "OpenSSL SHA-256 failed")
+            digest(buffer, into: output.baseAddress!)
             initialized = 32
         }
     }
 
     /// Writes the digest into a caller-provided 32-byte buffer (no allocation).
     static func digest(_ buffer: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>) {
-        var length: UInt32 = 0
-        let ok = EVP_Digest(buffer.baseAddress, buffer.count, output, &length, OpenSSLAlgorithms.shared.sha256, nil)
-        precondition(ok == 1 && length == 32, "OpenSSL SHA-256 failed")
+        Prefix(buffer).digest(continuing: UnsafeBufferPointer(start: nil, count: 0), into: output)
     }
-}
 
-/// Algorithms fetched once from OpenSSL's default provider, shared by all threads
-/// (fetched `EVP_MD` objects are immutable and reference counted).
-final class OpenSSLAlgorithms: @unchecked Sendable {
-    static let shared = OpenSSLAlgorithms()
+    /// A SHA-256 computation part way: the state after a prefix, which can be continued
+    /// any number of times with different rests (a value: each continuation works on a copy).
+    ///
+    /// A JWS's signing input is `header.payload`, and App Store headers (4–5 KB of
+    /// certificate chain) repeat for every JWS signed with one certificate: the chain
+    /// cache keeps the state after `header.`, so only the payload is hashed per JWS.
+    struct Prefix: @unchecked Sendable {
+        private var context = SHA256_CTX()
 
-    let sha256: OpaquePointer
+        /// The state after `bytes`.
+        init(_ bytes: UnsafeBufferPointer<UInt8>) {
+            precondition(copenssl_sha256_init(&context) == 1, "OpenSSL SHA-256 failed")
+            update(bytes)
+        }
 
-    private init() {
-        guard let md = EVP_MD_fetch(nil, "SHA256", nil) else { fatalError("OpenSSL has no SHA256") }
-        sha256 = md
+        /// The state after `first` then `second`.
+        init(_ first: UnsafeBufferPointer<UInt8>, _ second: UnsafeBufferPointer<UInt8>) {
+            self.init(first)
+            update(second)
+        }
+
+        private mutating func update(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+            precondition(copenssl_sha256_update(&context, base, bytes.count) == 1, "OpenSSL SHA-256 failed")
+        }
+
+        /// The digest of the prefix followed by `rest`, into a 32-byte buffer.
+        func digest(continuing rest: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>) {
+            var copy = self
+            copy.update(rest)
+            precondition(copenssl_sha256_final(output, &copy.context) == 1, "OpenSSL SHA-256 failed")
+        }
     }
 }

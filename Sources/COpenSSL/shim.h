@@ -31,4 +31,15 @@ static inline X509 *copenssl_x509_stack_value(const STACK_OF(X509) *s, int i) { 
 static inline long copenssl_bio_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
 
 static inline int copenssl_x509_extension_count(X509 *x) { return X509_get_ext_count(x); }
+
+/* SHA-256 with its state in a plain struct the caller owns: a state after a prefix
+   can be copied and continued (the same block functions EVP uses, SHA-NI included,
+   without EVP's context allocation per digest). Deprecated in OpenSSL 3 in favour of
+   EVP, which offers no copyable state without an allocation. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+static inline int copenssl_sha256_init(SHA256_CTX *c) { return SHA256_Init(c); }
+static inline int copenssl_sha256_update(SHA256_CTX *c, const void *data, size_t count) { return SHA256_Update(c, data, count); }
+static inline int copenssl_sha256_final(unsigned char *digest, SHA256_CTX *c) { return SHA256_Final(digest, c); }
+#pragma clang diagnostic pop
 #endif

@@ -44,9 +44,10 @@ public enum InputDocument {
     }
 
     /// Apple's notification body exactly as it POSTs it, `{"signedPayload":"<JWS>"}`
-    /// with nothing but base64url and dots inside the string: read without
-    /// building a JSON tree of the whole 15 KB body. Anything else takes the
-    /// strict parser.
+    /// with no escape, quote, control character or non-ASCII byte inside the string
+    /// (so that the string means exactly its bytes): read without building a JSON
+    /// tree of the whole 15 KB body. Anything else takes the strict parser. (What the
+    /// string holds is the verifier's to judge, on either path alike.)
     static func compactNotificationBody(_ bytes: ArraySlice<UInt8>) -> String? {
         let prefix = Array(#"{"signedPayload":""#.utf8)
         let suffix = Array(#""}"#.utf8)
@@ -54,26 +55,9 @@ public enum InputDocument {
             return nil
         }
         let inner = bytes[(bytes.startIndex + prefix.count)..<(bytes.endIndex - suffix.count)]
-        let clean = inner.withUnsafeBufferPointer { inner in
-            jwsAlphabet.withUnsafeBufferPointer { table in
-                var ok: UInt8 = 1
-                for byte in inner { ok &= table[Int(byte)] }
-                return ok == 1
-            }
-        }
-        guard clean else { return nil }
-        // ASCII only (checked): the String is made without validating again.
-        return inner.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
-    }
-
-    /// 1 for the bytes a compact JWS is made of (base64url and `.`), else 0.
-    static let jwsAlphabet: [UInt8] = (0..<256).map { byte in
-        switch UInt8(byte) {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
-            return 1
-        default:
-            return 0
+        return inner.withUnsafeBufferPointer { inner in
+            // ASCII only (checked): the String is made without validating again.
+            JSONParser.isPlainStringContent(inner) ? String(decoding: inner, as: UTF8.self) : nil
         }
     }
 

@@ -140,13 +140,18 @@ extension EventStore {
                 outcomes.append(.appended(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
             }
         }
-        let merges = try project(batch: batch, changes: changes, generation: engine.generation, rules: rules)
+        // The batch's links are all recorded: an originalTransactionId's owner, once
+        // looked up, holds for the rest of the transaction.
+        var owners: [String: CustomerKey] = [:]
+        var states: [CustomerKey: CustomerState] = [:]
+        let merges = try project(
+            batch: batch, changes: changes, generation: engine.generation, rules: rules, owners: &owners, states: &states)
         try customersMerged(merges, rules: rules, now: receivedAt)
         let merged = Set(merges.flatMap { [$0.from, $0.into] })
-        for key in try affectedCustomers(batch: batch, changes: changes) where !merged.contains(key) {
-            try recordChanges(of: key, state: try currentState(of: key), rules: rules, now: receivedAt, cause: .event)
+        for key in try affectedCustomers(batch: batch, changes: changes, owners: &owners) where !merged.contains(key) {
+            let state = try states[key] ?? currentState(of: key)
+            try recordChanges(of: key, state: state, rules: rules, now: receivedAt, cause: .event)
         }
-        var owners: [String: CustomerKey] = [:]
         for (index, event) in itemEvents {
             guard let owner = try owner(of: event, cache: &owners) else { continue }
             outcomes[index] = outcomes[index].naming(owner)
@@ -207,7 +212,9 @@ extension EventStore {
     }
 
     /// Applies `events` to the stored projection of `key` in `generation` and writes it back.
-    func project(key: CustomerKey, events: [Event], generation: Int64, rules: Rules, table: ProjectionTable = .current) throws {
+    /// - Returns: the state written.
+    @discardableResult
+    func project(key: CustomerKey, events: [Event], generation: Int64, rules: Rules, table: ProjectionTable = .current) throws -> CustomerState {
         var state: CustomerState
         var lastSeq: Int64 = 0
         let load = try connection.cached(
@@ -228,6 +235,7 @@ extension EventStore {
         try writeProjection(
             key: key, stateBytes: StateCodec.encode(state), generation: generation, rulesVersion: rules.version,
             lastSeq: lastSeq, table: table)
+        return state
     }
 
     /// Writes a projection whose state is already encoded (``StateCodec/encode(_:)``).
@@ -277,7 +285,7 @@ extension EventStore {
             appTransactionId: key.flatMap { $0.hasPrefix("otid:") ? nil : $0 },
             originalTransactionId: event.originalTransactionId, transactionId: event.transactionId,
             notificationType: notificationType, subtype: subtype, signedDate: event.signedDate, receivedAt: receivedAt,
-            content: LogRow.content(jws: raw, nested: StoredJWS.nestedCandidates(of: input)), prevHash: prevHash, hash: digest)
+            content: LogRow.content(of: input), prevHash: prevHash, hash: digest)
         try Self.insert(row, into: "events", on: connection, headers: jwsHeaders)
         return digest
     }

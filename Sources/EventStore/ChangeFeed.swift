@@ -50,7 +50,7 @@ extension EventStore {
             insert.reset()
         }
 
-        let next = state.flatMap { ChangeTimeline.nextChange(of: $0, rules: rules, after: now) }
+        let next = state.flatMap { ChangeTimeline.nextChange(of: $0, rules: rules, after: now, answer: answer) }
         if state == nil || (answer.active.isEmpty && next == nil) {
             // Nothing to remember: no row (a customer who never had anything costs nothing).
             if hasRow {
@@ -177,11 +177,11 @@ extension EventStore {
 extension EventStore {
     /// The customers a batch's events may have changed: the owner of each event
     /// now, and both sides of every link the batch changed.
-    func affectedCustomers(batch events: [Event], changes: IdentityChanges) throws -> [CustomerKey] {
+    /// - Parameter owners: owners already resolved in this transaction, and where more are kept.
+    func affectedCustomers(batch events: [Event], changes: IdentityChanges, owners: inout [String: CustomerKey]) throws -> [CustomerKey] {
         var keys: [CustomerKey] = []
         var seen = Set<CustomerKey>()
         func add(_ key: CustomerKey?) { if let key, seen.insert(key).inserted { keys.append(key) } }
-        var owners: [String: CustomerKey] = [:]
         for event in events { add(try owner(of: event, cache: &owners)) }
         for (otid, before) in changes.before {
             add(before)

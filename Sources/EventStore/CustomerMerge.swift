@@ -138,8 +138,13 @@ extension EventStore {
     /// alias of the appTransactionId it merged into).
     ///
     /// - Returns: the merges of `otid:` customers into appTransactionIds.
+    /// - Parameters:
+    ///   - owners: the owner of each originalTransactionId as resolved so far in this
+    ///     transaction (links do not change once the batch's claims are recorded).
+    ///   - states: receives the state written for each customer projected from its stored projection.
     func project(
-        batch events: [Event], changes: IdentityChanges, generation: Int64, rules: Rules, table: ProjectionTable = .current
+        batch events: [Event], changes: IdentityChanges, generation: Int64, rules: Rules, table: ProjectionTable = .current,
+        owners: inout [String: CustomerKey], states: inout [CustomerKey: CustomerState]
     ) throws -> [CustomerMerge] {
         var rebuild: [CustomerKey] = []
         var rebuilding = Set<CustomerKey>()
@@ -160,14 +165,13 @@ extension EventStore {
         }
         var order: [CustomerKey] = []
         var pending: [CustomerKey: [Event]] = [:]
-        var owners: [String: CustomerKey] = [:]
         for event in events {
             guard let customer = try owner(of: event, cache: &owners), !rebuilding.contains(customer) else { continue }
             if pending[customer] == nil { order.append(customer) }
             pending[customer, default: []].append(event)
         }
         for key in order {
-            try project(key: key, events: pending[key] ?? [], generation: generation, rules: rules, table: table)
+            states[key] = try project(key: key, events: pending[key] ?? [], generation: generation, rules: rules, table: table)
         }
         for key in rebuild {
             try rebuildProjection(of: key, generation: generation, rules: rules, table: table)

@@ -30,9 +30,9 @@ struct LogRow {
     var hash: [UInt8]
 
     /// How a JWS is kept: in parts when they give it back, else whole.
-    static func content(jws: String, nested: [(path: String, jws: String)]) -> Content {
-        if let stored = StoredJWS(jws: jws, nested: nested) { return .parts(stored) }
-        return .whole(raw: jws, body: nil)
+    static func content(of input: VerifiedInput) -> Content {
+        if let stored = StoredJWS(input) { return .parts(stored) }
+        return .whole(raw: input.jws, body: nil)
     }
 }
 

@@ -333,7 +333,10 @@ extension EventStore {
                         if now != then { changes.before[claim.originalTransactionId] = .some(then) }
                     }
                 }
-                _ = try project(batch: events, changes: changes, generation: next, rules: rules, table: .next)
+                var owners: [String: CustomerKey] = [:]
+                var projected: [CustomerKey: CustomerState] = [:]
+                _ = try project(
+                    batch: events, changes: changes, generation: next, rules: rules, table: .next, owners: &owners, states: &projected)
                 try connection.execute("DELETE FROM identity_rebuild_pending")
                 // The new generation becomes `projections`; the previous one waits in
                 // `projections_next` to be emptied.
@@ -352,7 +355,7 @@ extension EventStore {
                     try recordChangesOfEveryone(rules: rules, now: now, cause: rulesChanged ? .rules : .event)
                 } else {
                     var keys = Set(changedKeys)
-                    keys.formUnion(try affectedCustomers(batch: events, changes: changes))
+                    keys.formUnion(try affectedCustomers(batch: events, changes: changes, owners: &owners))
                     for key in keys.sorted() {
                         try recordChanges(of: key, state: try currentState(of: key), rules: rules, now: now, cause: .event)
                     }

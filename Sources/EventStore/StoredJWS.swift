@@ -47,6 +47,13 @@ public struct StoredJWS: Sendable, Hashable {
         /// Splits `jws`, or `nil` when it is not three parts with a strictly
         /// encoded, UTF-8 payload (then the log keeps it whole).
         public init?(_ jws: Substring) {
+            self.init(jws, decoded: nil)
+        }
+
+        /// Splits `jws`; `decoded`, when given, is its payload segment already decoded
+        /// by the verifier (strict base64url of JSON it parsed, so UTF-8), which is then
+        /// not decoded again.
+        init?(_ jws: Substring, decoded: [UInt8]?) {
             var text = jws
             guard let parts = text.withUTF8({ bytes -> (String, [UInt8], String)? in
                 guard let base = bytes.baseAddress, bytes.count > 0,
@@ -57,10 +64,15 @@ public struct StoredJWS: Sendable, Hashable {
                 guard let second = memchr(base + afterFirst, Int32(UInt8(ascii: ".")), bytes.count - afterFirst) else { return nil }
                 let secondDot = base.distance(to: second.assumingMemoryBound(to: UInt8.self))
                 let afterSecond = secondDot + 1
-                guard memchr(base + afterSecond, Int32(UInt8(ascii: ".")), bytes.count - afterSecond) == nil,
-                    let payload = Base64.decodeURL(UnsafeBufferPointer(rebasing: bytes[afterFirst..<secondDot])),
-                    String(validating: payload, as: UTF8.self) != nil
-                else { return nil }
+                guard memchr(base + afterSecond, Int32(UInt8(ascii: ".")), bytes.count - afterSecond) == nil else { return nil }
+                let segment = UnsafeBufferPointer(rebasing: bytes[afterFirst..<secondDot])
+                let payload: [UInt8]
+                if let decoded, Base64.encodedLengthURL(decoded.count) == segment.count {
+                    payload = decoded
+                } else {
+                    guard let fresh = Base64.decodeURL(segment), String(validating: fresh, as: UTF8.self) != nil else { return nil }
+                    payload = fresh
+                }
                 return (
                     String(decoding: UnsafeBufferPointer(rebasing: bytes[0..<firstDot]), as: UTF8.self), payload,
                     String(decoding: UnsafeBufferPointer(rebasing: bytes[afterSecond...]), as: UTF8.self)
@@ -124,13 +136,24 @@ public struct StoredJWS: Sendable, Hashable {
         self.init(outer: outer, nested: candidates)
     }
 
+    /// Splits a verified input's JWS, with the payload bytes its verifier kept.
+    init?(_ input: VerifiedInput) {
+        guard let outer = Parts(Substring(input.jws), decoded: input.signedBytes) else { return nil }
+        self.init(outer: outer, nested: Self.nestedCandidates(of: input))
+    }
+
     /// The same, from the JWS already split into its parts.
     public init(outer: Parts, nested candidates: [(path: String, jws: String)]) {
+        self.init(outer: outer, nested: candidates.map { ($0.path, $0.jws, nil) })
+    }
+
+    /// The same, each candidate with its payload bytes when its verifier kept them.
+    init(outer: Parts, nested candidates: [(path: String, jws: String, decoded: [UInt8]?)]) {
         header = outer.header
         signature = outer.signature
         var cuts: [(start: Int, end: Int, path: String, parts: Parts)] = []
-        for (path, text) in candidates {
-            guard let parts = Parts(Substring(text)) else { continue }
+        for (path, text, decoded) in candidates {
+            guard let parts = Parts(Substring(text), decoded: decoded) else { continue }
             let quoted = Array(("\"" + text + "\"").utf8)
             guard let start = Self.firstIndex(of: quoted, in: outer.payload, from: 0),
                 Self.firstIndex(of: quoted, in: outer.payload, from: start + 1) == nil
@@ -153,12 +176,12 @@ public struct StoredJWS: Sendable, Hashable {
     }
 
     /// The nested JWS a verified notification carries, with their paths: what ``init(jws:nested:)`` cuts out.
-    public static func nestedCandidates(of input: VerifiedInput) -> [(path: String, jws: String)] {
+    static func nestedCandidates(of input: VerifiedInput) -> [(path: String, jws: String, decoded: [UInt8]?)] {
         guard case .notification(let n) = input else { return [] }
-        var candidates: [(path: String, jws: String)] = []
-        if let t = n.transaction { candidates.append((path(of: .nestedTransaction)!, t.jws)) }
-        if let r = n.renewalInfo { candidates.append((path(of: .nestedRenewalInfo)!, r.jws)) }
-        if let a = n.appTransaction { candidates.append((path(of: .nestedAppTransaction)!, a.jws)) }
+        var candidates: [(path: String, jws: String, decoded: [UInt8]?)] = []
+        if let t = n.transaction { candidates.append((path(of: .nestedTransaction)!, t.jws, t.signedBytes?.bytes)) }
+        if let r = n.renewalInfo { candidates.append((path(of: .nestedRenewalInfo)!, r.jws, r.signedBytes?.bytes)) }
+        if let a = n.appTransaction { candidates.append((path(of: .nestedAppTransaction)!, a.jws, a.signedBytes?.bytes)) }
         return candidates
     }
 

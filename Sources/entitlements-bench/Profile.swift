@@ -51,15 +51,28 @@ enum Profile {
                         index = end
                     }
                 }
+            case "ingest-pipeline":
+                // `__profile ingest-pipeline N WORKERS`: Engine.ingest(batches:) as the benchmark runs it.
+                let workers = arguments.count > 2 ? Int(arguments[2]) ?? 2 : 2
+                let corpus = Corpus(count: n, customers: max(1, n / 4))
+                let documents = corpus.samples.map { InputBytes($0.body) }
+                let path = NSTemporaryDirectory() + "/entitlements-bench-profile-pipeline.sqlite"
+                var run: IngestBench.Run? = nil
+                try profiledRegion {
+                    run = try IngestBench.run(corpus, documents: documents, workers: workers, batch: 256, path: path)
+                }
+                Storage.remove(path)
+                if let run {
+                    note("ingest-pipeline: \(workers) workers, \(Format.count(run.rate)) /s, \(Format.fixed(run.cpuSeconds / Double(run.notifications) * 1e6, 1)) µs CPU per notification")
+                }
             case "ingest-file":
-                // `__profile ingest-file CORPUS.ndjson CONFIG.json`: Engine.ingest(batches:) with 2 workers on
+                // `__profile ingest-file CORPUS.ndjson CONFIG.json`: Engine.ingest(batches:) with 2 workers
+                // (`BENCH_WORKERS` to change) on
                 // the lines of a file read beforehand, as the command line does without its input reading.
                 guard arguments.count >= 3 else { note("usage: __profile ingest-file CORPUS CONFIG"); return 2 }
-                let text = try String(contentsOfFile: arguments[1], encoding: .utf8)
-                var documents = text.split(separator: "\n").map { InputBytes(bytes: Array($0.utf8)) }
-                if arguments.count > 3, var reader = InputReader(path: arguments[1], limit: 1 << 20) {
-                    // As the command line reads them.
-                    documents = []
+                var documents: [InputBytes] = []
+                // As the command line reads them.
+                if var reader = InputReader(path: arguments[1], limit: 1 << 20) {
                     let started = Clock.now()
                     while let lines = reader.nextBatch(maxLines: 512) { documents += lines }
                     note("InputReader: \(documents.count) lines in \(Format.fixed(Clock.now() - started, 2)) s")
@@ -68,6 +81,7 @@ enum Profile {
                 Storage.remove(path)
                 defer { Storage.remove(path) }
                 let engine = try Engine(configuration: try EngineConfiguration.load(path: arguments[2]), databasePath: path)
+                let workers = ProcessInfo.processInfo.environment["BENCH_WORKERS"].flatMap { Int($0) } ?? 2
                 var index = 0
                 let start = Clock.now()
                 final class Box: @unchecked Sendable { var reader: InputReader?; init(_ r: InputReader?) { reader = r } }
@@ -79,9 +93,9 @@ enum Profile {
                         let end = min(index + 256, documents.count)
                         defer { index = end }
                         return Array(documents[index..<end])
-                    }, workers: 2) { _ in }
+                    }, workers: workers) { _ in }
                 }
-                note("ingest-file: \(documents.count) in \(Format.fixed(Clock.now() - start, 2)) s")
+                note("ingest-file: \(documents.count) in \(Format.fixed(Clock.now() - start, 2)) s, \(workers) workers")
             case "append":
                 let corpus = Corpus(count: n, customers: max(1, n / 4))
                 let path = NSTemporaryDirectory() + "/entitlements-bench-profile.sqlite"

@@ -69,9 +69,12 @@ public enum ChangeTimeline {
     /// Checked at the candidate moments of ``CustomerHistory`` (at most `limit`
     /// of them; past that, the last one checked is returned, so the caller
     /// looks again then).
-    public static func nextChange(of state: CustomerState, rules: Rules, after now: Int64, limit: Int = 256) -> Int64? {
+    /// - Parameter answer: the answer at `now`, when the caller has it already.
+    public static func nextChange(
+        of state: CustomerState, rules: Rules, after now: Int64, answer: ReportedAnswer? = nil, limit: Int = 256
+    ) -> Int64? {
         let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now).moments
-        let current = ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: now))
+        let current = answer ?? ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: now))
         var checked = 0
         var start = moments.partitionPoint { $0 <= now }
         while start < moments.count {

@@ -95,7 +95,7 @@ public enum Base64 {
     /// so decoding a segment and encoding the bytes again gives the segment back.
     public static func encodeURL(_ bytes: UnsafeRawBufferPointer) -> String {
         let count = bytes.count
-        let outputCount = count / 3 * 4 + (count % 3 == 0 ? 0 : count % 3 + 1)
+        let outputCount = encodedLengthURL(count)
         return urlAlphabet.withUnsafeBufferPointer { alphabet in
             String(unsafeUninitializedCapacity: outputCount) { output in
                 var i = 0
@@ -127,6 +127,11 @@ public enum Base64 {
                 return o
             }
         }
+    }
+
+    /// The length of the unpadded base64url encoding of `count` bytes.
+    public static func encodedLengthURL(_ count: Int) -> Int {
+        count / 3 * 4 + (count % 3 == 0 ? 0 : count % 3 + 1)
     }
 
     /// Encodes `bytes` as unpadded base64url.

@@ -5,6 +5,24 @@
 /// trailing garbage are errors, and nesting deeper than ``maximumDepth`` is
 /// refused before it can exhaust the stack.
 public struct JSONParser: Sendable {
+    /// Whether `bytes` placed between quotes are a JSON string meaning exactly
+    /// these bytes: ASCII without `"`, `\` or control characters (eight bytes at a time).
+    public static func isPlainStringContent(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var index = 0
+        while index + 8 <= bytes.count {
+            guard Reader.isPlainASCII(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) else { return false }
+            index += 8
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            index += 1
+        }
+        return true
+    }
+
     /// Nesting limit for arrays and objects.
     public var maximumDepth: Int
 

@@ -1,7 +1,22 @@
+/// The bytes a JWS's payload segment encodes (the JSON exactly as signed), kept by
+/// the verifier that decoded them, so that the log stores them without decoding the
+/// segment a second time. Not part of a signed value's identity: two values that
+/// differ only in whether they carry these bytes are equal (the bytes follow from the
+/// JWS). `package`: only this package's verifier sets them, so they always are the
+/// decoding of the JWS they come with.
+package struct SignedBytes: Sendable, Hashable {
+    package var bytes: [UInt8]
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package static func == (lhs: SignedBytes, rhs: SignedBytes) -> Bool { true }
+    package func hash(into hasher: inout Hasher) {}
+}
+
 /// A signed transaction: the JWS exactly as received, and its decoded payload.
 public struct SignedTransaction: Sendable, Hashable {
     public var jws: String
     public var payload: TransactionPayload
+    /// The payload's bytes as signed, when the verifier kept them.
+    package var signedBytes: SignedBytes?
     public init(jws: String, payload: TransactionPayload) { self.jws = jws; self.payload = payload }
 }
 
@@ -9,6 +24,8 @@ public struct SignedTransaction: Sendable, Hashable {
 public struct SignedRenewalInfo: Sendable, Hashable {
     public var jws: String
     public var payload: RenewalInfoPayload
+    /// The payload's bytes as signed, when the verifier kept them.
+    package var signedBytes: SignedBytes?
     public init(jws: String, payload: RenewalInfoPayload) { self.jws = jws; self.payload = payload }
 }
 
@@ -16,6 +33,8 @@ public struct SignedRenewalInfo: Sendable, Hashable {
 public struct SignedAppTransaction: Sendable, Hashable {
     public var jws: String
     public var payload: AppTransactionPayload
+    /// The payload's bytes as signed, when the verifier kept them.
+    package var signedBytes: SignedBytes?
     public init(jws: String, payload: AppTransactionPayload) { self.jws = jws; self.payload = payload }
 }
 
@@ -26,6 +45,8 @@ public struct SignedNotification: Sendable, Hashable {
     public var transaction: SignedTransaction?
     public var renewalInfo: SignedRenewalInfo?
     public var appTransaction: SignedAppTransaction?
+    /// The payload's bytes as signed, when the verifier kept them.
+    package var signedBytes: SignedBytes?
     public init(
         jws: String, payload: NotificationPayload, transaction: SignedTransaction? = nil,
         renewalInfo: SignedRenewalInfo? = nil, appTransaction: SignedAppTransaction? = nil
@@ -68,6 +89,16 @@ public enum VerifiedInput: Sendable, Hashable {
         case .transaction(let t): return AppStoreEnvironment(rawValue: t.payload.environment)
         case .renewalInfo(let r): return AppStoreEnvironment(rawValue: r.payload.environment)
         case .appTransaction(let a): return AppStoreEnvironment(rawValue: a.payload.receiptType)
+        }
+    }
+
+    /// The outermost payload's bytes as signed, when the verifier kept them.
+    package var signedBytes: [UInt8]? {
+        switch self {
+        case .notification(let n): return n.signedBytes?.bytes
+        case .transaction(let t): return t.signedBytes?.bytes
+        case .renewalInfo(let r): return r.signedBytes?.bytes
+        case .appTransaction(let a): return a.signedBytes?.bytes
         }
     }
 

@@ -1,7 +1,7 @@
 internal import EntitlementCore
 
 extension SignedDataVerifier {
-    func transaction(jws: String, json: JSONValue, bytes: SignedBytes? = nil) throws(VerificationError) -> SignedTransaction {
+    func transaction(jws: String, json: JSONValue, bytes: SignedBytes = SignedBytes()) throws(VerificationError) -> SignedTransaction {
         let payload: TransactionPayload
         do { payload = try TransactionPayload(json: json) } catch { throw .malformed("transaction payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
@@ -12,7 +12,7 @@ extension SignedDataVerifier {
         return signed
     }
 
-    func renewalInfo(jws: String, json: JSONValue, bytes: SignedBytes? = nil) throws(VerificationError) -> SignedRenewalInfo {
+    func renewalInfo(jws: String, json: JSONValue, bytes: SignedBytes = SignedBytes()) throws(VerificationError) -> SignedRenewalInfo {
         let payload: RenewalInfoPayload
         do { payload = try RenewalInfoPayload(json: json) } catch { throw .malformed("renewal info payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
@@ -24,7 +24,7 @@ extension SignedDataVerifier {
         return signed
     }
 
-    func appTransaction(jws: String, json: JSONValue, bytes: SignedBytes? = nil) throws(VerificationError) -> SignedAppTransaction {
+    func appTransaction(jws: String, json: JSONValue, bytes: SignedBytes = SignedBytes()) throws(VerificationError) -> SignedAppTransaction {
         let payload: AppTransactionPayload
         do { payload = try AppTransactionPayload(json: json) } catch { throw .malformed("AppTransaction payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
@@ -36,7 +36,7 @@ extension SignedDataVerifier {
         return signed
     }
 
-    func notification(jws: String, json: JSONValue, bytes: SignedBytes? = nil) throws(VerificationError) -> SignedNotification {
+    func notification(jws: String, json: JSONValue, bytes: SignedBytes = SignedBytes()) throws(VerificationError) -> SignedNotification {
         let payload: NotificationPayload
         do { payload = try NotificationPayload(json: json) } catch { throw .malformed("notification payload: \(error)") }
         try checkAppTransactionId(json["data"]?["appTransactionId"], field: "data.appTransactionId")

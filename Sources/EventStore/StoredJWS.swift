@@ -137,7 +137,7 @@ public struct StoredJWS: Sendable, Hashable {
     }
 
     /// Splits a verified input's JWS, with the payload bytes its verifier kept.
-    init?(_ input: VerifiedInput) {
+    package init?(_ input: VerifiedInput) {
         guard let outer = Parts(Substring(input.jws), decoded: input.signedBytes) else { return nil }
         self.init(outer: outer, nested: Self.nestedCandidates(of: input))
     }
@@ -179,9 +179,9 @@ public struct StoredJWS: Sendable, Hashable {
     static func nestedCandidates(of input: VerifiedInput) -> [(path: String, jws: String, decoded: [UInt8]?)] {
         guard case .notification(let n) = input else { return [] }
         var candidates: [(path: String, jws: String, decoded: [UInt8]?)] = []
-        if let t = n.transaction { candidates.append((path(of: .nestedTransaction)!, t.jws, t.signedBytes?.bytes)) }
-        if let r = n.renewalInfo { candidates.append((path(of: .nestedRenewalInfo)!, r.jws, r.signedBytes?.bytes)) }
-        if let a = n.appTransaction { candidates.append((path(of: .nestedAppTransaction)!, a.jws, a.signedBytes?.bytes)) }
+        if let t = n.transaction { candidates.append((path(of: .nestedTransaction)!, t.jws, t.signedBytes.bytes)) }
+        if let r = n.renewalInfo { candidates.append((path(of: .nestedRenewalInfo)!, r.jws, r.signedBytes.bytes)) }
+        if let a = n.appTransaction { candidates.append((path(of: .nestedAppTransaction)!, a.jws, a.signedBytes.bytes)) }
         return candidates
     }
 

@@ -15,6 +15,26 @@ struct PrimitiveTests {
             == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    /// The state after a prefix, continued, is SHA-256 of the whole: at every split of
+    /// inputs around the 64-byte block size, and continued twice from one state.
+    @Test func sha256PrefixContinuesToTheDigestOfTheWhole() {
+        let message = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        for split in [0, 1, 55, 56, 63, 64, 65, 127, 128, 200, 299, 300] {
+            let head = Array(message[..<split])
+            let tail = Array(message[split...])
+            let prefix = head.withUnsafeBufferPointer { SHA256.Prefix($0) }
+            for _ in 0..<2 {
+                var digest = [UInt8](repeating: 0, count: 32)
+                tail.withUnsafeBufferPointer { tail in digest.withUnsafeMutableBufferPointer { prefix.digest(continuing: tail, into: $0.baseAddress!) } }
+                #expect(digest == SHA256.hash(message), "split at \(split)")
+            }
+            let twoParts = head.withUnsafeBufferPointer { a in tail.withUnsafeBufferPointer { b in SHA256.Prefix(a, b) } }
+            var whole = [UInt8](repeating: 0, count: 32)
+            whole.withUnsafeMutableBufferPointer { twoParts.digest(continuing: UnsafeBufferPointer(start: nil, count: 0), into: $0.baseAddress!) }
+            #expect(whole == SHA256.hash(message), "two parts split at \(split)")
+        }
+    }
+
     func decodeURL(_ text: String) -> [UInt8]? {
         var copy = text
         return copy.withUTF8 { Base64.decodeURL($0) }

@@ -47,4 +47,39 @@ struct JSONParserTests {
         #expect(rejects(Array("[1] x".utf8)))
         #expect(rejects(Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8)))
     }
+
+    /// Object lookups skip members whose key has another length: keys of equal length,
+    /// keys that are prefixes of others, and non-ASCII keys are still told apart.
+    @Test func objectLookupsFindExactlyTheirKey() throws {
+        let json = try JSONParser().parse(Array(#"{"ab":1,"ba":2,"abc":3,"a":4,"é":5,"e":6,"":7}"#.utf8))
+        #expect(json["ab"] == .int(1))
+        #expect(json["ba"] == .int(2))
+        #expect(json["abc"] == .int(3))
+        #expect(json["a"] == .int(4))
+        #expect(json["é"] == .int(5))
+        #expect(json["e"] == .int(6))
+        #expect(json[""] == .int(7))
+        #expect(json["b"] == nil)
+        #expect(json["abcd"] == nil)
+        #expect(json["ac"] == nil)
+    }
+
+    /// What may stand between quotes as it is: exactly the bytes the parser's string
+    /// fast path takes, at every offset of the eight-byte words.
+    @Test func plainStringContentIsTold() {
+        for length in 0..<20 {
+            let plain = Array(repeating: UInt8(ascii: "a"), count: length)
+            #expect(plain.withUnsafeBufferPointer { JSONParser.isPlainStringContent($0) })
+            for offset in 0..<length {
+                for special: UInt8 in [0x22, 0x5C, 0x00, 0x1F, 0x80, 0xC3] {
+                    var bytes = plain
+                    bytes[offset] = special
+                    #expect(!bytes.withUnsafeBufferPointer { JSONParser.isPlainStringContent($0) }, "\(special) at \(offset) of \(length)")
+                }
+                var tilde = plain
+                tilde[offset] = 0x7E
+                #expect(tilde.withUnsafeBufferPointer { JSONParser.isPlainStringContent($0) })
+            }
+        }
+    }
 }

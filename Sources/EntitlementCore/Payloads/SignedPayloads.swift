@@ -5,8 +5,9 @@
 /// JWS). `package`: only this package's verifier sets them, so they always are the
 /// decoding of the JWS they come with.
 package struct SignedBytes: Sendable, Hashable {
-    package var bytes: [UInt8]
-    package init(_ bytes: [UInt8]) { self.bytes = bytes }
+    /// The bytes, or `nil` when the value was made by other means than the verifier.
+    package var bytes: [UInt8]?
+    package init(_ bytes: [UInt8]? = nil) { self.bytes = bytes }
     package static func == (lhs: SignedBytes, rhs: SignedBytes) -> Bool { true }
     package func hash(into hasher: inout Hasher) {}
 }
@@ -16,7 +17,7 @@ public struct SignedTransaction: Sendable, Hashable {
     public var jws: String
     public var payload: TransactionPayload
     /// The payload's bytes as signed, when the verifier kept them.
-    package var signedBytes: SignedBytes?
+    package var signedBytes = SignedBytes()
     public init(jws: String, payload: TransactionPayload) { self.jws = jws; self.payload = payload }
 }
 
@@ -25,7 +26,7 @@ public struct SignedRenewalInfo: Sendable, Hashable {
     public var jws: String
     public var payload: RenewalInfoPayload
     /// The payload's bytes as signed, when the verifier kept them.
-    package var signedBytes: SignedBytes?
+    package var signedBytes = SignedBytes()
     public init(jws: String, payload: RenewalInfoPayload) { self.jws = jws; self.payload = payload }
 }
 
@@ -34,7 +35,7 @@ public struct SignedAppTransaction: Sendable, Hashable {
     public var jws: String
     public var payload: AppTransactionPayload
     /// The payload's bytes as signed, when the verifier kept them.
-    package var signedBytes: SignedBytes?
+    package var signedBytes = SignedBytes()
     public init(jws: String, payload: AppTransactionPayload) { self.jws = jws; self.payload = payload }
 }
 
@@ -46,7 +47,7 @@ public struct SignedNotification: Sendable, Hashable {
     public var renewalInfo: SignedRenewalInfo?
     public var appTransaction: SignedAppTransaction?
     /// The payload's bytes as signed, when the verifier kept them.
-    package var signedBytes: SignedBytes?
+    package var signedBytes = SignedBytes()
     public init(
         jws: String, payload: NotificationPayload, transaction: SignedTransaction? = nil,
         renewalInfo: SignedRenewalInfo? = nil, appTransaction: SignedAppTransaction? = nil
@@ -95,10 +96,10 @@ public enum VerifiedInput: Sendable, Hashable {
     /// The outermost payload's bytes as signed, when the verifier kept them.
     package var signedBytes: [UInt8]? {
         switch self {
-        case .notification(let n): return n.signedBytes?.bytes
-        case .transaction(let t): return t.signedBytes?.bytes
-        case .renewalInfo(let r): return r.signedBytes?.bytes
-        case .appTransaction(let a): return a.signedBytes?.bytes
+        case .notification(let n): return n.signedBytes.bytes
+        case .transaction(let t): return t.signedBytes.bytes
+        case .renewalInfo(let r): return r.signedBytes.bytes
+        case .appTransaction(let a): return a.signedBytes.bytes
         }
     }
 

@@ -48,6 +48,10 @@ final class ChainCache: Sendable {
     private struct State: Sendable {
         var entries: [Entry] = []
         var next = 0
+        /// The entry found last: nearly every JWS carries the header of the one before
+        /// (one certificate signs everything for years), and comparing it costs less
+        /// than hashing it.
+        var lastHit: Int?
     }
 
     let capacity: Int
@@ -57,21 +61,28 @@ final class ChainCache: Sendable {
         self.capacity = max(capacity, 0)
     }
 
-    func lookup(header: UnsafeBufferPointer<UInt8>, hash: UInt64) -> Hit? {
-        guard capacity > 0 else { return nil }
+    func lookup(header: UnsafeBufferPointer<UInt8>) -> Hit? {
+        guard capacity > 0, header.count > 0 else { return nil }
+        func equal(_ entry: Entry) -> Bool {
+            entry.header.count == header.count
+                && entry.header.withUnsafeBufferPointer { memcmp($0.baseAddress!, header.baseAddress!, header.count) == 0 }
+        }
         return state.withLock { state -> Hit? in
-            for entry in state.entries where entry.hash == hash && entry.header.count == header.count {
-                let equal = entry.header.withUnsafeBufferPointer { stored in
-                    memcmp(stored.baseAddress!, header.baseAddress!, header.count) == 0
-                }
-                if equal { return Hit(chain: entry.chain, signingPrefix: entry.signingPrefix) }
+            if let last = state.lastHit, last < state.entries.count, equal(state.entries[last]) {
+                return Hit(chain: state.entries[last].chain, signingPrefix: state.entries[last].signingPrefix)
+            }
+            let hash = Self.hash(header)
+            for (index, entry) in state.entries.enumerated() where entry.hash == hash && equal(entry) {
+                state.lastHit = index
+                return Hit(chain: entry.chain, signingPrefix: entry.signingPrefix)
             }
             return nil
         }
     }
 
-    func insert(header: UnsafeBufferPointer<UInt8>, hash: UInt64, chain: VerifiedChain) {
+    func insert(header: UnsafeBufferPointer<UInt8>, chain: VerifiedChain) {
         guard capacity > 0, header.count > 0 else { return }
+        let hash = Self.hash(header)
         let dot: [UInt8] = [UInt8(ascii: ".")]
         let prefix = dot.withUnsafeBufferPointer { SHA256.Prefix(header, $0) }
         let entry = Entry(hash: hash, header: Array(header), chain: chain, signingPrefix: prefix)

@@ -30,8 +30,7 @@ extension SignedDataVerifier {
         }
 
         // 1. Header: from the cache when this exact header verified before, else parsed now.
-        let headerHash = ChainCache.hash(jws.header)
-        let cached = cache.lookup(header: jws.header, hash: headerHash)
+        let cached = cache.lookup(header: jws.header)
         var presented: PresentedChain? = nil
         let key: P256PublicKey
         if let cached {
@@ -67,7 +66,7 @@ extension SignedDataVerifier {
             let chain: PresentedChain
             if let presented { chain = presented } else { chain = try PresentedChain(header: jws.decodedHeader(), knownRoots: trust.rootsDER) }
             let verified = try trust.verify(chain, atMillis: decoded.date, dateField: decoded.dateField)
-            cache.insert(header: jws.header, hash: headerHash, chain: verified)
+            cache.insert(header: jws.header, chain: verified)
         }
         return OpenedJWS(kind: decoded.kind, payload: decoded.payload, bytes: SignedBytes(decoded.bytes))
     }

@@ -154,11 +154,9 @@ public struct StoredJWS: Sendable, Hashable {
         var cuts: [(start: Int, end: Int, path: String, parts: Parts)] = []
         for (path, text, decoded) in candidates {
             guard let parts = Parts(Substring(text), decoded: decoded) else { continue }
-            let quoted = Array(("\"" + text + "\"").utf8)
-            guard let start = Self.firstIndex(of: quoted, in: outer.payload, from: 0),
-                Self.firstIndex(of: quoted, in: outer.payload, from: start + 1) == nil
-            else { continue }
-            cuts.append((start + 1, start + quoted.count - 1, path, parts))
+            var needle = text
+            guard let (start, end) = needle.withUTF8({ Self.onlyQuotedOccurrence(of: $0, in: outer.payload) }) else { continue }
+            cuts.append((start, end, path, parts))
         }
         cuts.sort { $0.start < $1.start }
         var body: [UInt8] = []
@@ -224,23 +222,28 @@ public struct StoredJWS: Sendable, Hashable {
         nested.first { $0.path == path }?.jws.text
     }
 
-    /// The first index of `needle` in `haystack` at or after `from` (`memchr` to
-    /// each candidate start, `memcmp` to check it).
-    static func firstIndex(of needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
-        guard !needle.isEmpty, from <= haystack.count - needle.count else { return nil }
-        return haystack.withUnsafeBufferPointer { hay in
-            needle.withUnsafeBufferPointer { pin in
-                let base = hay.baseAddress!
-                let last = hay.count - pin.count
-                var index = from
-                while index <= last {
-                    guard let found = memchr(base + index, Int32(pin[0]), last - index + 1) else { return nil }
-                    let at = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-                    if memcmp(base + at, pin.baseAddress!, pin.count) == 0 { return at }
-                    index = at + 1
+    /// Where `needle` occurs in `haystack` as a whole JSON string's content (between
+    /// two quotes), when it does exactly once: the range of its bytes; else `nil`.
+    /// (`memchr` to each candidate start, `memcmp` to check it.)
+    static func onlyQuotedOccurrence(of needle: UnsafeBufferPointer<UInt8>, in haystack: [UInt8]) -> (start: Int, end: Int)? {
+        guard let pin = needle.baseAddress, !needle.isEmpty, haystack.count >= needle.count + 2 else { return nil }
+        return haystack.withUnsafeBufferPointer { hay -> (start: Int, end: Int)? in
+            let base = hay.baseAddress!
+            let quote = UInt8(ascii: "\"")
+            // The needle starts after an opening quote (index >= 1) and ends before a closing one.
+            let last = hay.count - needle.count - 1
+            var index = 1
+            var found: (start: Int, end: Int)? = nil
+            while index <= last {
+                guard let hit = memchr(base + index, Int32(pin[0]), last - index + 1) else { break }
+                let at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                if base[at - 1] == quote && base[at + needle.count] == quote && memcmp(base + at, pin, needle.count) == 0 {
+                    if found != nil { return nil }
+                    found = (at, at + needle.count)
                 }
-                return nil
+                index = at + 1
             }
+            return found
         }
     }
 }

@@ -6,6 +6,10 @@ import Foundation
 public final class Connection {
     let handle: OpaquePointer
     private var cache: [String: Statement] = [:]
+    /// The same statements by where their SQL text lies in memory: a statement written as a
+    /// literal is found without hashing its text (a few hundred bytes, on every call). A hit
+    /// is checked byte for byte, so a text that reuses the address of another finds its own.
+    private var cacheByAddress: [Int: (length: Int, statement: Statement)] = [:]
     public let path: String
     /// How this connection was opened.
     public let mode: Mode
@@ -82,6 +86,7 @@ public final class Connection {
 
     deinit {
         cache.removeAll()
+        cacheByAddress.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -137,12 +142,20 @@ public final class Connection {
 
     /// A prepared statement for `sql`, from the connection's cache.
     public func cached(_ sql: String) throws(SQLiteError) -> Statement {
-        if let statement = cache[sql] {
+        let address = sql.utf8.withContiguousStorageIfAvailable { Int(bitPattern: $0.baseAddress) } ?? 0
+        if address != 0, let (length, statement) = cacheByAddress[address], length == sql.utf8.count, statement.sql == sql {
             statement.reset()
             return statement
         }
-        let statement = try Statement(connection: self, sql: sql)
-        cache[sql] = statement
+        let statement: Statement
+        if let cachedStatement = cache[sql] {
+            statement = cachedStatement
+            statement.reset()
+        } else {
+            statement = try Statement(connection: self, sql: sql)
+            cache[sql] = statement
+        }
+        if address != 0 && cacheByAddress.count < 512 { cacheByAddress[address] = (sql.utf8.count, statement) }
         return statement
     }
 

@@ -102,8 +102,9 @@ public final class Engine: Sendable {
     /// appends and delivers the batches in order. Verification and SQLite run on
     /// different cores, and a batch is delivered as soon as it is committed: `next`
     /// may wait for input (a live stream on standard input) without holding back
-    /// the acknowledgment of what came before. At most `workers + 1` batches are
-    /// read and not yet appended, so memory stays bounded.
+    /// the acknowledgment of what came before. At most `2 × workers + 3` batches are
+    /// read and not yet delivered (the one being appended included), so memory stays bounded (and a lane seldom waits while
+    /// the append pauses, as for a WAL checkpoint).
     ///
     /// `next` is called on those threads, one call at a time, never after it
     /// returned `nil` or after this method returned. A failure to store a batch ends
@@ -113,7 +114,7 @@ public final class Engine: Sendable {
         batches next: @escaping () -> [InputBytes]?, workers: Int, receivedAt: Int64? = nil, deliver: ([IngestResult]) -> Void
     ) throws(EngineError) {
         let lanes = max(1, workers)
-        let pipeline = IngestPipeline(inFlight: lanes + 1, lanes: lanes)
+        let pipeline = IngestPipeline(inFlight: 2 * lanes + 2, lanes: lanes)
         let source = UncheckedSendableBox(next)
         // Threads of the engine's own, not Dispatch's shared pool, which a server's handlers may fill.
         for lane in 0..<lanes {

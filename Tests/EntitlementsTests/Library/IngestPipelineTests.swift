@@ -1,5 +1,6 @@
 import Entitlements
 import Foundation
+import Synchronization
 import Testing
 import TestPKI
 
@@ -68,5 +69,29 @@ import TestPKI
         }
         #expect(delivered == 2)
         #expect(try Reliability.Probe(workspace.path("failing.sqlite")).eventCount() > 0)
+    }
+
+    @Test("memory stays bounded: at most 2 x workers + 3 batches are read and not yet delivered", arguments: [1, 2])
+    func readAheadIsBounded(workers: Int) throws {
+        let workspace = try Workspace(name: "pipeline-bound")
+        let history = History.generate(lines: 80, seed: 0x62)
+        let documents = history.lines.map { InputBytes(bytes: Array($0.text.utf8)) }
+        let engine = try workspace.engine("bound-\(workers).sqlite")
+        let batches = stride(from: 0, to: documents.count, by: 2).map { Array(documents[$0..<min($0 + 2, documents.count)]) }
+        // Read on the lanes, delivered on this thread: the counts cross threads.
+        let counts = Mutex((read: 0, delivered: 0, mostAhead: 0))
+        try engine.ingest(batches: {
+            counts.withLock { counts -> [InputBytes]? in
+                guard counts.read < batches.count else { return nil }
+                counts.read += 1
+                counts.mostAhead = max(counts.mostAhead, counts.read - counts.delivered)
+                return batches[counts.read - 1]
+            }
+        }, workers: workers) { _ in counts.withLock { $0.delivered += 1 } }
+        let final = counts.withLock { $0 }
+        #expect(final.delivered == batches.count)
+        // 2 x workers + 2 waiting or verifying, and the one being appended.
+        #expect(final.mostAhead <= 2 * workers + 3, "\(final.mostAhead) batches read ahead of the last delivered")
+        #expect(final.mostAhead >= 2, "the lanes read ahead of the append at all")
     }
 }

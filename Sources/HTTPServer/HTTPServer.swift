@@ -277,7 +277,9 @@ public final class HTTPServer: @unchecked Sendable {
                     let now = Self.now()
                     var timeout = limits.idleTimeoutMilliseconds
                     if !parser.hasPartialRequest {
-                        if stopSeen || server.isStopping { return }
+                        // Stopping closes an idle connection; bytes already received are a
+                        // request that arrived before the stop (this thread had not read them yet).
+                        if (stopSeen || server.isStopping) && !Self.hasBytesWaiting(fd) { return }
                     } else if parser.isReadingBody {
                         timeout = min(timeout, Int((Int64(bodyStarted) + Int64(limits.bodyTimeoutMilliseconds) * 1000 - Int64(now)) / 1000))
                     } else {
@@ -291,7 +293,7 @@ public final class HTTPServer: @unchecked Sendable {
                     if ready == 0 { return timedOut() }
                     if fds.count > 1 && fds[1].revents != 0 {
                         stopSeen = true
-                        if !parser.hasPartialRequest { return }
+                        if !parser.hasPartialRequest && fds[0].revents == 0 { return }
                     }
                     if fds[0].revents == 0 { continue }
                     let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -333,6 +335,12 @@ public final class HTTPServer: @unchecked Sendable {
                     return
                 }
             }
+        }
+
+        /// Whether the socket has received bytes (or the peer's close) not yet read.
+        static func hasBytesWaiting(_ fd: Int32) -> Bool {
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            return poll(&fds, 1, 0) > 0 && fds[0].revents != 0
         }
 
         static func code(_ status: Int) -> String {

@@ -39,27 +39,38 @@ public struct DocumentVerifier: Sendable {
     /// The items of one input document, each verified or with the reason it
     /// is not, and the raw bytes to quarantine for each rejection.
     public func verifiedItems(_ document: InputBytes) -> [AppendItem] {
+        var items: [AppendItem] = []
+        appendVerifiedItems(document, to: &items)
+        return items
+    }
+
+    /// The same, appended to `items` (a batch's items are built in one array, not
+    /// copied from one array per document); returns how many were appended.
+    @discardableResult
+    public func appendVerifiedItems(_ document: InputBytes, to items: inout [AppendItem]) -> Int {
         if document.size > configuration.maxInputBytes {
-            return [
+            items.append(
                 .rejected(
                     Rejection(
                         code: "MALFORMED_INPUT",
                         message:
                             "input of \(document.sizeIsLowerBound ? "at least " : "")\(document.size) bytes\(document.sizeIsLowerBound ? " (not read to its end)" : "") exceeds the limit of \(configuration.maxInputBytes) bytes (configuration field maxInputBytes)",
-                        raw: Array(document.bytes.prefix(configuration.maxInputBytes)), size: document.size))
-            ]
+                        raw: Array(document.bytes.prefix(configuration.maxInputBytes)), size: document.size)))
+            return 1
         }
         switch InputDocument.items(document.bytes[...]) {
         case .failure(let malformed):
-            return [.rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: document.bytes, size: document.size))]
-        case .success(let items):
-            return items.map { item in
+            items.append(.rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: document.bytes, size: document.size)))
+            return 1
+        case .success(let found):
+            for item in found {
                 switch verify(item) {
-                case .success(let input): return .verified(input)
+                case .success(let input): items.append(.verified(input))
                 case .failure(let error):
-                    return .rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8)))
+                    items.append(.rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8))))
                 }
             }
+            return found.count
         }
     }
 

@@ -83,15 +83,33 @@ public final class Engine: Sendable {
     ///   - receivedAt: time of receipt; now by default.
     /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
     public func ingest(_ documents: [InputBytes], workers: Int = 1, receivedAt: Int64? = nil) throws(EngineError) -> [IngestResult] {
-        try append(documents, verified: verifyAll(documents, workers: workers), receivedAt: receivedAt)
+        let verified = verifyAll(documents, workers: workers)
+        return try append(documents, verified: VerifiedBatch(items: verified.flatMap { $0 }, counts: verified.map(\.count)), receivedAt: receivedAt)
+    }
+
+    /// A batch's items verified, in one array, and how many items each document gave.
+    struct VerifiedBatch {
+        var items: [AppendItem] = []
+        var counts: [Int] = []
+
+        /// The documents' items, verified one document after another on this thread.
+        init(_ documents: [InputBytes], verifier: DocumentVerifier) {
+            items.reserveCapacity(documents.count)
+            counts.reserveCapacity(documents.count)
+            for document in documents { counts.append(verifier.appendVerifiedItems(document, to: &items)) }
+        }
+
+        init(items: [AppendItem], counts: [Int]) {
+            self.items = items
+            self.counts = counts
+        }
     }
 
     /// Appends a verified batch in one transaction; one result per item, in order.
-    private func append(_ documents: [InputBytes], verified: [[AppendItem]], receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
-        let items = verified.flatMap { $0 }
-        noteProducts(items)
-        let outcomes = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now())
-        return Self.results(outcomes, documents: documents, verified: verified)
+    private func append(_ documents: [InputBytes], verified: VerifiedBatch, receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
+        noteProducts(verified.items)
+        let outcomes = try appendRetryingBusy(verified.items, receivedAt: receivedAt ?? Self.now())
+        return Self.results(outcomes, documents: documents, counts: verified.counts)
     }
 
     /// Ingests a stream of batches, each in one transaction, handing each
@@ -120,7 +138,7 @@ public final class Engine: Sendable {
         for lane in 0..<lanes {
             let thread = Thread { [self] in
                 while let (number, documents) = pipeline.read(source.value) {
-                    pipeline.put(number, (documents, documents.map(self.documentVerifier.verifiedItems)))
+                    pipeline.put(number, (documents, VerifiedBatch(documents, verifier: self.documentVerifier)))
                 }
                 pipeline.laneFinished()
             }
@@ -135,22 +153,22 @@ public final class Engine: Sendable {
 
     /// One result per item, each with its document's number, and one `empty` result for
     /// a document that held no item.
-    static func results(_ outcomes: [AppendOutcome], documents: [InputBytes], verified: [[AppendItem]]) -> [IngestResult] {
+    static func results(_ outcomes: [AppendOutcome], documents: [InputBytes], counts: [Int]) -> [IngestResult] {
         var results: [IngestResult] = []
         results.reserveCapacity(outcomes.count)
         var next = 0
-        for (index, items) in verified.enumerated() {
+        for (index, count) in counts.enumerated() {
             let input = index < documents.count ? documents[index].number ?? index + 1 : index + 1
-            if items.isEmpty {
+            if count == 0 {
                 results.append(IngestResult(outcome: .empty, input: input))
                 continue
             }
-            for outcome in outcomes[next..<(next + items.count)] {
+            for outcome in outcomes[next..<(next + count)] {
                 var result = Self.result(outcome)
                 result.input = input
                 results.append(result)
             }
-            next += items.count
+            next += count
         }
         return results
     }
@@ -226,7 +244,7 @@ final class UncheckedSendableBox<Value>: @unchecked Sendable {
 /// The hand-over between the stages of ``Engine/ingest(batches:workers:receivedAt:deliver:)``:
 /// batches numbered as they are read, verified on several lanes, taken in order.
 final class IngestPipeline: @unchecked Sendable {
-    typealias Batch = (documents: [InputBytes], verified: [[AppendItem]])
+    typealias Batch = (documents: [InputBytes], verified: Engine.VerifiedBatch)
     private let condition = NSCondition()
     /// Held while a lane reads: one call of the source at a time, without holding `condition`.
     private let reading = NSLock()

@@ -76,9 +76,11 @@ extension EventStore {
                     return ((outcomes, head), .commit)
                 }
                 jwsHeaders.committed()
+                knownLookups.committed()
                 return written
             } catch {
                 jwsHeaders.forgetUncommitted()
+                knownLookups.forgetUncommitted()
                 throw error
             }
         }
@@ -304,17 +306,18 @@ extension EventStore {
 
     private func recordLookups(_ event: Event, key: CustomerKey) throws {
         let insert = try connection.cached("INSERT OR IGNORE INTO customer_lookup (kind, value, customer_key) VALUES (?, ?, ?)")
-        if let otid = event.originalTransactionId {
+        if let otid = event.originalTransactionId, knownLookups.needsWriting(kind: "originalTransactionId", value: otid, customer: key) {
             insert.reset()
             try insert.bind(1, "originalTransactionId")
             try insert.bind(2, otid)
             try insert.bind(3, key)
             try insert.step()
         }
-        for token in event.appAccountTokens {
+        for token in event.appAccountTokens.map({ $0.lowercased() })
+        where knownLookups.needsWriting(kind: "appAccountToken", value: token, customer: key) {
             insert.reset()
             try insert.bind(1, "appAccountToken")
-            try insert.bind(2, token.lowercased())
+            try insert.bind(2, token)
             try insert.bind(3, key)
             try insert.step()
         }

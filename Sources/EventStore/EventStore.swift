@@ -11,6 +11,8 @@ public final class EventStore {
     let hash: @Sendable ([UInt8]) -> [UInt8]
     /// The JWS headers this connection has met (see ``JWSHeaders``).
     let jwsHeaders = JWSHeaders()
+    /// The `customer_lookup` rows this connection has written or seen committed (see ``KnownLookups``).
+    let knownLookups = KnownLookups()
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the
     /// store needs no crypto library of its own.

@@ -1,4 +1,5 @@
 import EntitlementCore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -74,11 +75,27 @@ public struct StoredJWS: Sendable, Hashable {
                     payload = fresh
                 }
                 return (
-                    String(decoding: UnsafeBufferPointer(rebasing: bytes[0..<firstDot]), as: UTF8.self), payload,
+                    Self.headerText(UnsafeBufferPointer(rebasing: bytes[0..<firstDot])), payload,
                     String(decoding: UnsafeBufferPointer(rebasing: bytes[afterSecond...]), as: UTF8.self)
                 )
             }) else { return nil }
             (header, payload, signature) = parts
+        }
+
+        /// The header met last, shared: nearly every JWS carries the header of the one
+        /// before (4–5 KB of certificate chain, the same for years), so it is compared,
+        /// not copied again, and the log's header cache then finds it by identity.
+        private static let lastHeader = Mutex<String>("")
+
+        /// The text of `bytes`, the header met last when they are its bytes.
+        static func headerText(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+            let known = lastHeader.withLock { $0 }
+            var candidate = known
+            let same = candidate.withUTF8 { $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }
+            if same { return known }
+            let text = String(decoding: bytes, as: UTF8.self)
+            lastHeader.withLock { $0 = text }
+            return text
         }
 
         public init(header: String, payload: [UInt8], signature: String) {

@@ -18,6 +18,30 @@ import Testing
         #expect(try store.rawConnection.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
     }
 
+    /// The lookup rows a connection remembers as written are forgotten when their
+    /// transaction rolls back: the next append writes them, and the customer is found.
+    @Test func lookupRowsOfARolledBackBatchAreWrittenAgain() throws {
+        let path = StoreFixtures.temporaryDatabase()
+        let store = try EventStore(path: path, hash: StoreFixtures.hash)
+        let rules = StoreFixtures.rules
+        _ = try store.append([.verified(StoreFixtures.transaction(id: "1", original: "1000", token: "AAAA-1"))], rules: rules, rulesJSON: "{}", receivedAt: 1)
+        try store.rawConnection.execute("CREATE TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;")
+        let second: VerifiedInput = StoreFixtures.transaction(id: "2", original: "2000", app: "app-2", token: "BBBB-2")
+        #expect(throws: StoreError.self) {
+            _ = try store.append([.verified(second)], rules: rules, rulesJSON: "{}", receivedAt: 2)
+        }
+        #expect(try store.customers(originalTransactionId: "2000").isEmpty)
+        try store.rawConnection.execute("DROP TRIGGER refuse")
+        _ = try store.append([.verified(second)], rules: rules, rulesJSON: "{}", receivedAt: 3)
+        #expect(try store.customers(originalTransactionId: "2000") == ["app-2"])
+        #expect(try store.customers(appAccountToken: "bbbb-2") == ["app-2"])
+        // Rows already known are not written twice, and the first customer is still found.
+        _ = try store.append([.verified(StoreFixtures.transaction(id: "3", original: "1000", token: "AAAA-1"))], rules: rules, rulesJSON: "{}", receivedAt: 4)
+        #expect(try store.customers(originalTransactionId: "1000") == ["app-1"])
+        #expect(try store.customers(appAccountToken: "aaaa-1") == ["app-1"])
+        #expect(try store.rawConnection.scalarInt("SELECT count(*) FROM customer_lookup") == 4)
+    }
+
     @Test func appendIsIdempotentByIdentity() throws {
         let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
         let t1 = StoreFixtures.transaction(id: "t1")

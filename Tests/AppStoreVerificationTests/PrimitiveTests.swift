@@ -35,6 +35,24 @@ struct PrimitiveTests {
         }
     }
 
+    /// The decoder works eight characters at a time where it can: a character outside the
+    /// alphabet is refused at every position, and every length decodes what was encoded.
+    @Test func base64URLDecodesAndRefusesAtEveryPosition() {
+        for length in 0..<80 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 67 &+ length) }
+            let text = Base64.encodeURL(bytes)
+            #expect(decodeURL(text) == bytes, "length \(length)")
+            for position in 0..<text.utf8.count {
+                for bad: UInt8 in [UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "/"), 0x80, 0x00] {
+                    var altered = Array(text.utf8)
+                    altered[position] = bad
+                    let refused = altered.withUnsafeBufferPointer { Base64.decodeURL($0) } == nil
+                    #expect(refused, "\(bad) at \(position) of \(text.utf8.count)")
+                }
+            }
+        }
+    }
+
     func decodeURL(_ text: String) -> [UInt8]? {
         var copy = text
         return copy.withUTF8 { Base64.decodeURL($0) }

@@ -73,7 +73,7 @@ public enum ChangeTimeline {
     public static func nextChange(
         of state: CustomerState, rules: Rules, after now: Int64, answer: ReportedAnswer? = nil, limit: Int = 256
     ) -> Int64? {
-        let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now).moments
+        let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now, momentsOnly: true).moments
         let current = answer ?? ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: now))
         var checked = 0
         var start = moments.partitionPoint { $0 <= now }
@@ -93,7 +93,7 @@ public enum ChangeTimeline {
     public static func effectiveAt(
         of name: String, in state: CustomerState, rules: Rules, now: Int64, limit: Int = 256
     ) -> Int64? {
-        let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now).moments
+        let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now, momentsOnly: true).moments
         func answer(_ at: Int64) -> Int64?? { ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: at)).active[name] }
         var index = moments.partitionPoint { $0 <= now } - 1
         var checked = 0

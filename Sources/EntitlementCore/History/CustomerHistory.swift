@@ -96,12 +96,19 @@ struct HistorySources {
     private(set) var moments: [Int64] = []
     private var byMoment: [Int64: [Source]] = [:]
 
-    init(state: CustomerState, events: some Sequence<Event>, rules: Rules, until: Int64) {
-        let carriers = NotificationCarriers(events: events)
+    /// - Parameter momentsOnly: only ``moments`` is wanted (when an answer may
+    ///   change, not why): no cause is built.
+    init(state: CustomerState, events: some Sequence<Event>, rules: Rules, until: Int64, momentsOnly: Bool = false) {
+        let carriers = momentsOnly ? NotificationCarriers(events: [Event]()) : NotificationCarriers(events: events)
         var sources: [Source] = []
-        func add(_ moment: Int64?, _ cause: HistoryCause, product: String?, otid: String?, priority: Int) {
+        var bare: [Int64] = []
+        func add(_ moment: Int64?, _ cause: @autoclosure () -> HistoryCause, product: @autoclosure () -> String?, otid: String?, priority: Int) {
             guard let moment else { return }
-            sources.append(Source(moment: moment, cause: cause, productId: product, originalTransactionId: otid, priority: priority))
+            if momentsOnly {
+                bare.append(moment)
+                return
+            }
+            sources.append(Source(moment: moment, cause: cause(), productId: product(), originalTransactionId: otid, priority: priority))
         }
         for version in state.transactions.values {
             let t = version.facts
@@ -121,8 +128,10 @@ struct HistorySources {
         }
         for (otid, versions) in state.renewalInfos {
             // The subscription's product: that of its latest transaction (renewal infos may not say).
-            let product = state.transactions.values.filter { $0.facts.originalTransactionId == otid }
-                .max { SubscriptionEvaluation.precedes($0.facts, $1.facts) }?.facts.productId
+            func product() -> String? {
+                state.transactions.values.filter { $0.facts.originalTransactionId == otid }
+                    .max { SubscriptionEvaluation.precedes($0.facts, $1.facts) }?.facts.productId
+            }
             for version in versions {
                 let r = version.facts
                 var cause = HistoryCause(kind: .renewalInfo, id: otid, signedDate: r.signedDate)
@@ -130,11 +139,11 @@ struct HistorySources {
                     cause.notificationType = notification.type
                     cause.subtype = notification.subtype
                 }
-                add(r.signedDate, cause, product: r.productId ?? product, otid: otid, priority: 5)
+                add(r.signedDate, cause, product: r.productId ?? product(), otid: otid, priority: 5)
                 if let grace = r.gracePeriodExpiresDate {
                     var graceCause = cause
                     graceCause.field = "gracePeriodExpiresDate"
-                    add(grace, graceCause, product: r.productId ?? product, otid: otid, priority: 4)
+                    add(grace, graceCause, product: r.productId ?? product(), otid: otid, priority: 4)
                 }
             }
         }
@@ -170,11 +179,19 @@ struct HistorySources {
         }
         // Usage records (the operator's word): a spend changes a balance at its `at`.
         for usage in state.usages.values {
+            if momentsOnly {
+                bare.append(usage.at)
+                continue
+            }
             var source = Source(
                 moment: usage.at, cause: HistoryCause(kind: .usage, id: usage.usageId), productId: nil, originalTransactionId: nil,
                 priority: 6)
             if case .spend(let currency, _) = usage.amount { source.currency = currency }
             sources.append(source)
+        }
+        if momentsOnly {
+            moments = Array(Set(bare)).sorted()
+            return
         }
         for source in sources { byMoment[source.moment, default: []].append(source) }
         moments = byMoment.keys.sorted()

@@ -1,18 +1,22 @@
 internal import EntitlementCore
 
 extension SignedDataVerifier {
-    func transaction(jws: String, json: JSONValue, bytes: SignedBytes = SignedBytes()) throws(VerificationError) -> SignedTransaction {
+    /// The verified transaction from its opened JWS: its payload decoded as that kind, checked, with the bytes as signed.
+    func transaction(jws: String, _ opened: OpenedJWS) throws(VerificationError) -> SignedTransaction {
+        let json = opened.payload
         let payload: TransactionPayload
         do { payload = try TransactionPayload(json: json) } catch { throw .malformed("transaction payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         try checkBundleId(payload.bundleId)
         try checkEnvironment(payload.environment, field: "environment")
         var signed = SignedTransaction(jws: jws, payload: payload)
-        signed.signedBytes = bytes
+        signed.signedBytes = opened.bytes
         return signed
     }
 
-    func renewalInfo(jws: String, json: JSONValue, bytes: SignedBytes = SignedBytes()) throws(VerificationError) -> SignedRenewalInfo {
+    /// The verified renewal info from its opened JWS: its payload decoded as that kind, checked, with the bytes as signed.
+    func renewalInfo(jws: String, _ opened: OpenedJWS) throws(VerificationError) -> SignedRenewalInfo {
+        let json = opened.payload
         let payload: RenewalInfoPayload
         do { payload = try RenewalInfoPayload(json: json) } catch { throw .malformed("renewal info payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
@@ -20,11 +24,13 @@ extension SignedDataVerifier {
         if case .string(let bundleId)? = json["bundleId"] { try checkBundleId(bundleId) }
         try checkEnvironment(payload.environment, field: "environment")
         var signed = SignedRenewalInfo(jws: jws, payload: payload)
-        signed.signedBytes = bytes
+        signed.signedBytes = opened.bytes
         return signed
     }
 
-    func appTransaction(jws: String, json: JSONValue, bytes: SignedBytes = SignedBytes()) throws(VerificationError) -> SignedAppTransaction {
+    /// The verified AppTransaction from its opened JWS: its payload decoded as that kind, checked, with the bytes as signed.
+    func appTransaction(jws: String, _ opened: OpenedJWS) throws(VerificationError) -> SignedAppTransaction {
+        let json = opened.payload
         let payload: AppTransactionPayload
         do { payload = try AppTransactionPayload(json: json) } catch { throw .malformed("AppTransaction payload: \(error)") }
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
@@ -32,18 +38,20 @@ extension SignedDataVerifier {
         try checkAppAppleId(payload.appAppleId, environment: payload.receiptType)
         try checkEnvironment(payload.receiptType, field: "receiptType")
         var signed = SignedAppTransaction(jws: jws, payload: payload)
-        signed.signedBytes = bytes
+        signed.signedBytes = opened.bytes
         return signed
     }
 
-    func notification(jws: String, json: JSONValue, bytes: SignedBytes = SignedBytes()) throws(VerificationError) -> SignedNotification {
+    /// The verified notification from its opened JWS: its payload decoded as that kind, checked, with the bytes as signed.
+    func notification(jws: String, _ opened: OpenedJWS) throws(VerificationError) -> SignedNotification {
+        let json = opened.payload
         let payload: NotificationPayload
         do { payload = try NotificationPayload(json: json) } catch { throw .malformed("notification payload: \(error)") }
         try checkAppTransactionId(json["data"]?["appTransactionId"], field: "data.appTransactionId")
         try checkNotificationIdentity(payload)
 
         var result = SignedNotification(jws: jws, payload: payload)
-        result.signedBytes = bytes
+        result.signedBytes = opened.bytes
         if let nested = payload.data?.signedTransactionInfo {
             do { result.transaction = try verifyTransaction(nested) } catch { throw error.prefixed("data.signedTransactionInfo") }
         }

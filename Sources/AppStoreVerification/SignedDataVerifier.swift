@@ -68,26 +68,26 @@ public struct SignedDataVerifier: Sendable {
     ///   with the nested error's code and a message naming the nested field.
     public func verifyNotification(_ jws: String) throws(VerificationError) -> SignedNotification {
         let opened = try open(jws, as: .notification)
-        return try notification(jws: jws, json: opened.payload, bytes: opened.bytes)
+        return try notification(jws: jws, opened)
     }
 
     /// Verifies a `signedTransactionInfo` (from a notification, the App Store Server API or a device).
     public func verifyTransaction(_ jws: String) throws(VerificationError) -> SignedTransaction {
         let opened = try open(jws, as: .transaction)
-        return try transaction(jws: jws, json: opened.payload, bytes: opened.bytes)
+        return try transaction(jws: jws, opened)
     }
 
     /// Verifies a `signedRenewalInfo`.
     public func verifyRenewalInfo(_ jws: String) throws(VerificationError) -> SignedRenewalInfo {
         let opened = try open(jws, as: .renewalInfo)
-        return try renewalInfo(jws: jws, json: opened.payload, bytes: opened.bytes)
+        return try renewalInfo(jws: jws, opened)
     }
 
     /// Verifies a signed AppTransaction: its validation time is `receiptCreationDate`, its
     /// environment `receiptType`.
     public func verifyAppTransaction(_ jws: String) throws(VerificationError) -> SignedAppTransaction {
         let opened = try open(jws, as: .appTransaction)
-        return try appTransaction(jws: jws, json: opened.payload, bytes: opened.bytes)
+        return try appTransaction(jws: jws, opened)
     }
 
     /// Verifies a bare JWS of any of the four kinds, told apart by its payload: with
@@ -98,10 +98,10 @@ public struct SignedDataVerifier: Sendable {
     public func verify(_ jws: String) throws(VerificationError) -> VerifiedInput {
         let opened = try open(jws, as: nil)
         switch opened.kind {
-        case .notification: return .notification(try notification(jws: jws, json: opened.payload, bytes: opened.bytes))
-        case .transaction: return .transaction(try transaction(jws: jws, json: opened.payload, bytes: opened.bytes))
-        case .renewalInfo: return .renewalInfo(try renewalInfo(jws: jws, json: opened.payload, bytes: opened.bytes))
-        case .appTransaction: return .appTransaction(try appTransaction(jws: jws, json: opened.payload, bytes: opened.bytes))
+        case .notification: return .notification(try notification(jws: jws, opened))
+        case .transaction: return .transaction(try transaction(jws: jws, opened))
+        case .renewalInfo: return .renewalInfo(try renewalInfo(jws: jws, opened))
+        case .appTransaction: return .appTransaction(try appTransaction(jws: jws, opened))
         case .usage: throw .malformed("a usage record is the operator's word, not a JWS")  // classify never says so
         }
     }

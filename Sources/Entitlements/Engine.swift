@@ -83,8 +83,7 @@ public final class Engine: Sendable {
     ///   - receivedAt: time of receipt; now by default.
     /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
     public func ingest(_ documents: [InputBytes], workers: Int = 1, receivedAt: Int64? = nil) throws(EngineError) -> [IngestResult] {
-        let verified = verifyAll(documents, workers: workers)
-        return try append(documents, verified: VerifiedBatch(items: verified.flatMap { $0 }, counts: verified.map(\.count)), receivedAt: receivedAt)
+        try append(documents, verified: verifyAll(documents, workers: workers), receivedAt: receivedAt)
     }
 
     /// A batch's items verified, in one array, and how many items each document gave.
@@ -121,8 +120,8 @@ public final class Engine: Sendable {
     /// different cores, and a batch is delivered as soon as it is committed: `next`
     /// may wait for input (a live stream on standard input) without holding back
     /// the acknowledgment of what came before. At most `2 × workers + 3` batches are
-    /// read and not yet delivered (the one being appended included), so memory stays bounded (and a lane seldom waits while
-    /// the append pauses, as for a WAL checkpoint).
+    /// read and not yet delivered (the one being appended included), so memory stays
+    /// bounded, and a lane seldom waits while the append pauses (for a WAL checkpoint).
     ///
     /// `next` is called on those threads, one call at a time, never after it
     /// returned `nil` or after this method returned. A failure to store a batch ends
@@ -185,8 +184,8 @@ public final class Engine: Sendable {
     }
 
     /// Verification of many documents, spread over `workers` threads.
-    func verifyAll(_ documents: [InputBytes], workers: Int) -> [[AppendItem]] {
-        if workers <= 1 || documents.count < 2 { return documents.map(self.documentVerifier.verifiedItems) }
+    func verifyAll(_ documents: [InputBytes], workers: Int) -> VerifiedBatch {
+        if workers <= 1 || documents.count < 2 { return VerifiedBatch(documents, verifier: documentVerifier) }
         let results = Mutex([[AppendItem]](repeating: [], count: documents.count))
         let lanes = min(workers, documents.count)
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
@@ -198,7 +197,8 @@ public final class Engine: Sendable {
             }
             results.withLock { all in for (i, items) in local { all[i] = items } }
         }
-        return results.withLock { $0 }
+        let verified = results.withLock { $0 }
+        return VerifiedBatch(items: verified.flatMap { $0 }, counts: verified.map(\.count))
     }
 
     /// Appends one batch; a busy database (another writer holding the lock past
@@ -234,7 +234,6 @@ public final class Engine: Sendable {
     }
 }
 
-/// A batch verified on another thread, handed back after `DispatchGroup.wait()`.
 /// A value handed to another thread by a caller that guarantees one thread uses it at a time.
 final class UncheckedSendableBox<Value>: @unchecked Sendable {
     let value: Value

@@ -276,7 +276,8 @@ extension EventStore {
         _ event: Event, input: VerifiedInput, identity: String, eventId: String, receivedAt: Int64, prevHash: [UInt8]
     ) throws -> [UInt8] {
         let raw = input.jws
-        let digest = Self.chainHash(prevHash: prevHash, seq: event.seq, identity: identity, raw: raw, hash: hash)
+        let digest = Self.chainHash(
+            prevHash: prevHash, seq: event.seq, identity: identity, raw: raw, hash: hash, material: &chainMaterial)
         let (notificationType, subtype): (String?, String?) = {
             if case .notification(let n) = input { return (n.payload.notificationType.rawValue, n.payload.subtype?.rawValue) }
             return (nil, nil)

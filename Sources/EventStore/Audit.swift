@@ -39,8 +39,19 @@ public struct AuditReport: Sendable {
 extension EventStore {
     /// The chained hash of an event: SHA-256(prev_hash || seq (8 bytes, big-endian) || identity || 0 || raw).
     static func chainHash(prevHash: [UInt8], seq: Int64, identity: String, raw: String, hash: HashFunction) -> [UInt8] {
-        var material = prevHash
+        var material: [UInt8] = []
+        return chainHash(prevHash: prevHash, seq: seq, identity: identity, raw: raw, hash: hash, material: &material)
+    }
+
+    /// ``chainHash(prevHash:seq:identity:raw:hash:)`` with the hashed bytes laid out in
+    /// `material`, a buffer the caller keeps from one event to the next: a notification's
+    /// JWS is 5–20 KB, and a fresh buffer for each would be allocated and freed again.
+    static func chainHash(
+        prevHash: [UInt8], seq: Int64, identity: String, raw: String, hash: HashFunction, material: inout [UInt8]
+    ) -> [UInt8] {
+        material.removeAll(keepingCapacity: true)
         material.reserveCapacity(prevHash.count + 8 + identity.utf8.count + raw.utf8.count + 1)
+        material.append(contentsOf: prevHash)
         withUnsafeBytes(of: seq.bigEndian) { material.append(contentsOf: $0) }
         material.append(contentsOf: identity.utf8)
         material.append(0)
@@ -91,6 +102,7 @@ extension EventStore {
                     "SELECT seq, identity, kind, prev_hash, hash, customer_key, header_id, body, signature, raw FROM events ORDER BY seq")
                 let factsOf = try connection.prepare("SELECT facts FROM event_facts WHERE customer_key = ? AND seq = ?")
                 var expectedPrev = [UInt8](repeating: 0, count: 32)
+                var material: [UInt8] = []
                 var expectedSeq: Int64 = 1
                 var factsChecked: Int64 = 0
                 var everyFactChecked = true
@@ -119,7 +131,8 @@ extension EventStore {
                         mismatch("prev_hash does not match the previous event's hash: the chain was broken before this event")
                         return
                     }
-                    let recomputed = Self.chainHash(prevHash: prev, seq: seq, identity: identity, raw: raw, hash: hash)
+                    let recomputed = Self.chainHash(
+                        prevHash: prev, seq: seq, identity: identity, raw: raw, hash: hash, material: &material)
                     if recomputed != stored {
                         mismatch("hash does not match the stored JWS: the event was altered")
                         return

@@ -13,6 +13,9 @@ public final class EventStore {
     let jwsHeaders = JWSHeaders()
     /// The `customer_lookup` rows this connection has written or seen committed (see ``KnownLookups``).
     let knownLookups = KnownLookups()
+    /// The bytes the last appended event's chain hash was taken over, kept for their
+    /// capacity (see ``chainHash(prevHash:seq:identity:raw:hash:material:)``).
+    var chainMaterial: [UInt8] = []
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the
     /// store needs no crypto library of its own.

@@ -86,6 +86,24 @@ enum Profile {
                 let start = Clock.now()
                 final class Box: @unchecked Sendable { var reader: InputReader?; init(_ r: InputReader?) { reader = r } }
                 let lazy = Box(arguments.count > 4 ? InputReader(path: arguments[1], limit: 1 << 20) : nil)
+                let cpuStart = Clock.processCPU()
+                defer {
+                    let cpu = Clock.processCPU() - cpuStart
+                    note("ingest-file: \(Format.fixed(cpu / Double(max(documents.count, 1)) * 1e6, 1)) µs CPU per notification")
+                }
+                if ProcessInfo.processInfo.environment["BENCH_SEQUENTIAL"] == "1" {
+                    // Verify and append each batch on this one thread (Engine.ingest(_:workers: 1)).
+                    try profiledRegion {
+                        var start = 0
+                        while start < documents.count {
+                            let end = min(start + 256, documents.count)
+                            _ = try engine.ingest(Array(documents[start..<end]), workers: 1, receivedAt: TestPayloads_january2026)
+                            start = end
+                        }
+                    }
+                    note("ingest-file: \(documents.count) in \(Format.fixed(Clock.now() - start, 2)) s, sequential")
+                    return 0
+                }
                 try profiledRegion {
                     try engine.ingest(batches: {
                         if lazy.reader != nil { return lazy.reader!.nextBatch(maxLines: 512) }

@@ -48,6 +48,25 @@ struct JSONParserTests {
         #expect(rejects(Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8)))
     }
 
+    /// Duplicate keys are refused in objects of every size, both where the parser
+    /// compares keys one by one (up to 32 members) and where it keeps a set.
+    @Test func duplicateKeysAreRefusedAtEveryPositionAndSize() throws {
+        for size in [2, 3, 16, 17, 31, 32, 33, 40] {
+            // Keys of equal and of different lengths, some sharing prefixes.
+            let keys = (0..<size).map { $0 % 3 == 0 ? "k\($0)" : "key-\($0 % 7)-\($0)" }
+            let members = keys.enumerated().map { "\"\($0.element)\":\($0.offset)" }
+            let unique = try JSONParser().parse(Array("{\(members.joined(separator: ","))}".utf8))
+            #expect(unique[keys[size - 1]] == .int(Int64(size - 1)), "size \(size)")
+            for repeated in 0..<size {
+                let text = "{\(members.joined(separator: ",")),\"\(keys[repeated])\":0}"
+                #expect(rejects(Array(text.utf8)), "size \(size), key \(repeated) repeated last")
+            }
+            // A key equal in length to an earlier one but different is no duplicate.
+            let sameLength = "{\(members.joined(separator: ",")),\"\(String(repeating: "z", count: keys[0].utf8.count))\":0}"
+            #expect(!rejects(Array(sameLength.utf8)), "size \(size)")
+        }
+    }
+
     /// Object lookups skip members whose key has another length: keys of equal length,
     /// keys that are prefixes of others, and non-ASCII keys are still told apart.
     @Test func objectLookupsFindExactlyTheirKey() throws {

@@ -136,8 +136,10 @@ private struct Reader {
             let keyOffset = index
             let key = try parseString()
             // Duplicate keys make a document mean different things to different parsers: refuse them.
-            if members.count < 16 {
-                if members.contains(where: { $0.key == key }) {
+            if members.count < 32 {
+                // Compare lengths first: a native string knows its own, and most keys differ in it.
+                let length = key.utf8.count
+                if members.contains(where: { $0.key.utf8.count == length && $0.key == key }) {
                     throw JSONParseError(offset: keyOffset, reason: "duplicate key \"\(key)\"")
                 }
             } else {
@@ -150,8 +152,11 @@ private struct Reader {
             index += 1
             skipWhitespace()
             let value = try parseValue(depth: depth)
+            // Apple's payloads have 5-30 members: room for 16 at once instead of
+            // growing 1, 2, 4, 8, 16, 32 (one allocation and copy each).
+            if members.isEmpty { members.reserveCapacity(16) }
             members.append((key, value))
-            if seen != nil && members.count > 16 { seen!.insert(key) }
+            if seen != nil && members.count > 32 { seen!.insert(key) }
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input in object") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }

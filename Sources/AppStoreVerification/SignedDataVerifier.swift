@@ -34,6 +34,11 @@ public struct SignedDataVerifier: Sendable {
     /// The configuration this verifier was made with.
     public let configuration: VerifierConfiguration
     let trust: TrustStore?
+
+    /// Whether this verifier checks signatures and chains (all but Xcode and LocalTesting
+    /// data). When it does, a JWS it accepts holds base64url and its two dots alone: every
+    /// byte was decoded strictly, or compared with a header that was.
+    package var checksSignatures: Bool { trust != nil }
     let cache: ChainCache
 
     /// Makes a verifier.

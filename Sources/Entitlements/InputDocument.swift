@@ -17,16 +17,7 @@ public struct InputItem: Sendable {
 public enum InputDocument {
     /// The items of one document, or why the document is not a well-formed input.
     public static func items(_ bytes: ArraySlice<UInt8>) -> Result<[InputItem], MalformedInput> {
-        var start = bytes.startIndex
-        var end = bytes.endIndex
-        while start < end, isSpace(bytes[start]) { start += 1 }
-        // A UTF-8 byte order mark (editors on Windows start files with one) is not part of the document.
-        if bytes[start..<end].starts(with: [0xEF, 0xBB, 0xBF]) {
-            start += 3
-            while start < end, isSpace(bytes[start]) { start += 1 }
-        }
-        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
-        let trimmed = bytes[start..<end]
+        let trimmed = trimmed(bytes)
         guard let first = trimmed.first else { return .failure(MalformedInput("empty input")) }
         if first != UInt8(ascii: "{") && first != UInt8(ascii: "\"") && first != UInt8(ascii: "[") {
             // A bare JWS.
@@ -49,16 +40,37 @@ public enum InputDocument {
     /// tree of the whole 15 KB body. Anything else takes the strict parser. (What the
     /// string holds is the verifier's to judge, on either path alike.)
     static func compactNotificationBody(_ bytes: ArraySlice<UInt8>) -> String? {
+        guard let inner = notificationBodyString(bytes) else { return nil }
+        return inner.withUnsafeBufferPointer { inner in
+            // ASCII only (checked): the String is made without validating again.
+            JSONParser.isPlainStringContent(inner) ? String(decoding: inner, as: UTF8.self) : nil
+        }
+    }
+
+    /// The bytes between the quotes of `{"signedPayload":"…"}` when `bytes` (already
+    /// trimmed) is that and nothing else, whatever they are: they mean exactly the string
+    /// only when ``JSONParser/isPlainStringContent(_:)`` says so.
+    static func notificationBodyString(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
         let prefix = Array(#"{"signedPayload":""#.utf8)
         let suffix = Array(#""}"#.utf8)
         guard bytes.count > prefix.count + suffix.count, bytes.starts(with: prefix), bytes.suffix(2).elementsEqual(suffix) else {
             return nil
         }
-        let inner = bytes[(bytes.startIndex + prefix.count)..<(bytes.endIndex - suffix.count)]
-        return inner.withUnsafeBufferPointer { inner in
-            // ASCII only (checked): the String is made without validating again.
-            JSONParser.isPlainStringContent(inner) ? String(decoding: inner, as: UTF8.self) : nil
+        return bytes[(bytes.startIndex + prefix.count)..<(bytes.endIndex - suffix.count)]
+    }
+
+    /// `bytes` without the whitespace around it and a leading UTF-8 byte order mark
+    /// (editors on Windows start files with one): neither is part of the document.
+    static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        if bytes[start..<end].starts(with: [0xEF, 0xBB, 0xBF]) {
+            start += 3
+            while start < end, isSpace(bytes[start]) { start += 1 }
         }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return bytes[start..<end]
     }
 
     static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }

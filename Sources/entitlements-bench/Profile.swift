@@ -91,6 +91,23 @@ enum Profile {
                     let cpu = Clock.processCPU() - cpuStart
                     note("ingest-file: \(Format.fixed(cpu / Double(max(documents.count, 1)) * 1e6, 1)) µs CPU per notification")
                 }
+                if ProcessInfo.processInfo.environment["BENCH_LANE_ONLY"] == "1" {
+                    // The lanes' work alone on this one thread: each document verified into
+                    // its append items, kept for a batch of 256 and then dropped, no append.
+                    try profiledRegion {
+                        var start = 0
+                        while start < documents.count {
+                            let end = min(start + 256, documents.count)
+                            var items: [AppendItem] = []
+                            items.reserveCapacity(end - start)
+                            for document in documents[start..<end] { items += engine.documentVerifier.verifiedItems(document) }
+                            precondition(items.count == end - start)
+                            start = end
+                        }
+                    }
+                    note("ingest-file: \(documents.count) in \(Format.fixed(Clock.now() - start, 2)) s, verified only")
+                    return 0
+                }
                 if ProcessInfo.processInfo.environment["BENCH_SEQUENTIAL"] == "1" {
                     // Verify and append each batch on this one thread (Engine.ingest(_:workers: 1)).
                     try profiledRegion {

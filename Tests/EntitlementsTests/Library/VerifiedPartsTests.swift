@@ -95,4 +95,74 @@ import TestPKI
             #expect(items.map(\.jws) == [expected], "\(body.prefix(60))")
         }
     }
+
+    /// What one document gives when read strictly first (the parser, then the verifier):
+    /// the reference the ingest path's reading of Apple's body must match.
+    static func strictOutcome(_ verifier: DocumentVerifier, _ body: String) -> [String] {
+        switch InputDocument.items(Array(body.utf8)[...]) {
+        case .failure(let malformed): return ["rejected MALFORMED_INPUT \(malformed.message) \(Array(body.utf8))"]
+        case .success(let items):
+            return items.map { item in
+                switch verifier.verify(item) {
+                case .success(let input): return "verified \(input.jws)"
+                case .failure(let error): return "rejected \(error.code.rawValue) \(error.message) \(Array(item.jws.utf8))"
+                }
+            }
+        }
+    }
+
+    static func outcome(_ verifier: DocumentVerifier, _ body: String) -> [String] {
+        verifier.verifiedItems(InputBytes(bytes: Array(body.utf8))).map { item in
+            switch item {
+            case .verified(let input): return "verified \(input.jws)"
+            case .rejected(let r): return "rejected \(r.code) \(r.message) \(r.raw)"
+            }
+        }
+    }
+
+    /// The ingest path hands the JWS between the quotes of `{"signedPayload":"…"}` to the
+    /// verifier unread, and reads the bytes only when the verifier refuses them (or checks
+    /// no signatures): every body, escaped, altered or malformed, gives what the strict
+    /// reading gives, for signed and for unsigned (Xcode) data.
+    @Test func applesBodyIsVerifiedUnreadWithTheStrictOutcome() throws {
+        let signedVerifier = try DocumentVerifier(
+            configuration: EngineConfiguration(
+                bundleId: TestPayloads.bundleId, appAppleId: TestPayloads.appAppleId, environment: .sandbox,
+                environments: [.sandbox], rootCertificatesDER: [E2E.pki.rootDER], rules: E2E.rules))
+        let unsignedVerifier = try DocumentVerifier(
+            configuration: EngineConfiguration(
+                bundleId: TestPayloads.bundleId, appAppleId: TestPayloads.appAppleId, environment: .xcode,
+                environments: [.xcode], rootCertificatesDER: [E2E.pki.rootDER], rules: E2E.rules))
+        let signed = E2E.pki.sign(TestPayloads.notification(type: "TEST", uuid: "00000000-0000-4000-8000-00000000b0d7"))
+        let unsigned = Base64.encodeURL(Array(#"{"alg":"none"}"#.utf8)) + "."
+            + Base64.encodeURL(JSONWriter.bytes(TestPayloads.notification(type: "TEST", environment: "Xcode"))) + ".c2ln"
+        for (verifier, jws, checks) in [(signedVerifier, signed, true), (unsignedVerifier, unsigned, false)] {
+            #expect(verifier.verifier.checksSignatures == checks)
+            let parts = jws.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            let escapedFirst = "\\u00" + String(jws.utf8.first!, radix: 16)  // the first character as \u00XX
+            let open = #"{"signedPayload":""#
+            let close = #""}"#
+            let header = parts[0], payload = parts[1], signature = parts[2]
+            var bodies: [String] = []
+            bodies.append(TestPayloads.body(signedPayload: jws))
+            bodies.append("  " + TestPayloads.body(signedPayload: jws) + "\n")
+            bodies.append(open + escapedFirst + String(jws.dropFirst()) + close)
+            bodies.append(open + header + "." + payload + "." + String(signature.dropLast()) + "\\u0041" + close)
+            bodies.append(open + header + "\\/." + payload + "." + signature + close)
+            bodies.append(open + header + "." + payload + ".\u{01}" + signature + close)
+            bodies.append(open + header + "." + payload + "." + signature + "\"" + close)
+            bodies.append(open + header + "." + payload + "." + signature + "é" + close)
+            bodies.append(open + header + "." + payload + "." + String(signature.reversed()) + close)
+            bodies.append(open + header + "." + payload + close)
+            bodies.append(open + close)
+            for body in bodies {
+                let got = Self.outcome(verifier, body)
+                #expect(got == Self.strictOutcome(verifier, body), "\(checks ? "signed" : "unsigned"): \(body.prefix(40))…\(body.suffix(30))")
+                #expect(got.count == 1)
+            }
+            // The escaped bodies mean the JWS itself, and verify as it.
+            #expect(Self.outcome(verifier, bodies[2]) == ["verified \(jws)"])
+            #expect(Self.outcome(verifier, bodies[0]) == ["verified \(jws)"])
+        }
+    }
 }

@@ -82,6 +82,7 @@ enum Profile {
                 defer { Storage.remove(path) }
                 let engine = try Engine(configuration: try EngineConfiguration.load(path: arguments[2]), databasePath: path)
                 let workers = ProcessInfo.processInfo.environment["BENCH_WORKERS"].flatMap { Int($0) } ?? 2
+                let batchSize = ProcessInfo.processInfo.environment["BENCH_BATCH"].flatMap { Int($0) } ?? 256
                 var index = 0
                 let start = Clock.now()
                 final class Box: @unchecked Sendable { var reader: InputReader?; init(_ r: InputReader?) { reader = r } }
@@ -125,7 +126,7 @@ enum Profile {
                     try engine.ingest(batches: {
                         if lazy.reader != nil { return lazy.reader!.nextBatch(maxLines: 512) }
                         guard index < documents.count else { return nil }
-                        let end = min(index + 256, documents.count)
+                        let end = min(index + batchSize, documents.count)
                         defer { index = end }
                         return Array(documents[index..<end])
                     }, workers: workers) { _ in }

@@ -14,9 +14,11 @@ extension Engine {
             // swap applies what they appended). It never holds the engine's lock. It never
             // creates the database, and a read-only engine refuses it (DATABASE_READ_ONLY).
             let store = try EventStore(path: databasePath, hash: { SHA256.hash($0) }, mode: mode == .readOnly ? .readOnly : .existing)
-            return try store.replay(
+            let report = try store.replay(
                 rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,
                 progress: progress)
+            productWarnings.note(report.unknownProducts, rules: configuration.rules)
+            return report
         } catch {
             throw EngineError(error)
         }

@@ -1,6 +1,7 @@
 import Dispatch
 import EntitlementCore
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -49,6 +50,9 @@ public struct ReplayReport: Sendable {
     /// Events appended by other writers while the replay ran, applied before the swap.
     public var caughtUp: Int64
     public var rulesVersion: String
+    /// Products the log's signed data names that `rules.products` does not (each grants
+    /// nothing; contract section 4), sorted: the command line warns of each.
+    public var unknownProducts: [String] = []
 }
 
 extension EventStore {
@@ -90,6 +94,7 @@ extension EventStore {
 
             let reader = try Connection(path: path, mode: .readWrite)
             var report = ReplayReport(events: 0, customers: 0, changed: 0, diffs: [], caughtUp: 0, rulesVersion: rules.version)
+            let productsMet = ProductsMet()
             var snapshotSeq: Int64 = 0
             // Customers whose stored state differs from the previous generation's.
             var changedKeys: [CustomerKey] = []
@@ -246,6 +251,9 @@ extension EventStore {
                                     }
                                 }
                             }
+                            var unknown = Set<String>()
+                            state.insertProducts(notIn: rules, into: &unknown)
+                            productsMet.add(unknown)
                             outcome = (lastSeq, StateCodec.encode(state))
                         }
                         try finishCustomer(customer.key, outcome!.0, outcome!.1, outOfOrder: outOfOrder)
@@ -257,7 +265,7 @@ extension EventStore {
                 let reducer = WorkerThread(name: "entitlements.replay.reduce")
                 defer { reducer.finish() }
                 func handOver() throws {
-                    let started = BackgroundReduction(chunk, rules: rules, on: reducer)
+                    let started = BackgroundReduction(chunk, rules: rules, products: productsMet, on: reducer)
                     chunk = ReplayChunk()
                     if let previous = inFlight { try finish(previous.chunk, previous.outcomes()) }
                     inFlight = started
@@ -296,7 +304,7 @@ extension EventStore {
                 if let last = inFlight { try finish(last.chunk, last.outcomes()) }
                 if !gathered.chunk.customers.isEmpty {
                     let chunk = gathered.sorted()
-                    try finish(chunk, chunk.reduce(rules: rules), outOfOrder: true)
+                    try finish(chunk, chunk.reduce(rules: rules, products: productsMet), outOfOrder: true)
                 }
                 while oldHasRow { try passOldRow() }
                 for (key, active) in passedOver where !finishedOutOfOrder.contains(key) {
@@ -370,6 +378,7 @@ extension EventStore {
             // reads: the next replay empties it as a whole table before it fills that table
             // again (so its pages are freed just before that replay writes as many), and
             // this one returns as soon as the swap is committed.
+            report.unknownProducts = productsMet.sorted
             return report
         }
     }
@@ -415,25 +424,31 @@ struct ReplayChunk: Sendable {
     }
 
     /// Decodes and applies each customer's events, on as many threads as there are cores.
-    func reduce(rules: Rules) -> [Outcome] {
+    func reduce(rules: Rules, products: ProductsMet) -> [Outcome] {
         let lanes = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8, customers.count / 16))
         if lanes == 1 {
             var interner = StringInterner()
-            return customers.map { reduce($0, rules: rules, interner: &interner) }
+            var unknown = Set<String>()
+            defer { products.add(unknown) }
+            return customers.map { reduce($0, rules: rules, interner: &interner, unknownProducts: &unknown) }
         }
         let results = OutcomeSlots(count: customers.count)
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
             var interner = StringInterner()
+            var unknown = Set<String>()
             var index = lane
             while index < customers.count {
-                results.set(index, reduce(customers[index], rules: rules, interner: &interner))
+                results.set(index, reduce(customers[index], rules: rules, interner: &interner, unknownProducts: &unknown))
                 index += lanes
             }
+            products.add(unknown)
         }
         return results.values()
     }
 
-    func reduce(_ customer: ReplayCustomer, rules: Rules, interner: inout StringInterner) -> Outcome {
+    func reduce(
+        _ customer: ReplayCustomer, rules: Rules, interner: inout StringInterner, unknownProducts: inout Set<String>
+    ) -> Outcome {
         var state = CustomerState(key: customer.key)
         // At most one transaction per event: the dictionary never grows in steps.
         state.transactions.reserveCapacity(customer.rows.count)
@@ -455,8 +470,21 @@ struct ReplayChunk: Sendable {
             return nil
         }
         if let failure { return failure }
+        state.insertProducts(notIn: rules, into: &unknownProducts)
         return .reduced(lastSeq, StateCodec.encode(state))
     }
+}
+
+/// The products that reducing met and the rules do not name, from every lane.
+final class ProductsMet: Sendable {
+    private let met = Mutex(Set<String>())
+
+    func add(_ products: Set<String>) {
+        guard !products.isEmpty else { return }
+        met.withLock { $0.formUnion(products) }
+    }
+
+    var sorted: [String] { met.withLock { $0.sorted() } }
 }
 
 /// A chunk being reduced on other threads while the replay's thread goes on.
@@ -466,11 +494,11 @@ private final class BackgroundReduction: @unchecked Sendable {
     private let done = DispatchGroup()
 
     /// Starts reducing `chunk` on `thread` (whose `concurrentPerform` then uses every core).
-    init(_ chunk: ReplayChunk, rules: Rules, on thread: WorkerThread) {
+    init(_ chunk: ReplayChunk, rules: Rules, products: ProductsMet, on thread: WorkerThread) {
         self.chunk = chunk
         done.enter()
         thread.submit {
-            self.results = chunk.reduce(rules: rules)
+            self.results = chunk.reduce(rules: rules, products: products)
             self.done.leave()
         }
     }

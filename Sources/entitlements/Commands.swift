@@ -256,6 +256,7 @@ enum Commands {
                     })
             }
             Output.line(.object(object))
+            for warning in engine.takeProductWarnings() { Output.error(warning) }
             return .success
         } catch {
             meter.finish()

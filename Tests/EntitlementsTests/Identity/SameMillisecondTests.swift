@@ -159,4 +159,51 @@ import Testing
         #expect(known.status == 0)
         #expect(!known.stderr.contains("warning: product"))
     }
+
+    /// Replay under rules that dropped a product the log names warns of it, once, as
+    /// ingest does: a rules change is where a typo silently takes access away.
+    @Test func replayUnderRulesWithoutALoggedProductWarnsOfIt() throws {
+        let folder = E2E.folder()
+        let config = try E2E.writeConfig(in: folder)
+        let db = folder.appendingPathComponent("r.sqlite").path
+        let lines = [
+            TestPayloads.body(
+                signedTransactionInfo: E2E.pki.sign(
+                    TestPayloads.transaction(
+                        transactionId: "2000000000000601", originalTransactionId: "2000000000000601", signedDate: t0))),
+            E2E.notification(
+                "DID_RENEW", signed: t0 + 1,
+                transaction: TestPayloads.transaction(
+                    transactionId: "2000000000000602", originalTransactionId: "2000000000000602",
+                    productId: "com.example.pro.yearly", signedDate: t0 + 1),
+                renewal: TestPayloads.renewalInfo(
+                    originalTransactionId: "2000000000000602", productId: "com.example.pro.yearly", signedDate: t0 + 1)),
+        ]
+        let ingest = try E2E.run(["ingest", "--db", db, "--config", config], stdin: lines.joined(separator: "\n") + "\n")
+        #expect(ingest.status == 0)
+        #expect(!ingest.stderr.contains("warning: product"), "\(ingest.stderr)")
+
+        let same = try E2E.run(["replay", "--db", db, "--config", config])
+        #expect(same.status == 0)
+        #expect(!same.stderr.contains("warning: product"), "\(same.stderr)")
+
+        // The new rules lost the yearly product (a typo): replay still runs, and says so once.
+        var products = E2E.rules.products
+        products["com.example.pro.yearly"] = nil
+        products["com.example.pro.yeraly"] = ProductRule(entitlements: ["pro"])
+        let typo = Rules(
+            version: "e2e-2", gracePeriodGrantsAccess: true, billingRetryGrantsAccess: false, products: products)
+        let typoFolder = E2E.folder()
+        let typoConfig = try E2E.writeConfig(in: typoFolder, rules: typo.canonicalJSON)
+        let replay = try E2E.run(["replay", "--db", db, "--config", typoConfig])
+        #expect(replay.status == 0)
+        let warning = "warning: product com.example.pro.yearly is not in rules.products: it grants nothing"
+        #expect(replay.stderr.components(separatedBy: warning).count - 1 == 1, "\(replay.stderr)")
+        #expect(replay.stderr.components(separatedBy: "warning: product").count - 1 == 1, "\(replay.stderr)")
+
+        // The library's report names it too.
+        let engine = try E2E.engine(rules: typo, path: db)
+        #expect(try engine.replay().unknownProducts == ["com.example.pro.yearly"])
+        #expect(engine.takeProductWarnings() == [warning])
+    }
 }

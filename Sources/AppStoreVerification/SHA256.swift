@@ -8,6 +8,14 @@ internal import COpenSSL
 /// ```
 public enum SHA256 {
     /// The 32-byte SHA-256 digest of `bytes`.
+    /// The SHA-256 digest of `first` followed by `second`, without joining them.
+    public static func hash(_ first: UnsafeBufferPointer<UInt8>, _ second: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 32) { output, initialized in
+            Prefix(first).digest(continuing: second, into: output.baseAddress!)
+            initialized = 32
+        }
+    }
+
     public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
         if let digest = bytes.withContiguousStorageIfAvailable({ digest($0) }) { return digest }
         return Array(bytes).withUnsafeBufferPointer { digest($0) }

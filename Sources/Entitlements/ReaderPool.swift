@@ -37,7 +37,7 @@ final class ReaderPool: @unchecked Sendable {
             if let available {
                 reader = available
             } else {
-                reader = try EventStore(path: path, hash: { SHA256.hash($0) }, mode: .readOnly)
+                reader = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .readOnly)
                 try reader.prepareForQueries()
             }
             let result: Result<T, StoreError>

@@ -277,7 +277,7 @@ extension EventStore {
     ) throws -> [UInt8] {
         let raw = input.jws
         let digest = Self.chainHash(
-            prevHash: prevHash, seq: event.seq, identity: identity, raw: raw, hash: hash, material: &chainMaterial)
+            prevHash: prevHash, seq: event.seq, identity: identity, raw: raw, hashParts: hashParts, material: &chainMaterial)
         let (notificationType, subtype): (String?, String?) = {
             if case .notification(let n) = input { return (n.payload.notificationType.rawValue, n.payload.subtype?.rawValue) }
             return (nil, nil)

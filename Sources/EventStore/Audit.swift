@@ -38,25 +38,24 @@ public struct AuditReport: Sendable {
 
 extension EventStore {
     /// The chained hash of an event: SHA-256(prev_hash || seq (8 bytes, big-endian) || identity || 0 || raw).
-    static func chainHash(prevHash: [UInt8], seq: Int64, identity: String, raw: String, hash: HashFunction) -> [UInt8] {
+    static func chainHash(prevHash: [UInt8], seq: Int64, identity: String, raw: String, hashParts: HashPartsFunction) -> [UInt8] {
         var material: [UInt8] = []
-        return chainHash(prevHash: prevHash, seq: seq, identity: identity, raw: raw, hash: hash, material: &material)
+        return chainHash(prevHash: prevHash, seq: seq, identity: identity, raw: raw, hashParts: hashParts, material: &material)
     }
 
-    /// ``chainHash(prevHash:seq:identity:raw:hash:)`` with the hashed bytes laid out in
-    /// `material`, a buffer the caller keeps from one event to the next: a notification's
-    /// JWS is 5–20 KB, and a fresh buffer for each would be allocated and freed again.
+    /// ``chainHash(prevHash:seq:identity:raw:hashParts:)`` with the bytes before the JWS laid
+    /// out in `material`, a buffer the caller keeps from one event to the next; the JWS
+    /// itself (5-20 KB) is hashed where its string holds it.
     static func chainHash(
-        prevHash: [UInt8], seq: Int64, identity: String, raw: String, hash: HashFunction, material: inout [UInt8]
+        prevHash: [UInt8], seq: Int64, identity: String, raw: String, hashParts: HashPartsFunction, material: inout [UInt8]
     ) -> [UInt8] {
         material.removeAll(keepingCapacity: true)
-        material.reserveCapacity(prevHash.count + 8 + identity.utf8.count + raw.utf8.count + 1)
         material.append(contentsOf: prevHash)
         withUnsafeBytes(of: seq.bigEndian) { material.append(contentsOf: $0) }
         material.append(contentsOf: identity.utf8)
         material.append(0)
-        material.append(contentsOf: raw.utf8)
-        return hash(material)
+        var raw = raw
+        return material.withUnsafeBufferPointer { head in raw.withUTF8 { hashParts(head, $0) } }
     }
 
     /// Recomputes the hash chain over the whole log and, through `verify`,
@@ -132,7 +131,7 @@ extension EventStore {
                         return
                     }
                     let recomputed = Self.chainHash(
-                        prevHash: prev, seq: seq, identity: identity, raw: raw, hash: hash, material: &material)
+                        prevHash: prev, seq: seq, identity: identity, raw: raw, hashParts: hashParts, material: &material)
                     if recomputed != stored {
                         mismatch("hash does not match the stored JWS: the event was altered")
                         return

@@ -9,17 +9,24 @@ public final class EventStore {
     public let path: String
     let connection: Connection
     let hash: @Sendable ([UInt8]) -> [UInt8]
+    /// `hash` of two byte ranges one after the other (see ``HashPartsFunction``).
+    let hashParts: HashPartsFunction
     /// The JWS headers this connection has met (see ``JWSHeaders``).
     let jwsHeaders = JWSHeaders()
     /// The `customer_lookup` rows this connection has written or seen committed (see ``KnownLookups``).
     let knownLookups = KnownLookups()
-    /// The bytes the last appended event's chain hash was taken over, kept for their
-    /// capacity (see ``chainHash(prevHash:seq:identity:raw:hash:material:)``).
+    /// The bytes before the JWS that the last appended event's chain hash covered, kept
+    /// for their capacity (see ``chainHash(prevHash:seq:identity:raw:hashParts:material:)``).
     var chainMaterial: [UInt8] = []
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the
     /// store needs no crypto library of its own.
     public typealias HashFunction = @Sendable ([UInt8]) -> [UInt8]
+
+    /// The same hash of `first` followed by `second`, taken without joining them: the
+    /// chain hash covers each event's JWS (5-20 KB) after a few dozen bytes of its own,
+    /// and the JWS is hashed where it lies.
+    public typealias HashPartsFunction = @Sendable (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> [UInt8]
 
     /// How this store was opened.
     public let mode: OpenMode
@@ -33,11 +40,15 @@ public final class EventStore {
     /// is waited for, never reported.
     /// - Throws: ``StoreError`` with a code a person can act on (`DATABASE_NOT_FOUND`,
     ///   `DATABASE_TOO_NEW`, read-only, corrupt, cannot open).
+    /// - Parameter hashParts: `hash` of two byte ranges in a row; by default they are
+    ///   joined and given to `hash`.
     public init(
-        path: String, hash: @escaping HashFunction, mode: OpenMode = .create, busyTimeoutMilliseconds: Int32 = 10_000
+        path: String, hash: @escaping HashFunction, hashParts: HashPartsFunction? = nil, mode: OpenMode = .create,
+        busyTimeoutMilliseconds: Int32 = 10_000
     ) throws(StoreError) {
         self.path = path
         self.hash = hash
+        self.hashParts = hashParts ?? { first, second in hash(Array(first) + Array(second)) }
         self.mode = mode
         (connection, snapshot) = try Self.openConnection(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
     }

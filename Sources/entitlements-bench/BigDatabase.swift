@@ -40,7 +40,7 @@ enum BigDatabase {
                       progress: (Int) -> Void) throws -> Built
     {
         Storage.remove(path)
-        let store = try EventStore(path: path, hash: { SHA256.hash($0) })
+        let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
         try store.rawConnection.execute("PRAGMA journal_mode = OFF")
         try store.rawConnection.execute("PRAGMA cache_size = -65536")
         let maker = InputMaker(plan: plan, header: header, pki: pki)

@@ -35,7 +35,7 @@ enum ChangesBench {
             guard records.isEmpty else { throw BenchFailure("changes found \(records.count) new lines with nothing due") }
         }
         latencies.sort()
-        let store = try EventStore(path: path, hash: { SHA256.hash($0) })
+        let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
         let followed = try store.rawConnection.scalarInt("SELECT count(*) FROM reported_answers") ?? 0
         return Figures(
             catchUpSeconds: catchUp, recordedByCatchUp: recorded, reads: latencies.count, p50: latencies[latencies.count / 2],

@@ -55,7 +55,7 @@ enum IngestBench {
             batches.append(documents[index..<end].flatMap { verifier.verifiedItems($0) })
             index = end
         }
-        let store = try EventStore(path: path, hash: { SHA256.hash($0) })
+        let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
         let rulesJSON = BenchRules.rulesJSON
         var appended = 0
         let cpu = Clock.processUserSystem()
@@ -109,7 +109,7 @@ extension IngestBench {
         if mergeEvery > 0 {
             for _ in stride(from: 0, to: plan.customersPresent, by: mergeEvery) where plan.eventsPerCustomer > legacyEvents { merges += 1 }
         }
-        let store = try EventStore(path: path, hash: { SHA256.hash($0) })
+        let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
         var appended = 0
         let cpu = Clock.processUserSystem()
         let start = Clock.now()

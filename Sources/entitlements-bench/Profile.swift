@@ -145,7 +145,7 @@ enum Profile {
                     batches.append(corpus.samples[index..<end].flatMap { verifier.verifiedItems(InputBytes($0.body)) })
                     index = end
                 }
-                let store = try EventStore(path: path, hash: { SHA256.hash($0) })
+                let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
                 try profiledRegion {
                     for items in batches {
                         _ = try store.append(items, rules: BenchRules.rules, rulesJSON: BenchRules.rulesJSON, receivedAt: TestPayloads_january2026)

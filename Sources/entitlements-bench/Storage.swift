@@ -35,7 +35,7 @@ enum Storage {
 
     /// Checkpoints the WAL into the file and measures. Open no other connection meanwhile.
     static func measure(_ path: String, columns: Bool = true) throws -> Figures {
-        let store = try EventStore(path: path, hash: { SHA256.hash($0) })
+        let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
         let connection = store.rawConnection
         try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         let events = try store.eventCount()

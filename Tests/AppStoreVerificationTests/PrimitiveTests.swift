@@ -32,6 +32,9 @@ struct PrimitiveTests {
             var whole = [UInt8](repeating: 0, count: 32)
             whole.withUnsafeMutableBufferPointer { twoParts.digest(continuing: UnsafeBufferPointer(start: nil, count: 0), into: $0.baseAddress!) }
             #expect(whole == SHA256.hash(message), "two parts split at \(split)")
+            // The public two-part digest (the log's chain hash: its prefix, then the JWS where it lies).
+            let joined = head.withUnsafeBufferPointer { a in tail.withUnsafeBufferPointer { b in SHA256.hash(a, b) } }
+            #expect(joined == SHA256.hash(message), "SHA256.hash(_:_:) split at \(split)")
         }
     }
 

@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(name: "entitlements-example", dependencies: ["Entitlements"]),
 
         .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore"]),
-        .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "TestPKI", "DemoFixtures"]),
+        .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "TestPKI", "DemoFixtures", "COpenSSL"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore", "SchemaMigrations"]),
         .testTarget(
             name: "AppStoreServerAPITests",

@@ -104,6 +104,12 @@ final class ChainCache: Sendable {
     /// How many chains are remembered.
     var count: Int { state.withLock { $0.entries.count } }
 
+    /// How many of the remembered chains' keys check signatures with a table of their multiples.
+    var keyTableCount: Int {
+        let keys = state.withLock { state in state.entries.map(\.chain.key) }
+        return keys.filter(\.usesTable).count
+    }
+
     /// A fast 64-bit hash of the header bytes (not cryptographic: equality is checked in full).
     static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)

@@ -7,7 +7,11 @@ extension TrustStore {
     ///   1.2.840.113635.100.6.11.1 or the intermediate 1.2.840.113635.100.6.2.1 (the statuses
     ///   Apple's Java library gives, whose path validation includes these checks);
     ///   `VERIFICATION_FAILURE` when the leaf key is not P-256.
-    func verify(_ presented: PresentedChain, atMillis millis: Int64, dateField: String) throws(VerificationError) -> VerifiedChain {
+    /// - Parameter keyTableAfter: when the leaf key's table of multiples is built
+    ///   (``VerifierConfiguration/keyTableAfter``).
+    func verify(
+        _ presented: PresentedChain, atMillis millis: Int64, dateField: String, keyTableAfter: Int? = nil
+    ) throws(VerificationError) -> VerifiedChain {
         let chain = try verify(leaf: presented.leaf, intermediate: presented.intermediate, atMillis: millis, dateField: dateField)
         guard chain.count == 3 else {
             throw .invalidChain(
@@ -26,7 +30,7 @@ extension TrustStore {
         guard presented.intermediate.hasExtension(.appleWWDRIntermediate) else {
             throw .invalidChain("intermediate certificate lacks Apple OID \(ObjectIdentifier.appleWWDRIntermediate.dotted)")
         }
-        guard let key = presented.leaf.p256PublicKey else {
+        guard let key = presented.leaf.p256PublicKey(keyTableAfter: keyTableAfter) else {
             throw .verificationFailure("the leaf certificate's key is not an EC P-256 key, which ES256 requires")
         }
         var notBefore = Int64.min

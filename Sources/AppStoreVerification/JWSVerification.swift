@@ -37,7 +37,7 @@ extension SignedDataVerifier {
             key = cached.chain.key
         } else {
             let chain = try PresentedChain(header: jws.decodedHeader(), knownRoots: trust.rootsDER)
-            guard let leafKey = chain.leaf.p256PublicKey else {
+            guard let leafKey = chain.leaf.p256PublicKey() else {
                 throw .verificationFailure("the leaf certificate's key is not an EC P-256 key, which ES256 requires")
             }
             presented = chain
@@ -65,7 +65,8 @@ extension SignedDataVerifier {
         if cached == nil || !cached!.chain.isValid(atMillis: decoded.date) {
             let chain: PresentedChain
             if let presented { chain = presented } else { chain = try PresentedChain(header: jws.decodedHeader(), knownRoots: trust.rootsDER) }
-            let verified = try trust.verify(chain, atMillis: decoded.date, dateField: decoded.dateField)
+            let verified = try trust.verify(
+                chain, atMillis: decoded.date, dateField: decoded.dateField, keyTableAfter: configuration.keyTableAfter)
             cache.insert(header: jws.header, chain: verified)
         }
         return OpenedJWS(kind: decoded.kind, payload: decoded.payload, bytes: SignedBytes(decoded.bytes))

@@ -7,29 +7,81 @@ import Synchronization
 /// borrows an `EVP_PKEY_CTX` already set up for verification from a small pool (a key
 /// lives as long as its cached chain, so setting a context up once per key instead of
 /// once per signature saves ~7 % of a warm verification); one context is never used by
-/// two threads at once.
+/// two threads at once. Once the key has checked `keyTableAfter` signatures, a table of
+/// its multiples is built (``P256FixedBase``) and every later check uses it instead.
 final class P256PublicKey: @unchecked Sendable {
     let pointer: OpaquePointer
     private let contexts = Mutex(ContextPool())
+    /// Signatures to check through EVP before the table is built; `nil`: never.
+    private let keyTableAfter: Int?
 
-    /// Idle verification contexts of this key.
+    /// Idle verification contexts of this key, and its table once built.
     private struct ContextPool: ~Copyable {
         var idle: [OpaquePointer] = []
+        var checked = 0
+        var table: Table = .notYet
         static let capacity = 8
         deinit { for context in idle { EVP_PKEY_CTX_free(context) } }
     }
 
+    private enum Table {
+        case notYet
+        case building
+        case built(P256FixedBase)
+        /// OpenSSL could not build it: EVP it stays.
+        case unavailable
+    }
+
+    /// How the next check is made: with the table, or with a pooled EVP context (its
+    /// address; `nil` to make one), after which the caller builds the table when told to.
+    private enum Route: Sendable {
+        case table(P256FixedBase)
+        case evp(context: UInt?, buildTable: Bool)
+    }
+
     /// Takes ownership of one reference to `key`.
-    init(owning key: OpaquePointer) {
+    /// - Parameter keyTableAfter: after how many checked signatures to build the key's
+    ///   table (``VerifierConfiguration/keyTableAfter``); `nil` never builds it.
+    init(owning key: OpaquePointer, keyTableAfter: Int? = nil) {
         pointer = key
+        self.keyTableAfter = keyTableAfter
     }
 
     deinit { EVP_PKEY_free(pointer) }
 
-    /// Borrows a context ready for `EVP_PKEY_verify`, or makes one; `nil` if OpenSSL cannot.
-    private func borrowContext() -> OpaquePointer? {
-        let pooled: UInt? = contexts.withLock { pool in pool.idle.popLast().map { UInt(bitPattern: $0) } }
-        if let pooled, let context = OpaquePointer(bitPattern: pooled) { return context }
+    /// Whether the table of this key's multiples is built and in use.
+    var usesTable: Bool {
+        contexts.withLock { pool in
+            if case .built = pool.table { return true }
+            return false
+        }
+    }
+
+    private func route() -> Route {
+        let threshold = keyTableAfter
+        return contexts.withLock { pool -> Route in
+            if case .built(let table) = pool.table { return .table(table) }
+            var build = false
+            if case .notYet = pool.table, let threshold {
+                pool.checked += 1
+                if pool.checked > threshold {
+                    pool.table = .building
+                    build = true
+                }
+            }
+            return .evp(context: pool.idle.popLast().map { UInt(bitPattern: $0) }, buildTable: build)
+        }
+    }
+
+    /// Builds the table (on the thread whose check reached the threshold; the others go
+    /// on through EVP meanwhile).
+    private func buildTable() {
+        let table = P256FixedBase(key: pointer)
+        contexts.withLock { pool in pool.table = table.map { .built($0) } ?? .unavailable }
+    }
+
+    /// Makes a context ready for `EVP_PKEY_verify`; `nil` if OpenSSL cannot.
+    private func makeContext() -> OpaquePointer? {
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
             ERR_clear_error()
             return nil
@@ -78,21 +130,34 @@ final class P256PublicKey: @unchecked Sendable {
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32 + 80) { scratch -> Bool in
             let digest = scratch.baseAddress!
             writeDigest(digest)
-            let der = digest + 32
-            let derLength = Self.encodeECDSASignature(signature, into: der)
-            guard let context = borrowContext() else { return false }
-            let result = EVP_PKEY_verify(context, der, derLength, digest, 32)
-            if result == 1 || result == 0 {
-                // 0 is a signature that does not verify: the context is still good.
-                if result == 0 { ERR_clear_error() }
-                giveBack(context)
-            } else {
-                // An internal error: do not reuse a context in an unknown state.
-                ERR_clear_error()
-                EVP_PKEY_CTX_free(context)
+            switch route() {
+            case .table(let table):
+                return table.verify(digest: digest, signature: signature)
+            case .evp(let pooled, let buildTable):
+                let valid = verifyEVP(digest: digest, signature: signature, der: digest + 32, pooled: pooled)
+                if buildTable { self.buildTable() }
+                return valid
             }
-            return result == 1
         }
+    }
+
+    /// `EVP_PKEY_verify` of the DER form of `signature`, with the pooled context at `pooled` or a new one.
+    private func verifyEVP(
+        digest: UnsafeMutablePointer<UInt8>, signature: UnsafeBufferPointer<UInt8>, der: UnsafeMutablePointer<UInt8>, pooled: UInt?
+    ) -> Bool {
+        let derLength = Self.encodeECDSASignature(signature, into: der)
+        guard let context = pooled.flatMap({ OpaquePointer(bitPattern: $0) }) ?? makeContext() else { return false }
+        let result = EVP_PKEY_verify(context, der, derLength, digest, 32)
+        if result == 1 || result == 0 {
+            // 0 is a signature that does not verify: the context is still good.
+            if result == 0 { ERR_clear_error() }
+            giveBack(context)
+        } else {
+            // An internal error: do not reuse a context in an unknown state.
+            ERR_clear_error()
+            EVP_PKEY_CTX_free(context)
+        }
+        return result == 1
     }
 
     /// DER `ECDSA-Sig-Value ::= SEQUENCE { r INTEGER, s INTEGER }` from raw `r || s`

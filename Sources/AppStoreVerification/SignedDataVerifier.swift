@@ -113,4 +113,8 @@ public struct SignedDataVerifier: Sendable {
 
     /// How many verified certificate chains the cache holds.
     public var cachedChainCount: Int { cache.count }
+
+    /// How many cached chains' keys check signatures with a table of their multiples
+    /// (``VerifierConfiguration/keyTableAfter``).
+    public var keyTableCount: Int { cache.keyTableCount }
 }

@@ -21,6 +21,15 @@ public struct VerifierConfiguration: Sendable {
     /// How many verified certificate chains to remember (keyed by the exact JWS header), so that
     /// a known chain costs one P-256 signature check per JWS. `0` disables the cache.
     public var chainCacheCapacity: Int
+    /// After how many signatures a cached chain's key has checked, a table of that key's
+    /// multiples is built (about 150 KB and 15 ms, once per key), which halves the cost
+    /// of every later ES256 check with it (see ``keyTableDefault``). `nil` never builds one.
+    /// Either way a signature verifies exactly when OpenSSL's `EVP_PKEY_verify` says it does.
+    public var keyTableAfter: Int?
+
+    /// The default of ``keyTableAfter``: a process that verifies a few hundred signatures
+    /// (one command-line ingest) never pays for the table; a server or a bulk ingest soon does.
+    public static let keyTableDefault = 512
 
     /// A configuration; `trustedRootsDER` defaults to the embedded Apple Root CA - G3.
     public init(
@@ -29,7 +38,8 @@ public struct VerifierConfiguration: Sendable {
         environment: AppStoreEnvironment,
         environments: [AppStoreEnvironment]? = nil,
         trustedRootsDER: [[UInt8]] = [AppleRootCertificate.g3DER],
-        chainCacheCapacity: Int = 64
+        chainCacheCapacity: Int = 64,
+        keyTableAfter: Int? = VerifierConfiguration.keyTableDefault
     ) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
@@ -39,5 +49,6 @@ public struct VerifierConfiguration: Sendable {
         self.environments = accepted
         self.trustedRootsDER = trustedRootsDER
         self.chainCacheCapacity = chainCacheCapacity
+        self.keyTableAfter = keyTableAfter
     }
 }

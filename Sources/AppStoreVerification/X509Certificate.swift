@@ -84,12 +84,13 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// The subject public key when it is an EC key on P-256 (the only key ES256 uses).
-    var p256PublicKey: P256PublicKey? {
+    /// - Parameter keyTableAfter: see ``P256PublicKey/init(owning:keyTableAfter:)``.
+    func p256PublicKey(keyTableAfter: Int? = nil) -> P256PublicKey? {
         guard let key = X509_get_pubkey(pointer) else {  // new reference
             ERR_clear_error()
             return nil
         }
-        let handle = P256PublicKey(owning: key)
+        let handle = P256PublicKey(owning: key, keyTableAfter: keyTableAfter)
         return handle.isP256 ? handle : nil
     }
 }

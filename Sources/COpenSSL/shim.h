@@ -42,4 +42,16 @@ static inline int copenssl_sha256_init(SHA256_CTX *c) { return SHA256_Init(c); }
 static inline int copenssl_sha256_update(SHA256_CTX *c, const void *data, size_t count) { return SHA256_Update(c, data, count); }
 static inline int copenssl_sha256_final(unsigned char *digest, SHA256_CTX *c) { return SHA256_Final(digest, c); }
 #pragma clang diagnostic pop
+
+/* P-256 verification with a key's multiples precomputed (P256FixedBase): the table is
+   built by EC_GROUP_precompute_mult for a group whose generator is the key, and the
+   result is compared in Jacobian coordinates (no field inversion). Both functions are
+   deprecated in OpenSSL 3 without a replacement: EVP offers neither. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+static inline int copenssl_ec_group_precompute_mult(EC_GROUP *group, BN_CTX *ctx) { return EC_GROUP_precompute_mult(group, ctx); }
+static inline int copenssl_ec_point_get_jacobian(const EC_GROUP *group, const EC_POINT *point, BIGNUM *x, BIGNUM *y, BIGNUM *z, BN_CTX *ctx) {
+    return EC_POINT_get_Jprojective_coordinates_GFp(group, point, x, y, z, ctx);
+}
+#pragma clang diagnostic pop
 #endif

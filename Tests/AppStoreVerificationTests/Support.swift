@@ -14,19 +14,20 @@ enum Shared {
 
     static func configuration(
         _ environment: AppStoreEnvironment = .sandbox, bundleId: String = bundleId, appAppleId: Int64? = appAppleId,
-        roots: [[UInt8]]? = nil, cache: Int = 64
+        roots: [[UInt8]]? = nil, cache: Int = 64, keyTableAfter: Int? = VerifierConfiguration.keyTableDefault
     ) -> VerifierConfiguration {
         VerifierConfiguration(
             bundleId: bundleId, appAppleId: appAppleId, environment: environment,
-            trustedRootsDER: roots ?? [pki.rootDER], chainCacheCapacity: cache)
+            trustedRootsDER: roots ?? [pki.rootDER], chainCacheCapacity: cache, keyTableAfter: keyTableAfter)
     }
 
     static func verifier(
         _ environment: AppStoreEnvironment = .sandbox, bundleId: String = bundleId, appAppleId: Int64? = appAppleId,
-        roots: [[UInt8]]? = nil, cache: Int = 64
+        roots: [[UInt8]]? = nil, cache: Int = 64, keyTableAfter: Int? = VerifierConfiguration.keyTableDefault
     ) -> SignedDataVerifier {
         try! SignedDataVerifier(
-            configuration: configuration(environment, bundleId: bundleId, appAppleId: appAppleId, roots: roots, cache: cache))
+            configuration: configuration(
+                environment, bundleId: bundleId, appAppleId: appAppleId, roots: roots, cache: cache, keyTableAfter: keyTableAfter))
     }
 }
 

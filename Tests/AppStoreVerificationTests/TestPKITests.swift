@@ -16,8 +16,8 @@ struct TestPKITests {
         #expect(leaf.hasExtension(.appleReceiptSigner))
         #expect(!leaf.hasExtension(.appleWWDRIntermediate))
         #expect(intermediate.hasExtension(.appleWWDRIntermediate))
-        #expect(leaf.p256PublicKey != nil)
-        #expect(intermediate.p256PublicKey == nil)  // P-384
+        #expect(leaf.p256PublicKey() != nil)
+        #expect(intermediate.p256PublicKey() == nil)  // P-384
         #expect(leaf.notBeforeMillis == Validity.standard.notBefore)
         #expect(leaf.notAfterMillis == Validity.standard.notAfter)
         #expect(leaf.subject == "CN=Test ECC Mac App Store and iTunes Store Receipt Signing")

@@ -12,15 +12,18 @@ struct OpenedJWS {
 extension SignedDataVerifier {
     /// Steps 1 to 4 of the verification (see ``SignedDataVerifier``).
     /// - Parameter kind: the kind the caller expects, or `nil` to classify the payload.
-    func open(_ jws: String, as kind: EventKind?) throws(VerificationError) -> OpenedJWS {
+    /// - Parameter deferred: where a signature check with a key's table may be put off to.
+    func open(_ jws: String, as kind: EventKind?, deferring deferred: DeferredSignatures? = nil) throws(VerificationError) -> OpenedJWS {
         var text = jws
         let result = text.withUTF8 { bytes in
-            Result { () throws(VerificationError) -> OpenedJWS in try open(bytes, as: kind) }
+            Result { () throws(VerificationError) -> OpenedJWS in try open(bytes, as: kind, deferring: deferred) }
         }
         return try result.get()
     }
 
-    private func open(_ bytes: UnsafeBufferPointer<UInt8>, as expected: EventKind?) throws(VerificationError) -> OpenedJWS {
+    private func open(
+        _ bytes: UnsafeBufferPointer<UInt8>, as expected: EventKind?, deferring deferred: DeferredSignatures?
+    ) throws(VerificationError) -> OpenedJWS {
         let jws = try CompactJWS(bytes)
         guard let trust else {
             // Xcode / LocalTesting: not signed by Apple; parse only.
@@ -52,7 +55,9 @@ extension SignedDataVerifier {
         let valid = signature.withUnsafeBufferPointer { signature in
             guard let cached else { return key.verifyES256(signingInput: jws.signingInput, signature: signature) }
             // The header's part of the signing input was hashed when its chain was cached.
-            return key.verifyES256(signature: signature) { cached.signingPrefix.digest(continuing: jws.payload, into: $0) }
+            return key.verifyES256(signature: signature, deferring: deferred) {
+                cached.signingPrefix.digest(continuing: jws.payload, into: $0)
+            }
         }
         guard valid else {
             throw .verificationFailure("the JWS signature does not verify with the leaf certificate's public key")

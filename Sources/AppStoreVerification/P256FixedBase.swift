@@ -21,7 +21,7 @@ import Synchronization
 /// from a small pool.
 final class P256FixedBase: @unchecked Sendable {
     /// P-256 with its standard generator.
-    private let curve: OpaquePointer
+    let curve: OpaquePointer
     /// P-256 with the key as its generator, and that generator's multiples precomputed.
     private let keyCurve: OpaquePointer
     /// The field prime p.
@@ -79,38 +79,48 @@ final class P256FixedBase: @unchecked Sendable {
     func verify(digest: UnsafePointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) -> Bool {
         guard signature.count == 64, let base = signature.baseAddress else { return false }
         guard let scratch = borrow() else { return false }
-        let valid = scratch.verify(digest: digest, r: base, s: base + 32, with: self)
+        defer { giveBack(scratch) }
+        guard let (r, s) = scratch.scalars(base, order: order), BN_mod_inverse(scratch.w, s, order, scratch.context) != nil else {
+            ERR_clear_error()
+            return false
+        }
+        let valid = scratch.check(digest: digest, r: r, w: scratch.w, with: self)
         ERR_clear_error()
-        giveBack(scratch)
         return valid
     }
 
+    /// The group order n.
+    var order: OpaquePointer { EC_GROUP_get0_order(curve) }
+
     private func borrow() -> Scratch? {
         if let idle = pool.withLock({ $0.popLast() }) { return idle }
-        return Scratch(curve: curve, keyCurve: keyCurve)
+        return Scratch(curve: curve)
     }
 
     private func giveBack(_ scratch: Scratch) {
         pool.withLock { idle in if idle.count < 8 { idle.append(scratch) } }
     }
 
-    /// The numbers and points one verification works on, allocated once.
-    private final class Scratch: @unchecked Sendable {
+    /// The numbers and points verifications work on, allocated once. Its points are of
+    /// P-256 and serve every key's table (OpenSSL's groups of one curve share their points).
+    final class Scratch: @unchecked Sendable {
         let context: OpaquePointer
-        let numbers: [OpaquePointer]
+        private let numbers: [OpaquePointer]
         /// `u1·G`, then `R`.
-        let sum: OpaquePointer
+        private let sum: OpaquePointer
         /// `u2·Q`.
-        let keyMultiple: OpaquePointer
+        private let keyMultiple: OpaquePointer
+        /// Where a caller puts `s⁻¹`.
+        var w: OpaquePointer { numbers[7] }
 
-        init?(curve: OpaquePointer, keyCurve: OpaquePointer) {
+        init?(curve: OpaquePointer) {
             guard let context = BN_CTX_new() else { return nil }
             var numbers: [OpaquePointer] = []
-            for _ in 0..<9 {
+            for _ in 0..<8 {
                 guard let number = BN_new() else { break }
                 numbers.append(number)
             }
-            guard numbers.count == 9, let sum = EC_POINT_new(curve), let keyMultiple = EC_POINT_new(keyCurve) else {
+            guard numbers.count == 8, let sum = EC_POINT_new(curve), let keyMultiple = EC_POINT_new(curve) else {
                 numbers.forEach { BN_free($0) }
                 BN_CTX_free(context)
                 ERR_clear_error()
@@ -129,36 +139,43 @@ final class P256FixedBase: @unchecked Sendable {
             BN_CTX_free(context)
         }
 
-        func verify(
-            digest: UnsafePointer<UInt8>, r rBytes: UnsafePointer<UInt8>, s sBytes: UnsafePointer<UInt8>, with base: P256FixedBase
-        ) -> Bool {
-            let (r, s, e, w, u1, u2) = (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4], numbers[5])
-            let (x, z, t) = (numbers[6], numbers[7], numbers[8])
-            let order = EC_GROUP_get0_order(base.curve)
-            guard BN_bin2bn(rBytes, 32, r) != nil, BN_bin2bn(sBytes, 32, s) != nil, BN_bin2bn(digest, 32, e) != nil else {
-                return false
-            }
-            // r and s in [1, n - 1]; the digest is 256 bits, as long as n: taken whole.
-            guard BN_is_zero(r) == 0, BN_is_zero(s) == 0, BN_cmp(r, order) < 0, BN_cmp(s, order) < 0 else { return false }
-            // w = s⁻¹, u1 = e·w, u2 = r·w (mod n).
-            guard BN_mod_inverse(w, s, order, context) != nil,
+        /// `r` and `s` of the raw signature at `signature` (64 bytes), when both lie in
+        /// [1, n − 1]; else `nil` (no such signature verifies). Valid until the next call.
+        func scalars(_ signature: UnsafePointer<UInt8>, order: OpaquePointer) -> (r: OpaquePointer, s: OpaquePointer)? {
+            let (r, s) = (numbers[0], numbers[1])
+            guard BN_bin2bn(signature, 32, r) != nil, BN_bin2bn(signature + 32, 32, s) != nil else { return nil }
+            guard P256FixedBase.inRange(r, below: order), P256FixedBase.inRange(s, below: order) else { return nil }
+            return (r, s)
+        }
+
+        /// Whether `R = u1·G + u2·Q` has `x(R) mod n == r`, with `u1 = e·w`, `u2 = r·w`,
+        /// `w = s⁻¹` given, `e` the 256-bit `digest` taken whole (as long as n), and `Q` the table's key.
+        func check(digest: UnsafePointer<UInt8>, r: OpaquePointer, w: OpaquePointer, with table: P256FixedBase) -> Bool {
+            let (e, u1, u2, x, z, t) = (numbers[2], numbers[3], numbers[4], numbers[5], numbers[6], numbers[2])
+            let order = table.order
+            guard BN_bin2bn(digest, 32, e) != nil,
                 BN_mod_mul(u1, e, w, order, context) == 1,
                 BN_mod_mul(u2, r, w, order, context) == 1
             else { return false }
             // R = u1·G + u2·Q, each a fixed-base multiplication.
-            guard EC_POINT_mul(base.curve, sum, u1, nil, nil, context) == 1,
-                EC_POINT_mul(base.keyCurve, keyMultiple, u2, nil, nil, context) == 1,
-                EC_POINT_add(base.curve, sum, sum, keyMultiple, context) == 1,
-                EC_POINT_is_at_infinity(base.curve, sum) == 0,
-                copenssl_ec_point_get_jacobian(base.curve, sum, x, nil, z, context) == 1,
-                BN_nnmod(x, x, base.prime, context) == 1
+            guard EC_POINT_mul(table.curve, sum, u1, nil, nil, context) == 1,
+                EC_POINT_mul(table.keyCurve, keyMultiple, u2, nil, nil, context) == 1,
+                EC_POINT_add(table.curve, sum, sum, keyMultiple, context) == 1,
+                EC_POINT_is_at_infinity(table.curve, sum) == 0,
+                copenssl_ec_point_get_jacobian(table.curve, sum, x, nil, z, context) == 1,
+                BN_nnmod(x, x, table.prime, context) == 1
             else { return false }
             // x(R) = X / Z² (mod p) lies in [0, p); x(R) mod n == r when x(R) is r, or r + n (below p).
-            guard BN_mod_sqr(z, z, base.prime, context) == 1, BN_mod_mul(t, r, z, base.prime, context) == 1 else { return false }
+            guard BN_mod_sqr(z, z, table.prime, context) == 1, BN_mod_mul(t, r, z, table.prime, context) == 1 else { return false }
             if BN_cmp(t, x) == 0 { return true }
-            guard BN_cmp(r, base.primeMinusOrder) < 0, BN_add(t, r, order) == 1, BN_mod_mul(t, t, z, base.prime, context) == 1
+            guard BN_cmp(r, table.primeMinusOrder) < 0, BN_add(t, r, order) == 1, BN_mod_mul(t, t, z, table.prime, context) == 1
             else { return false }
             return BN_cmp(t, x) == 0
         }
+    }
+
+    /// Whether `value` lies in [1, n − 1].
+    static func inRange(_ value: OpaquePointer, below order: OpaquePointer) -> Bool {
+        return BN_is_zero(value) == 0 && BN_is_negative(value) == 0 && BN_cmp(value, order) < 0
     }
 }

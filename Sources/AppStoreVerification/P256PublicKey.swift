@@ -125,13 +125,22 @@ final class P256PublicKey: @unchecked Sendable {
     }
 
     /// The same, with the SHA-256 of the signing input written by `digest` into the 32-byte buffer it is given.
-    func verifyES256(signature: UnsafeBufferPointer<UInt8>, digest writeDigest: (UnsafeMutablePointer<UInt8>) -> Void) -> Bool {
+    /// - Parameter deferred: where a check with the key's table is put off to, reported as
+    ///   passed for now (see ``DeferredSignatures``); `nil` checks at once.
+    func verifyES256(
+        signature: UnsafeBufferPointer<UInt8>, deferring deferred: DeferredSignatures? = nil,
+        digest writeDigest: (UnsafeMutablePointer<UInt8>) -> Void
+    ) -> Bool {
         guard signature.count == 64 else { return false }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32 + 80) { scratch -> Bool in
             let digest = scratch.baseAddress!
             writeDigest(digest)
             switch route() {
             case .table(let table):
+                if let deferred {
+                    deferred.append(table, digest: digest, signature: signature)
+                    return true
+                }
                 return table.verify(digest: digest, signature: signature)
             case .evp(let pooled, let buildTable):
                 let valid = verifyEVP(digest: digest, signature: signature, der: digest + 32, pooled: pooled)

@@ -43,7 +43,7 @@ extension SignedDataVerifier {
     }
 
     /// The verified notification from its opened JWS: its payload decoded as that kind, checked, with the bytes as signed.
-    func notification(jws: String, _ opened: OpenedJWS) throws(VerificationError) -> SignedNotification {
+    func notification(jws: String, _ opened: OpenedJWS, deferring deferred: DeferredSignatures?) throws(VerificationError) -> SignedNotification {
         let json = opened.payload
         let payload: NotificationPayload
         do { payload = try NotificationPayload(json: json) } catch { throw .malformed("notification payload: \(error)") }
@@ -53,13 +53,13 @@ extension SignedDataVerifier {
         var result = SignedNotification(jws: jws, payload: payload)
         result.signedBytes = opened.bytes
         if let nested = payload.data?.signedTransactionInfo {
-            do { result.transaction = try verifyTransaction(nested) } catch { throw error.prefixed("data.signedTransactionInfo") }
+            do { result.transaction = try verifyTransaction(nested, deferring: deferred) } catch { throw error.prefixed("data.signedTransactionInfo") }
         }
         if let nested = payload.data?.signedRenewalInfo {
-            do { result.renewalInfo = try verifyRenewalInfo(nested) } catch { throw error.prefixed("data.signedRenewalInfo") }
+            do { result.renewalInfo = try verifyRenewalInfo(nested, deferring: deferred) } catch { throw error.prefixed("data.signedRenewalInfo") }
         }
         if let nested = payload.appData?.signedAppTransactionInfo {
-            do { result.appTransaction = try verifyAppTransaction(nested) } catch {
+            do { result.appTransaction = try verifyAppTransaction(nested, deferring: deferred) } catch {
                 throw error.prefixed("appData.signedAppTransactionInfo")
             }
         }

@@ -72,27 +72,23 @@ public struct SignedDataVerifier: Sendable {
     /// - Throws: ``VerificationError``; a nested JWS that fails fails the whole notification,
     ///   with the nested error's code and a message naming the nested field.
     public func verifyNotification(_ jws: String) throws(VerificationError) -> SignedNotification {
-        let opened = try open(jws, as: .notification)
-        return try notification(jws: jws, opened)
+        try verifyNotification(jws, deferring: nil)
     }
 
     /// Verifies a `signedTransactionInfo` (from a notification, the App Store Server API or a device).
     public func verifyTransaction(_ jws: String) throws(VerificationError) -> SignedTransaction {
-        let opened = try open(jws, as: .transaction)
-        return try transaction(jws: jws, opened)
+        try verifyTransaction(jws, deferring: nil)
     }
 
     /// Verifies a `signedRenewalInfo`.
     public func verifyRenewalInfo(_ jws: String) throws(VerificationError) -> SignedRenewalInfo {
-        let opened = try open(jws, as: .renewalInfo)
-        return try renewalInfo(jws: jws, opened)
+        try verifyRenewalInfo(jws, deferring: nil)
     }
 
     /// Verifies a signed AppTransaction: its validation time is `receiptCreationDate`, its
     /// environment `receiptType`.
     public func verifyAppTransaction(_ jws: String) throws(VerificationError) -> SignedAppTransaction {
-        let opened = try open(jws, as: .appTransaction)
-        return try appTransaction(jws: jws, opened)
+        try verifyAppTransaction(jws, deferring: nil)
     }
 
     /// Verifies a bare JWS of any of the four kinds, told apart by its payload: with
@@ -101,9 +97,39 @@ public struct SignedDataVerifier: Sendable {
     ///
     /// - Throws: ``VerificationError``; `MALFORMED_INPUT` when the payload is none of these.
     public func verify(_ jws: String) throws(VerificationError) -> VerifiedInput {
-        let opened = try open(jws, as: nil)
+        try verify(jws, deferring: nil)
+    }
+
+    // The same, with the signature checks that a key's table makes put off to `deferred`
+    // (``DeferredSignatures``): a result is then verified only once `deferred.check()`
+    // passed every check it recorded.
+
+    package func verifyNotification(_ jws: String, deferring deferred: DeferredSignatures?) throws(VerificationError) -> SignedNotification {
+        let opened = try open(jws, as: .notification, deferring: deferred)
+        return try notification(jws: jws, opened, deferring: deferred)
+    }
+
+    package func verifyTransaction(_ jws: String, deferring deferred: DeferredSignatures?) throws(VerificationError) -> SignedTransaction {
+        let opened = try open(jws, as: .transaction, deferring: deferred)
+        return try transaction(jws: jws, opened)
+    }
+
+    package func verifyRenewalInfo(_ jws: String, deferring deferred: DeferredSignatures?) throws(VerificationError) -> SignedRenewalInfo {
+        let opened = try open(jws, as: .renewalInfo, deferring: deferred)
+        return try renewalInfo(jws: jws, opened)
+    }
+
+    package func verifyAppTransaction(
+        _ jws: String, deferring deferred: DeferredSignatures?
+    ) throws(VerificationError) -> SignedAppTransaction {
+        let opened = try open(jws, as: .appTransaction, deferring: deferred)
+        return try appTransaction(jws: jws, opened)
+    }
+
+    package func verify(_ jws: String, deferring deferred: DeferredSignatures?) throws(VerificationError) -> VerifiedInput {
+        let opened = try open(jws, as: nil, deferring: deferred)
         switch opened.kind {
-        case .notification: return .notification(try notification(jws: jws, opened))
+        case .notification: return .notification(try notification(jws: jws, opened, deferring: deferred))
         case .transaction: return .transaction(try transaction(jws: jws, opened))
         case .renewalInfo: return .renewalInfo(try renewalInfo(jws: jws, opened))
         case .appTransaction: return .appTransaction(try appTransaction(jws: jws, opened))

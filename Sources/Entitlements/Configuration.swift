@@ -20,6 +20,11 @@ public struct EngineConfiguration: Sendable {
     public var maxInputBytes: Int
     /// The App Store Server API's key and host (`sync`, `sign`, `set-account-token`); `nil` when not configured.
     public var appStoreServerAPI: AppStoreServerAPIConfiguration? = nil
+    /// After how many signatures a known certificate's key has checked, the verifier builds
+    /// a table of that key's multiples and checks later signatures with it at half the cost
+    /// (``VerifierConfiguration/keyTableAfter``); `nil` never builds one. Not part of the
+    /// configuration file: the default suits a command line and a server alike.
+    public var keyTableAfter: Int? = VerifierConfiguration.keyTableDefault
 
     public static let defaultMaxInputBytes = 1 << 20
 

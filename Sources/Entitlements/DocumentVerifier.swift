@@ -15,7 +15,8 @@ public struct DocumentVerifier: Sendable {
                 configuration: VerifierConfiguration(
                     bundleId: configuration.bundleId, appAppleId: configuration.appAppleId,
                     environment: configuration.environment, environments: configuration.environments,
-                    trustedRootsDER: configuration.rootCertificatesDER ?? [AppleRootCertificate.g3DER]))
+                    trustedRootsDER: configuration.rootCertificatesDER ?? [AppleRootCertificate.g3DER],
+                    keyTableAfter: configuration.keyTableAfter))
         } catch {
             throw EngineError(code: error.code.rawValue, message: error.message)
         }
@@ -23,13 +24,18 @@ public struct DocumentVerifier: Sendable {
 
     /// Verifies one input item (a JWS of the expected kind).
     public func verify(_ item: InputItem) -> Result<VerifiedInput, VerificationError> {
+        verify(item, deferring: nil)
+    }
+
+    /// The same, with signature checks put off to `deferred` (see ``DeferredSignatures``).
+    func verify(_ item: InputItem, deferring deferred: DeferredSignatures?) -> Result<VerifiedInput, VerificationError> {
         do {
             switch item.expected {
-            case .notification: return .success(.notification(try verifier.verifyNotification(item.jws)))
-            case .transaction: return .success(.transaction(try verifier.verifyTransaction(item.jws)))
-            case .renewalInfo: return .success(.renewalInfo(try verifier.verifyRenewalInfo(item.jws)))
-            case .appTransaction: return .success(.appTransaction(try verifier.verifyAppTransaction(item.jws)))
-            case .any: return .success(try verifier.verify(item.jws))
+            case .notification: return .success(.notification(try verifier.verifyNotification(item.jws, deferring: deferred)))
+            case .transaction: return .success(.transaction(try verifier.verifyTransaction(item.jws, deferring: deferred)))
+            case .renewalInfo: return .success(.renewalInfo(try verifier.verifyRenewalInfo(item.jws, deferring: deferred)))
+            case .appTransaction: return .success(.appTransaction(try verifier.verifyAppTransaction(item.jws, deferring: deferred)))
+            case .any: return .success(try verifier.verify(item.jws, deferring: deferred))
             }
         } catch {
             return .failure(error)
@@ -48,6 +54,13 @@ public struct DocumentVerifier: Sendable {
     /// copied from one array per document); returns how many were appended.
     @discardableResult
     public func appendVerifiedItems(_ document: InputBytes, to items: inout [AppendItem]) -> Int {
+        appendVerifiedItems(document, to: &items, deferring: nil)
+    }
+
+    /// The same, with signature checks put off to `deferred`: an item reported verified
+    /// is verified only once `deferred.check()` passed the checks recorded for it.
+    @discardableResult
+    func appendVerifiedItems(_ document: InputBytes, to items: inout [AppendItem], deferring deferred: DeferredSignatures?) -> Int {
         if document.size > configuration.maxInputBytes {
             items.append(
                 .rejected(
@@ -66,7 +79,7 @@ public struct DocumentVerifier: Sendable {
         // the JWS was the document's; otherwise the strict path below reads and judges it.
         if let inner = InputDocument.notificationBodyString(InputDocument.trimmed(document.bytes[...])) {
             let item = InputItem(jws: String(decoding: inner, as: UTF8.self), expected: .notification)
-            let result = verify(item)
+            let result = verify(item, deferring: deferred)
             let accepted: Bool
             if case .success = result { accepted = verifier.checksSignatures } else { accepted = false }
             if accepted || inner.withUnsafeBufferPointer(JSONParser.isPlainStringContent) {
@@ -84,7 +97,7 @@ public struct DocumentVerifier: Sendable {
             return 1
         case .success(let found):
             for item in found {
-                switch verify(item) {
+                switch verify(item, deferring: deferred) {
                 case .success(let input): items.append(.verified(input))
                 case .failure(let error):
                     items.append(.rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8))))

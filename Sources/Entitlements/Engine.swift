@@ -92,10 +92,50 @@ public final class Engine: Sendable {
         var counts: [Int] = []
 
         /// The documents' items, verified one document after another on this thread.
-        init(_ documents: [InputBytes], verifier: DocumentVerifier) {
+        ///
+        /// With `deferred`, the signature checks that keys' tables make are put off and
+        /// made for the whole batch at once (``DeferredSignatures``: one modular inversion
+        /// for the batch instead of one per signature). A document that a check failed for,
+        /// or that was not verified whole, is then verified again at once on its own, so
+        /// that every document gets exactly the items verifying it alone gives.
+        init(_ documents: [InputBytes], verifier: DocumentVerifier, deferring deferred: DeferredSignatures? = nil) {
             items.reserveCapacity(documents.count)
             counts.reserveCapacity(documents.count)
-            for document in documents { counts.append(verifier.appendVerifiedItems(document, to: &items)) }
+            guard let deferred, verifier.verifier.checksSignatures else {
+                for document in documents { counts.append(verifier.appendVerifiedItems(document, to: &items)) }
+                return
+            }
+            // Where each document's deferred checks start.
+            var firstCheck: [Int] = []
+            firstCheck.reserveCapacity(documents.count + 1)
+            for document in documents {
+                let mark = deferred.count
+                let start = items.count
+                var count = verifier.appendVerifiedItems(document, to: &items, deferring: deferred)
+                if items[start...].contains(where: \.isRejection) {
+                    deferred.truncate(to: mark)
+                    items.removeSubrange(start...)
+                    count = verifier.appendVerifiedItems(document, to: &items)
+                }
+                counts.append(count)
+                firstCheck.append(mark)
+            }
+            firstCheck.append(deferred.count)
+            let passed = deferred.check()
+            guard passed.contains(false) else { return }
+            var rebuilt: [AppendItem] = []
+            rebuilt.reserveCapacity(items.count)
+            var start = 0
+            for (index, document) in documents.enumerated() {
+                let count = counts[index]
+                defer { start += count }
+                if passed[firstCheck[index]..<firstCheck[index + 1]].allSatisfy({ $0 }) {
+                    rebuilt.append(contentsOf: items[start..<(start + count)])
+                } else {
+                    counts[index] = verifier.appendVerifiedItems(document, to: &rebuilt)
+                }
+            }
+            items = rebuilt
         }
 
         init(items: [AppendItem], counts: [Int]) {
@@ -136,8 +176,9 @@ public final class Engine: Sendable {
         // Threads of the engine's own, not Dispatch's shared pool, which a server's handlers may fill.
         for lane in 0..<lanes {
             let thread = Thread { [self] in
+                let deferred = DeferredSignatures()
                 while let (number, documents) = pipeline.read(source.value) {
-                    pipeline.put(number, (documents, VerifiedBatch(documents, verifier: self.documentVerifier)))
+                    pipeline.put(number, (documents, VerifiedBatch(documents, verifier: self.documentVerifier, deferring: deferred)))
                 }
                 pipeline.laneFinished()
             }
@@ -185,7 +226,9 @@ public final class Engine: Sendable {
 
     /// Verification of many documents, spread over `workers` threads.
     func verifyAll(_ documents: [InputBytes], workers: Int) -> VerifiedBatch {
-        if workers <= 1 || documents.count < 2 { return VerifiedBatch(documents, verifier: documentVerifier) }
+        if workers <= 1 || documents.count < 2 {
+            return VerifiedBatch(documents, verifier: documentVerifier, deferring: documents.count > 1 ? DeferredSignatures() : nil)
+        }
         let results = Mutex([[AppendItem]](repeating: [], count: documents.count))
         let lanes = min(workers, documents.count)
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
@@ -358,4 +401,12 @@ public struct InputBytes: Sendable {
     }
 
     public init(_ text: String) { self.init(bytes: Array(text.utf8)) }
+}
+
+extension AppendItem {
+    /// Whether the item is a rejection.
+    var isRejection: Bool {
+        if case .rejected = self { return true }
+        return false
+    }
 }

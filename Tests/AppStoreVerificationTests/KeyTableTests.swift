@@ -212,4 +212,51 @@ struct KeyTableTests {
         #expect(withTable.keyTableCount >= 1)
         #expect(withoutTable.keyTableCount == 0)
     }
+
+    /// Checks put off to one batch (one inversion for all) pass exactly where EVP
+    /// passes each on its own: two keys, valid and altered signatures, out-of-range values,
+    /// a batch of one, and a batch shortened before it is checked.
+    @Test func deferredChecksAgreeWithEVPOneByOne() throws {
+        let keys = [try Self.leafKey(), try Self.leafKey(Shared.otherPKI)]
+        let tables = try keys.map { try #require(P256FixedBase(key: $0.pointer)) }
+        let pkis = [Shared.pki, Shared.otherPKI]
+        var cases: [(key: Int, digest: [UInt8], signature: [UInt8], valid: Bool)] = []
+        for round in 0..<12 {
+            let message = Array("message \(round)".utf8)
+            let digest = SHA256.hash(message)
+            let signer = round % 2
+            let signature = pkis[signer].signature(over: message)
+            let other = pkis[1 - signer].signature(over: message)
+            for variant in Self.variants(signature, digest: digest, other: other) {
+                cases.append((signer, variant.digest, variant.signature, variant.valid))
+            }
+        }
+        let deferred = DeferredSignatures()
+        for sizes in [[cases.count], [1], [2, 1], [7, 30, 5]] {
+            var start = 0
+            for size in sizes {
+                let batch = cases[start..<min(start + size, cases.count)]
+                start += size
+                // A check recorded and then forgotten takes no part.
+                deferred.truncate(to: 0)
+                for (key, digest, signature, _) in batch.reversed().prefix(2) { Self.defer(deferred, tables[key], digest, signature) }
+                deferred.truncate(to: 0)
+                for (key, digest, signature, _) in batch { Self.defer(deferred, tables[key], digest, signature) }
+                #expect(deferred.count == batch.count)
+                let results = deferred.check()
+                #expect(deferred.count == 0)
+                for (result, item) in zip(results, batch) {
+                    #expect(result == item.valid)
+                    #expect(result == Self.evp(keys[item.key], item.digest, item.signature))
+                }
+            }
+        }
+        #expect(deferred.check().isEmpty)
+    }
+
+    static func `defer`(_ deferred: DeferredSignatures, _ table: P256FixedBase, _ digest: [UInt8], _ signature: [UInt8]) {
+        digest.withUnsafeBufferPointer { digest in
+            signature.withUnsafeBufferPointer { deferred.append(table, digest: digest.baseAddress!, signature: $0) }
+        }
+    }
 }

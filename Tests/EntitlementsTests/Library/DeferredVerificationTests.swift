@@ -1,0 +1,116 @@
+import AppStoreVerification
+import EntitlementCore
+@testable import Entitlements
+import EventStore
+import Foundation
+import Testing
+import TestPKI
+
+/// A batch verified with its signature checks put off and made at once
+/// (``DeferredSignatures``) gives every document exactly the items verifying it alone
+/// gives: valid histories, the hostile corpus, and signatures altered where deferring
+/// could hide them (the outer one, a nested one, one over a payload that is also not JSON).
+@Suite struct DeferredVerificationTests {
+    static func verifier(keyTableAfter: Int?) throws -> DocumentVerifier {
+        let workspace = try Reliability.Workspace(name: "deferred", maxInputBytes: Reliability.HostileCorpus.maxInputBytes)
+        var configuration = try EngineConfiguration.load(path: workspace.configPath)
+        configuration.keyTableAfter = keyTableAfter
+        return try DocumentVerifier(configuration: configuration)
+    }
+
+    /// What an item says, comparable.
+    static func describe(_ item: AppendItem) -> String {
+        switch item {
+        case .verified(let input): return "verified \(input.kind.rawValue) \(input.jws.hashValue) \(String(describing: input.decodedJSON).hashValue)"
+        case .rejected(let rejection): return "rejected \(rejection.code) \(rejection.message) \(rejection.raw.hashValue) \(rejection.size)"
+        }
+    }
+
+    /// A JWS with one character of its `segment` (0 header, 1 payload, 2 signature) changed.
+    static func altered(_ jws: String, segment: Int, at offset: Int = 10) -> String {
+        var parts = jws.split(separator: ".", omittingEmptySubsequences: false).map { Array($0.utf8) }
+        let index = offset % parts[segment].count
+        parts[segment][index] = parts[segment][index] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        return parts.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ".")
+    }
+
+    static func documents() -> [InputBytes] {
+        let pki = Reliability.pki
+        let history = Reliability.History.generate(lines: 48, seed: 0xDEF)
+        let transaction = pki.sign(TestPayloads.transaction(transactionId: "5550001"))
+        let renewal = pki.sign(TestPayloads.renewalInfo())
+        let notification = pki.sign(TestPayloads.notification(
+            type: "DID_RENEW", signedTransactionInfo: transaction, signedRenewalInfo: renewal))
+        let nestedAltered = pki.sign(TestPayloads.notification(
+            type: "DID_RENEW", signedTransactionInfo: altered(transaction, segment: 2), signedRenewalInfo: renewal))
+        let renewalAltered = pki.sign(TestPayloads.notification(
+            type: "DID_RENEW", signedTransactionInfo: transaction, signedRenewalInfo: altered(renewal, segment: 2, at: 40)))
+        // A payload that is not JSON under the signature of another: the signature fails first.
+        var parts = notification.split(separator: ".").map(String.init)
+        parts[1] = Base64Encoding.url("not json")
+        let notJSON = parts.joined(separator: ".")
+        var texts = history.lines.map(\.text)
+        let crafted = [
+            TestPayloads.body(signedPayload: notification),
+            TestPayloads.body(signedPayload: altered(notification, segment: 2)),
+            TestPayloads.body(signedPayload: altered(notification, segment: 1, at: 30)),
+            TestPayloads.body(signedPayload: nestedAltered),
+            TestPayloads.body(signedPayload: renewalAltered),
+            TestPayloads.body(signedPayload: notJSON),
+            TestPayloads.body(signedTransactionInfo: altered(transaction, segment: 2, at: 3)),
+            altered(renewal, segment: 2, at: 7),
+        ]
+        for (offset, text) in crafted.enumerated() { texts.insert(text, at: min(texts.count, offset * 6 + 1)) }
+        var documents = texts.map { InputBytes(bytes: Array($0.utf8)) }
+        let corpus = Reliability.HostileCorpus.build(pki: pki).filter { $0.environment == "Sandbox" && !$0.isHuge }
+        for (offset, item) in corpus.enumerated() {
+            documents.insert(InputBytes(bytes: item.input), at: min(documents.count, offset * 2 + 3))
+        }
+        return documents
+    }
+
+    @Test("deferred checks: the items of verifying each document alone, whatever the batch")
+    func deferredEqualsOneByOne() throws {
+        let documents = Self.documents()
+        let withTables = try Self.verifier(keyTableAfter: 0)
+        let reference = try Self.verifier(keyTableAfter: nil)
+        // Each document alone, without tables: the answer to give.
+        let expected = documents.map { reference.verifiedItems($0).map(Self.describe) }
+        let deferred = DeferredSignatures()
+        for size in [documents.count, 1, 5, 16] {
+            var start = 0
+            while start < documents.count {
+                let batch = Array(documents[start..<min(start + size, documents.count)])
+                let verified = Engine.VerifiedBatch(batch, verifier: withTables, deferring: deferred)
+                #expect(verified.counts == expected[start..<(start + batch.count)].map(\.count), "batch of \(size) at \(start)")
+                #expect(verified.items.map(Self.describe) == expected[start..<(start + batch.count)].flatMap { $0 }, "batch of \(size) at \(start)")
+                #expect(deferred.count == 0)
+                start += size
+            }
+        }
+        #expect(withTables.verifier.keyTableCount >= 1, "the tables were never used")
+        #expect(expected.joined().contains { $0.hasPrefix("rejected VERIFICATION_FAILURE") })
+        #expect(expected.joined().filter { $0.hasPrefix("verified") }.count >= 48)
+    }
+
+    @Test("an engine whose keys use tables from the first signature ingests what one without tables does")
+    func engineWithTablesIngestsTheSame() throws {
+        let workspace = try Reliability.Workspace(name: "deferred-engine", maxInputBytes: Reliability.HostileCorpus.maxInputBytes)
+        let documents = Self.documents()
+        var results: [[IngestResult]] = []
+        for (name, keyTableAfter) in [("tables.sqlite", 0 as Int?), ("plain.sqlite", nil)] {
+            var configuration = try EngineConfiguration.load(path: workspace.configPath)
+            configuration.keyTableAfter = keyTableAfter
+            let engine = try Engine(configuration: configuration, databasePath: workspace.path(name))
+            var batches = stride(from: 0, to: documents.count, by: 7).map { Array(documents[$0..<min($0 + 7, documents.count)]) }
+            var delivered: [IngestResult] = []
+            try engine.ingest(batches: { batches.isEmpty ? nil : batches.removeFirst() }, workers: 2) { delivered += $0 }
+            results.append(delivered)
+        }
+        #expect(results[0] == results[1])
+        let tables = try Reliability.Probe(workspace.path("tables.sqlite"))
+        let plain = try Reliability.Probe(workspace.path("plain.sqlite"))
+        #expect(try tables.identities() == plain.identities())
+        #expect(try tables.quarantineCount() == plain.quarantineCount())
+    }
+}

@@ -13,5 +13,6 @@ extension SchemaMigrations {
         m010_sync_state,
         m011_usage,
         m012_compact_log,
+        m013_chain_digest,
     ]
 }

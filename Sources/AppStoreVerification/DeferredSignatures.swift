@@ -39,7 +39,7 @@ package final class DeferredSignatures {
         bytes.removeLast(bytes.count - count * 96)
     }
 
-    func append(_ table: P256FixedBase, digest: UnsafePointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) {
+    package func append(_ table: P256FixedBase, digest: UnsafePointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) {
         tables.append(table)
         bytes.append(contentsOf: UnsafeBufferPointer(start: digest, count: 32))
         bytes.append(contentsOf: signature)

@@ -52,11 +52,25 @@ extension SignedDataVerifier {
         guard let signature = jws.decodedSignature() else {
             throw .verificationFailure("the JWS signature is not 64 bytes of base64url (ES256 r || s)")
         }
+        // The SHA-256 of the whole JWS comes almost free on the way to the signing input's:
+        // the state after `header.payload`, continued with `.` and the signature. The log's
+        // hash chain takes it (``SignedBytes/jwsDigest``).
+        var jwsDigest = [UInt8](repeating: 0, count: 32)
         let valid = signature.withUnsafeBufferPointer { signature in
-            guard let cached else { return key.verifyES256(signingInput: jws.signingInput, signature: signature) }
-            // The header's part of the signing input was hashed when its chain was cached.
-            return key.verifyES256(signature: signature, deferring: deferred) {
-                cached.signingPrefix.digest(continuing: jws.payload, into: $0)
+            jwsDigest.withUnsafeMutableBufferPointer { whole in
+                key.verifyES256(signature: signature, deferring: cached == nil ? nil : deferred) { signingDigest in
+                    Self.dot.withUnsafeBufferPointer { dot in
+                        if let cached {
+                            // The header's part of the signing input was hashed when its chain was cached.
+                            cached.signingPrefix.digest(
+                                continuing: jws.payload, into: signingDigest, extendedBy: dot, jws.signature, into: whole.baseAddress!)
+                        } else {
+                            SHA256.Prefix(jws.signingInput).digest(
+                                continuing: UnsafeBufferPointer(start: nil, count: 0), into: signingDigest, extendedBy: dot, jws.signature,
+                                into: whole.baseAddress!)
+                        }
+                    }
+                }
             }
         }
         guard valid else {
@@ -74,8 +88,10 @@ extension SignedDataVerifier {
                 chain, atMillis: decoded.date, dateField: decoded.dateField, keyTableAfter: configuration.keyTableAfter)
             cache.insert(header: jws.header, chain: verified)
         }
-        return OpenedJWS(kind: decoded.kind, payload: decoded.payload, bytes: SignedBytes(decoded.bytes))
+        return OpenedJWS(kind: decoded.kind, payload: decoded.payload, bytes: SignedBytes(decoded.bytes, jwsDigest: jwsDigest))
     }
+
+    private static let dot: [UInt8] = [UInt8(ascii: ".")]
 
     struct DecodedPayload {
         let kind: EventKind

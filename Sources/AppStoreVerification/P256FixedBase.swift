@@ -19,7 +19,7 @@ import Synchronization
 ///
 /// Thread-safe: the groups are only read; each call borrows scratch numbers and points
 /// from a small pool.
-final class P256FixedBase: @unchecked Sendable {
+package final class P256FixedBase: @unchecked Sendable {
     /// P-256 with its standard generator.
     let curve: OpaquePointer
     /// P-256 with the key as its generator, and that generator's multiples precomputed.
@@ -32,7 +32,7 @@ final class P256FixedBase: @unchecked Sendable {
 
     /// Builds the table for `key` (an `EVP_PKEY` holding a P-256 public key), or `nil`
     /// when OpenSSL cannot (the caller then verifies through EVP as before).
-    init?(key: OpaquePointer) {
+    package init?(key: OpaquePointer) {
         guard let context = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(context) }
         var encoded = [UInt8](repeating: 0, count: 133)
@@ -76,7 +76,7 @@ final class P256FixedBase: @unchecked Sendable {
     }
 
     /// Whether the raw ES256 signature `r || s` (64 bytes) verifies over the 32-byte `digest`.
-    func verify(digest: UnsafePointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) -> Bool {
+    package func verify(digest: UnsafePointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) -> Bool {
         guard signature.count == 64, let base = signature.baseAddress else { return false }
         guard let scratch = borrow() else { return false }
         defer { giveBack(scratch) }

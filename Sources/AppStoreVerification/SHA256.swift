@@ -82,6 +82,22 @@ public enum SHA256 {
             precondition(copenssl_sha256_update(&context, base, bytes.count) == 1, "OpenSSL SHA-256 failed")
         }
 
+        /// The digest of the prefix followed by `rest` into `output`, and of all that followed
+        /// by `first` and `second` into `extended` (each a 32-byte buffer): a JWS's signing
+        /// input `header.payload`, and the whole JWS after its `.` and signature.
+        func digest(
+            continuing rest: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>,
+            extendedBy first: UnsafeBufferPointer<UInt8>, _ second: UnsafeBufferPointer<UInt8>, into extended: UnsafeMutablePointer<UInt8>
+        ) {
+            var copy = self
+            copy.update(rest)
+            var longer = copy
+            precondition(copenssl_sha256_final(output, &copy.context) == 1, "OpenSSL SHA-256 failed")
+            longer.update(first)
+            longer.update(second)
+            precondition(copenssl_sha256_final(extended, &longer.context) == 1, "OpenSSL SHA-256 failed")
+        }
+
         /// The digest of the prefix followed by `rest`, into a 32-byte buffer.
         func digest(continuing rest: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>) {
             var copy = self

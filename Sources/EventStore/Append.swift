@@ -100,6 +100,7 @@ extension EventStore {
             try record.step()
         }
         var (lastSeq, prevHash) = try lastEvent()
+        let digestFrom = try chainDigestFrom()
         let firstSeq = lastSeq
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(items.count)
@@ -126,7 +127,8 @@ extension EventStore {
                 let event = Event(seq: seq, input: input)
                 let key = event.customerKey
                 prevHash = try insertEvent(
-                    event, input: input, identity: identity, eventId: eventId, receivedAt: receivedAt, prevHash: prevHash)
+                    event, input: input, identity: identity, eventId: eventId, receivedAt: receivedAt, prevHash: prevHash,
+                    digestFrom: digestFrom)
                 lastSeq = seq
                 if let key {
                     let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
@@ -273,11 +275,12 @@ extension EventStore {
     }
 
     private func insertEvent(
-        _ event: Event, input: VerifiedInput, identity: String, eventId: String, receivedAt: Int64, prevHash: [UInt8]
+        _ event: Event, input: VerifiedInput, identity: String, eventId: String, receivedAt: Int64, prevHash: [UInt8],
+        digestFrom: Int64
     ) throws -> [UInt8] {
-        let raw = input.jws
-        let digest = Self.chainHash(
-            prevHash: prevHash, seq: event.seq, identity: identity, raw: raw, hashParts: hashParts, material: &chainMaterial)
+        let digest = chainHash(
+            prevHash: prevHash, seq: event.seq, identity: identity, raw: input.jws, digest: input.jwsDigest, digestFrom: digestFrom,
+            material: &chainMaterial)
         let (notificationType, subtype): (String?, String?) = {
             if case .notification(let n) = input { return (n.payload.notificationType.rawValue, n.payload.subtype?.rawValue) }
             return (nil, nil)

@@ -66,7 +66,9 @@ extension EventStore {
                     appTransactionId: usage.appTransactionId, originalTransactionId: usage.originalTransactionId,
                     transactionId: nil, notificationType: nil, subtype: nil, signedDate: usage.at, receivedAt: receivedAt,
                     content: .whole(raw: raw, body: nil), prevHash: prevHash,
-                    hash: Self.chainHash(prevHash: prevHash, seq: seq, identity: identity, raw: raw, hashParts: hashParts))
+                    hash: chainHash(
+                        prevHash: prevHash, seq: seq, identity: identity, raw: raw, digest: nil, digestFrom: try chainDigestFrom(),
+                        material: &chainMaterial))
                 try Self.insert(row, into: "events", on: connection, headers: jwsHeaders)
                 let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
                 try facts.bind(1, key)

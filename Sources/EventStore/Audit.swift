@@ -37,27 +37,6 @@ public struct AuditReport: Sendable {
 }
 
 extension EventStore {
-    /// The chained hash of an event: SHA-256(prev_hash || seq (8 bytes, big-endian) || identity || 0 || raw).
-    static func chainHash(prevHash: [UInt8], seq: Int64, identity: String, raw: String, hashParts: HashPartsFunction) -> [UInt8] {
-        var material: [UInt8] = []
-        return chainHash(prevHash: prevHash, seq: seq, identity: identity, raw: raw, hashParts: hashParts, material: &material)
-    }
-
-    /// ``chainHash(prevHash:seq:identity:raw:hashParts:)`` with the bytes before the JWS laid
-    /// out in `material`, a buffer the caller keeps from one event to the next; the JWS
-    /// itself (5-20 KB) is hashed where its string holds it.
-    static func chainHash(
-        prevHash: [UInt8], seq: Int64, identity: String, raw: String, hashParts: HashPartsFunction, material: inout [UInt8]
-    ) -> [UInt8] {
-        material.removeAll(keepingCapacity: true)
-        material.append(contentsOf: prevHash)
-        withUnsafeBytes(of: seq.bigEndian) { material.append(contentsOf: $0) }
-        material.append(contentsOf: identity.utf8)
-        material.append(0)
-        var raw = raw
-        return material.withUnsafeBufferPointer { head in raw.withUTF8 { hashParts(head, $0) } }
-    }
-
     /// Recomputes the hash chain over the whole log and, through `verify`,
     /// re-checks every stored JWS. Stops at the first event that does not match.
     ///
@@ -102,6 +81,7 @@ extension EventStore {
                 let factsOf = try connection.prepare("SELECT facts FROM event_facts WHERE customer_key = ? AND seq = ?")
                 var expectedPrev = [UInt8](repeating: 0, count: 32)
                 var material: [UInt8] = []
+                let digestFrom = try chainDigestFrom()
                 var expectedSeq: Int64 = 1
                 var factsChecked: Int64 = 0
                 var everyFactChecked = true
@@ -130,8 +110,8 @@ extension EventStore {
                         mismatch("prev_hash does not match the previous event's hash: the chain was broken before this event")
                         return
                     }
-                    let recomputed = Self.chainHash(
-                        prevHash: prev, seq: seq, identity: identity, raw: raw, hashParts: hashParts, material: &material)
+                    let recomputed = chainHash(
+                        prevHash: prev, seq: seq, identity: identity, raw: raw, digest: nil, digestFrom: digestFrom, material: &material)
                     if recomputed != stored {
                         mismatch("hash does not match the stored JWS: the event was altered")
                         return

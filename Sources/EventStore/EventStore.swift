@@ -16,7 +16,7 @@ public final class EventStore {
     /// The `customer_lookup` rows this connection has written or seen committed (see ``KnownLookups``).
     let knownLookups = KnownLookups()
     /// The bytes before the JWS that the last appended event's chain hash covered, kept
-    /// for their capacity (see ``chainHash(prevHash:seq:identity:raw:hashParts:material:)``).
+    /// for their capacity (see ``chainHash(prevHash:seq:identity:raw:digest:digestFrom:material:)``).
     var chainMaterial: [UInt8] = []
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the

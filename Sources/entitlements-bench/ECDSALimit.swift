@@ -1,3 +1,4 @@
+@preconcurrency import AppStoreVerification
 import COpenSSL
 import Dispatch
 import Synchronization
@@ -20,13 +21,31 @@ final class ECDSALimit: @unchecked Sendable {
         var freshContext: Rate
         var sha256: Rate
         var openSSLVersion: String
+        /// This engine's check with a table of the key's multiples, one at a time, 1 core.
+        var table = Rate.zero
+        /// The same with inversions batched as the ingest lanes batch them, 1 core.
+        var tableBatched = Rate.zero
+        /// The same on all cores at once.
+        var tableBatchedAllCores = Rate.zero
+
+        /// Measures the three key-table figures with `limit`.
+        mutating func measureTables(_ limit: ECDSALimit, seconds: Double) throws {
+            table = try limit.keyTable(seconds: seconds)
+            tableBatched = try limit.keyTableBatched(seconds: seconds, threads: 1)
+            tableBatchedAllCores = try limit.keyTableBatched(seconds: seconds, threads: Machine.cores)
+        }
     }
 
     private let key: OpaquePointer
     private let verifier: OpaquePointer
     private let digest: [UInt8]
     private let signature: [UInt8]
+    /// The signature as a JWS carries it: `r || s`, 32 bytes each.
+    private let rawSignature: [UInt8]
+    private let table: P256FixedBase
     let openSSLVersion: String
+    /// Checks the ingest lanes batch: a batch of 256 notifications, 3 signatures each.
+    static let lanesBatch = 768
 
     init() throws {
         guard let keygen = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw BenchFailure("OpenSSL has no EC") }
@@ -59,6 +78,22 @@ final class ECDSALimit: @unchecked Sendable {
             throw BenchFailure("EVP_PKEY_sign failed")
         }
         self.signature = Array(signature.prefix(signatureLength))
+        var raw = [UInt8](repeating: 0, count: 64)
+        let parsed: OpaquePointer? = signature.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_ECDSA_SIG(nil, &cursor, signatureLength)
+        }
+        guard let parsed, let table = P256FixedBase(key: key) else {
+            EVP_PKEY_free(key)
+            throw BenchFailure("cannot read the signature or build the key's table")
+        }
+        defer { ECDSA_SIG_free(parsed) }
+        raw.withUnsafeMutableBufferPointer { out in
+            _ = BN_bn2binpad(ECDSA_SIG_get0_r(parsed), out.baseAddress, 32)
+            _ = BN_bn2binpad(ECDSA_SIG_get0_s(parsed), out.baseAddress! + 32, 32)
+        }
+        rawSignature = raw
+        self.table = table
 
         // One context for the bare figure, initialised once.
         guard let verifier = EVP_PKEY_CTX_new_from_pkey(nil, key, nil), EVP_PKEY_verify_init(verifier) == 1 else {
@@ -108,6 +143,43 @@ final class ECDSALimit: @unchecked Sendable {
         return Rate((count: all.reduce(0) { $0 + $1.count }, seconds: wall, cpuSeconds: all.reduce(0) { $0 + $1.cpu }))
     }
 
+    /// This engine's warm check: the key's table of multiples (``P256FixedBase``), one at a time.
+    func keyTable(seconds: Double) throws -> Rate {
+        var failures = 0
+        let run = timed([0], seconds: seconds, minimum: 200) { _ in
+            let valid = digest.withUnsafeBufferPointer { digest in
+                rawSignature.withUnsafeBufferPointer { table.verify(digest: digest.baseAddress!, signature: $0) }
+            }
+            if !valid { failures += 1 }
+        }
+        guard failures == 0 else { throw BenchFailure("the key table's check failed \(failures) times") }
+        return Rate(run)
+    }
+
+    /// The same with the checks deferred and made a lanes' batch at a time (one modular
+    /// inversion per batch: ``DeferredSignatures``), on `threads` threads at once.
+    func keyTableBatched(seconds: Double, threads: Int) throws -> Rate {
+        let results = Mutex([(count: Int, cpu: Double, failures: Int)]())
+        let start = Clock.now()
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            let deferred = DeferredSignatures()
+            var failures = 0
+            let run = timed([0], seconds: seconds, minimum: 1) { _ in
+                digest.withUnsafeBufferPointer { digest in
+                    rawSignature.withUnsafeBufferPointer { signature in
+                        for _ in 0..<Self.lanesBatch { deferred.append(table, digest: digest.baseAddress!, signature: signature) }
+                    }
+                }
+                failures += deferred.check().filter { !$0 }.count
+            }
+            results.withLock { $0.append((run.count * Self.lanesBatch, run.cpuSeconds, failures)) }
+        }
+        let wall = Clock.now() - start
+        let all = results.withLock { $0 }
+        guard all.allSatisfy({ $0.failures == 0 }) else { throw BenchFailure("batched checks with the key's table failed") }
+        return Rate((count: all.reduce(0) { $0 + $1.count }, seconds: wall, cpuSeconds: all.reduce(0) { $0 + $1.cpu }))
+    }
+
     /// A new context per verification.
     func freshContext(seconds: Double) throws -> Rate {
         var failures = 0
@@ -136,8 +208,10 @@ final class ECDSALimit: @unchecked Sendable {
 
     static func measure(seconds: Double) throws -> Figures {
         let limit = try ECDSALimit()
-        return Figures(
+        var figures = Figures(
             bare: try limit.bare(seconds: seconds), allCores: try limit.allCores(seconds: seconds, threads: Machine.cores), freshContext: try limit.freshContext(seconds: seconds / 2),
             sha256: limit.sha256(seconds: seconds / 4), openSSLVersion: limit.openSSLVersion)
+        try figures.measureTables(limit, seconds: seconds / 2)
+        return figures
     }
 }

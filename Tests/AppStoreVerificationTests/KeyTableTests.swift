@@ -259,4 +259,29 @@ struct KeyTableTests {
             signature.withUnsafeBufferPointer { deferred.append(table, digest: digest.baseAddress!, signature: $0) }
         }
     }
+
+    /// The digest the log's hash chain takes (``SignedBytes/jwsDigest``) is the SHA-256 of
+    /// the whole JWS as received: on the first JWS of a chain and on cached ones, with and
+    /// without the key's table, for each kind; an environment that checks no signatures
+    /// computes none.
+    @Test func theJWSDigestIsTheWholeJWSs() throws {
+        let transaction = Shared.pki.sign(TestPayloads.transaction())
+        let renewal = Shared.pki.sign(TestPayloads.renewalInfo())
+        let notification = Shared.pki.sign(TestPayloads.notification(
+            type: "DID_RENEW", signedTransactionInfo: transaction, signedRenewalInfo: renewal))
+        let app = Shared.pki.sign(TestPayloads.appTransaction())
+        for verifier in [Shared.verifier(keyTableAfter: 0), Shared.verifier(cache: 0), Shared.verifier(keyTableAfter: nil)] {
+            for _ in 0..<2 {
+                for jws in [transaction, renewal, notification, app] {
+                    let input = try verifier.verify(jws)
+                    #expect(input.jwsDigest == SHA256.hash(Array(jws.utf8)))
+                }
+                let nested = try verifier.verifyNotification(notification)
+                #expect(nested.transaction?.signedBytes.jwsDigest == SHA256.hash(Array(transaction.utf8)))
+                #expect(nested.renewalInfo?.signedBytes.jwsDigest == SHA256.hash(Array(renewal.utf8)))
+            }
+        }
+        let local = Shared.verifier(.xcode)
+        #expect(try local.verify(Shared.pki.sign(TestPayloads.transaction(environment: "Xcode"))).jwsDigest == nil)
+    }
 }

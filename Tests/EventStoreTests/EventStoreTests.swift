@@ -220,3 +220,76 @@ import Testing
         #expect(try store.projection(of: "app-1")?.rulesVersion == "test-2")
     }
 }
+
+/// The hash chain's two versions (Migrations/sql/013_chain_digest.sql), written out here
+/// from the documentation: a database written before migration 013 keeps its version-1
+/// hashes, and the chain continues in version 2 where `engine_state.chain_digest_from` says.
+@Suite struct ChainVersionTests {
+    static func documented(prev: [UInt8], seq: Int64, identity: String, raw: String, version2: Bool) -> [UInt8] {
+        var material = prev
+        withUnsafeBytes(of: seq.bigEndian) { material.append(contentsOf: $0) }
+        material.append(contentsOf: identity.utf8)
+        if version2 {
+            material.append(1)
+            material.append(contentsOf: StoreFixtures.hash(Array(raw.utf8)))
+        } else {
+            material.append(0)
+            material.append(contentsOf: raw.utf8)
+        }
+        return StoreFixtures.hash(material)
+    }
+
+    static func rows(_ store: EventStore) throws -> [(seq: Int64, identity: String, prev: [UInt8], hash: [UInt8])] {
+        let statement = try store.rawConnection.prepare("SELECT seq, identity, prev_hash, hash FROM events ORDER BY seq")
+        var rows: [(Int64, String, [UInt8], [UInt8])] = []
+        while try statement.step() { rows.append((statement.int64(0), statement.string(1) ?? "", statement.blob(2) ?? [], statement.blob(3) ?? [])) }
+        return rows
+    }
+
+    @Test func versionOneThenVersionTwoWhereTheDatabaseSays() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        #expect(try store.rawConnection.scalarInt("SELECT chain_digest_from FROM engine_state") == 1)
+        // As a database written before migration 013: every event in version 1.
+        try store.rawConnection.execute("UPDATE engine_state SET chain_digest_from = 1000")
+        for id in 1...3 {
+            _ = try store.append([.verified(StoreFixtures.transaction(id: "\(id)"))], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        }
+        // Migration 013 on it: version 2 from the next seq on.
+        try store.rawConnection.execute("UPDATE engine_state SET chain_digest_from = (SELECT max(seq) + 1 FROM events)")
+        var withDigest = StoreFixtures.transaction(id: "5")
+        if case .transaction(var signed) = withDigest {
+            signed.signedBytes = SignedBytes(nil, jwsDigest: StoreFixtures.hash(Array(signed.jws.utf8)))
+            withDigest = .transaction(signed)
+        }
+        _ = try store.append([.verified(StoreFixtures.transaction(id: "4")), .verified(withDigest)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 2)
+        _ = try store.append([.verified(StoreFixtures.transaction(id: "6"))], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 3)
+
+        var prev = [UInt8](repeating: 0, count: 32)
+        let rows = try Self.rows(store)
+        #expect(rows.map(\.seq) == [1, 2, 3, 4, 5, 6])
+        for row in rows {
+            #expect(row.prev == prev)
+            let raw = try store.loggedInput(at: row.seq)
+            #expect(row.hash == Self.documented(prev: prev, seq: row.seq, identity: row.identity, raw: raw, version2: row.seq >= 4), "seq \(row.seq)")
+            prev = row.hash
+        }
+        let report = try store.audit(verify: { _, _ in nil })
+        #expect(report.firstMismatch == nil && report.events == 6)
+    }
+
+    /// The store takes the verifier's digest as given: a wrong one makes a hash that
+    /// audit, which digests the logged JWS itself, names as altered.
+    @Test func aDigestThatIsNotTheInputsIsCaughtByAudit() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        _ = try store.append([.verified(StoreFixtures.transaction(id: "1"))], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        var wrong = StoreFixtures.transaction(id: "2")
+        if case .transaction(var signed) = wrong {
+            signed.signedBytes = SignedBytes(nil, jwsDigest: [UInt8](repeating: 7, count: 32))
+            wrong = .transaction(signed)
+        }
+        _ = try store.append([.verified(wrong)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 2)
+        let report = try store.audit(verify: { _, _ in nil })
+        #expect(report.firstMismatch?.seq == 2)
+        #expect(report.firstMismatch?.problem.contains("altered") == true)
+    }
+}

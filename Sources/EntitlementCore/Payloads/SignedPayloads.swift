@@ -7,7 +7,14 @@
 package struct SignedBytes: Sendable, Hashable {
     /// The bytes, or `nil` when the value was made by other means than the verifier.
     package var bytes: [UInt8]?
-    package init(_ bytes: [UInt8]? = nil) { self.bytes = bytes }
+    /// The SHA-256 of the whole JWS (`header.payload.signature`, as received), which the
+    /// verifier computed on its way to the signing input's, or `nil` when it did not
+    /// (a value made by other means, or an environment that checks no signatures).
+    package var jwsDigest: [UInt8]?
+    package init(_ bytes: [UInt8]? = nil, jwsDigest: [UInt8]? = nil) {
+        self.bytes = bytes
+        self.jwsDigest = jwsDigest
+    }
     package static func == (lhs: SignedBytes, rhs: SignedBytes) -> Bool { true }
     package func hash(into hasher: inout Hasher) {}
 }
@@ -100,6 +107,16 @@ public enum VerifiedInput: Sendable, Hashable {
         case .transaction(let t): return t.signedBytes.bytes
         case .renewalInfo(let r): return r.signedBytes.bytes
         case .appTransaction(let a): return a.signedBytes.bytes
+        }
+    }
+
+    /// The SHA-256 of the outermost JWS as received, when the verifier computed it.
+    package var jwsDigest: [UInt8]? {
+        switch self {
+        case .notification(let n): return n.signedBytes.jwsDigest
+        case .transaction(let t): return t.signedBytes.jwsDigest
+        case .renewalInfo(let r): return r.signedBytes.jwsDigest
+        case .appTransaction(let a): return a.signedBytes.jwsDigest
         }
     }
 

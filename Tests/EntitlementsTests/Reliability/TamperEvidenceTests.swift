@@ -40,14 +40,62 @@ extension Reliability {
 
         static func int(_ value: JSONValue?) -> Int64? { if case .int(let n)? = value { return n } else { return nil } }
 
-        /// The chain hash the engine stores (see EventStore/Audit.swift): an attacker who knows it can re-chain.
-        static func chainHash(prev: [UInt8], seq: Int64, identity: String, raw: String) -> [UInt8] {
+        /// The chain hash the engine stores, written from its documentation
+        /// (Migrations/sql/013_chain_digest.sql): an attacker who knows it can re-chain.
+        /// Version 1 below `digestFrom`, version 2 from it on (1 in a database made since).
+        static func chainHash(prev: [UInt8], seq: Int64, identity: String, raw: String, digestFrom: Int64 = 1) -> [UInt8] {
             var material = prev
             withUnsafeBytes(of: seq.bigEndian) { material.append(contentsOf: $0) }
             material.append(contentsOf: identity.utf8)
-            material.append(0)
-            material.append(contentsOf: raw.utf8)
+            if seq >= digestFrom {
+                material.append(1)
+                material.append(contentsOf: SHA256.hash(Array(raw.utf8)))
+            } else {
+                material.append(0)
+                material.append(contentsOf: raw.utf8)
+            }
             return SHA256.hash(material)
+        }
+
+        /// Where the database's chain switches to version 2 (`Int64.max` before migration 013).
+        static func digestFrom(_ probe: Probe) throws -> Int64 {
+            let statement = try probe.connection.prepare(
+                "SELECT coalesce((SELECT chain_digest_from FROM engine_state WHERE id = 1), 9223372036854775807)")
+            return try statement.step() ? statement.int64(0) : Int64.max
+        }
+
+        /// Every stored hash, recomputed from the documentation and the logged inputs.
+        static func expectDocumentedChain(_ probe: Probe) throws {
+            let digestFrom = try digestFrom(probe)
+            let rows = try probe.connection.prepare("SELECT seq, identity, prev_hash, hash FROM events ORDER BY seq")
+            var prev = [UInt8](repeating: 0, count: 32)
+            var checked = 0
+            while try rows.step() {
+                let seq = rows.int64(0)
+                #expect(rows.blob(2) == prev, "seq \(seq): prev_hash")
+                let expected = chainHash(prev: prev, seq: seq, identity: rows.string(1) ?? "", raw: try probe.loggedInput(seq), digestFrom: digestFrom)
+                #expect(rows.blob(3) == expected, "seq \(seq): hash")
+                prev = rows.blob(3) ?? []
+                checked += 1
+            }
+            #expect(checked > 0)
+        }
+
+        @Test("every stored hash is the documented chain's (version 2 from the first event of a new database)")
+        func storedHashesFollowTheDocumentedChain() throws {
+            let fixture = try Fixture()
+            let probe = try Probe(fixture.workspace.path("genuine.sqlite"))
+            #expect(try Self.digestFrom(probe) == 1)
+            try Self.expectDocumentedChain(probe)
+        }
+
+        @Test("the chain's version edited (engine_state.chain_digest_from): audit names the first event it no longer matches")
+        func editedChainVersionIsNamed() throws {
+            let fixture = try Fixture()
+            let database = try fixture.tampered("version") { probe in
+                try probe.execute("UPDATE engine_state SET chain_digest_from = 5 WHERE id = 1")
+            }
+            try expectFlagged(fixture, database, seq: 1, problem: "altered")
         }
 
         /// Recomputes every hash from `seq` on, as an attacker covering their tracks would.

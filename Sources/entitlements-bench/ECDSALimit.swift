@@ -123,23 +123,31 @@ final class ECDSALimit: @unchecked Sendable {
     /// what all the cores together can do (on this machine two busy cores each verify
     /// a few percent slower than one alone, so twice the one-core rate overstates it).
     func allCores(seconds: Double, threads: Int) throws -> Rate {
-        let results = Mutex([(count: Int, cpu: Double, failures: Int)]())
-        let start = Clock.now()
-        DispatchQueue.concurrentPerform(iterations: threads) { _ in
-            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil), EVP_PKEY_verify_init(context) == 1 else {
-                results.withLock { $0.append((0, 0, 1)) }
-                return
-            }
+        try Self.onThreads(threads, failure: "ECDSA verification on all cores failed") {
+            guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil), EVP_PKEY_verify_init(context) == 1 else { return (0, 0, 1) }
             defer { EVP_PKEY_CTX_free(context) }
             var failures = 0
             let run = timed([0], seconds: seconds, minimum: 200) { _ in
                 if EVP_PKEY_verify(context, signature, signature.count, digest, 32) != 1 { failures += 1 }
             }
-            results.withLock { $0.append((run.count, run.cpuSeconds, failures)) }
+            return (run.count, run.cpuSeconds, failures)
+        }
+    }
+
+    /// `body` on `threads` threads at once, each returning what it counted, its CPU time and
+    /// its failures: the rate of them all together over the wall-clock time.
+    static func onThreads(
+        _ threads: Int, failure: String, _ body: @Sendable () -> (count: Int, cpu: Double, failures: Int)
+    ) throws -> Rate {
+        let results = Mutex([(count: Int, cpu: Double, failures: Int)]())
+        let start = Clock.now()
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            let result = body()
+            results.withLock { $0.append(result) }
         }
         let wall = Clock.now() - start
         let all = results.withLock { $0 }
-        guard all.allSatisfy({ $0.failures == 0 }) else { throw BenchFailure("ECDSA verification on all cores failed") }
+        guard all.allSatisfy({ $0.failures == 0 }) else { throw BenchFailure(failure) }
         return Rate((count: all.reduce(0) { $0 + $1.count }, seconds: wall, cpuSeconds: all.reduce(0) { $0 + $1.cpu }))
     }
 
@@ -159,9 +167,7 @@ final class ECDSALimit: @unchecked Sendable {
     /// The same with the checks deferred and made a lanes' batch at a time (one modular
     /// inversion per batch: ``DeferredSignatures``), on `threads` threads at once.
     func keyTableBatched(seconds: Double, threads: Int) throws -> Rate {
-        let results = Mutex([(count: Int, cpu: Double, failures: Int)]())
-        let start = Clock.now()
-        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+        try Self.onThreads(threads, failure: "batched checks with the key's table failed") {
             let deferred = DeferredSignatures()
             var failures = 0
             let run = timed([0], seconds: seconds, minimum: 1) { _ in
@@ -172,12 +178,8 @@ final class ECDSALimit: @unchecked Sendable {
                 }
                 failures += deferred.check().filter { !$0 }.count
             }
-            results.withLock { $0.append((run.count * Self.lanesBatch, run.cpuSeconds, failures)) }
+            return (run.count * Self.lanesBatch, run.cpuSeconds, failures)
         }
-        let wall = Clock.now() - start
-        let all = results.withLock { $0 }
-        guard all.allSatisfy({ $0.failures == 0 }) else { throw BenchFailure("batched checks with the key's table failed") }
-        return Rate((count: all.reduce(0) { $0 + $1.count }, seconds: wall, cpuSeconds: all.reduce(0) { $0 + $1.cpu }))
     }
 
     /// A new context per verification.

@@ -100,25 +100,21 @@ public enum VerifiedInput: Sendable, Hashable {
         }
     }
 
-    /// The outermost payload's bytes as signed, when the verifier kept them.
-    package var signedBytes: [UInt8]? {
+    /// What the verifier kept of the outermost JWS.
+    private var outerSignedBytes: SignedBytes {
         switch self {
-        case .notification(let n): return n.signedBytes.bytes
-        case .transaction(let t): return t.signedBytes.bytes
-        case .renewalInfo(let r): return r.signedBytes.bytes
-        case .appTransaction(let a): return a.signedBytes.bytes
+        case .notification(let n): return n.signedBytes
+        case .transaction(let t): return t.signedBytes
+        case .renewalInfo(let r): return r.signedBytes
+        case .appTransaction(let a): return a.signedBytes
         }
     }
 
+    /// The outermost payload's bytes as signed, when the verifier kept them.
+    package var signedBytes: [UInt8]? { outerSignedBytes.bytes }
+
     /// The SHA-256 of the outermost JWS as received, when the verifier computed it.
-    package var jwsDigest: [UInt8]? {
-        switch self {
-        case .notification(let n): return n.signedBytes.jwsDigest
-        case .transaction(let t): return t.signedBytes.jwsDigest
-        case .renewalInfo(let r): return r.signedBytes.jwsDigest
-        case .appTransaction(let a): return a.signedBytes.jwsDigest
-        }
-    }
+    package var jwsDigest: [UInt8]? { outerSignedBytes.jwsDigest }
 
     /// The outermost JWS, as received.
     public var jws: String {

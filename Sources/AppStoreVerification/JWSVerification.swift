@@ -58,7 +58,7 @@ extension SignedDataVerifier {
         var jwsDigest = [UInt8](repeating: 0, count: 32)
         let valid = signature.withUnsafeBufferPointer { signature in
             jwsDigest.withUnsafeMutableBufferPointer { whole in
-                key.verifyES256(signature: signature, deferring: cached == nil ? nil : deferred) { signingDigest in
+                key.verifyES256(signature: signature, deferring: deferred) { signingDigest in
                     Self.dot.withUnsafeBufferPointer { dot in
                         if let cached {
                             // The header's part of the signing input was hashed when its chain was cached.

@@ -12,8 +12,9 @@ internal import COpenSSL
 /// is exactly what verifying one JWS at a time reports. Checks with keys that have no
 /// table yet are made at once, as before.
 ///
-/// Not thread-safe: one per thread. Its numbers are kept from one batch to the next.
-package final class DeferredSignatures {
+/// Not thread-safe: used by one thread at a time (it may move between threads, as the
+/// pool of a key's table hands it out). Its numbers are kept from one batch to the next.
+package final class DeferredSignatures: @unchecked Sendable {
     /// Per check, the 32-byte digest then the 64-byte signature.
     private var bytes: [UInt8] = []
     private var tables: [P256FixedBase] = []
@@ -69,7 +70,7 @@ package final class DeferredSignatures {
             for i in 0..<count {
                 let signature = base + 96 * i + 32
                 guard BN_bin2bn(signature, 32, r(i)) != nil, BN_bin2bn(signature + 32, 32, s(i)) != nil else { continue }
-                valid[i] = P256FixedBase.inRange(r(i), below: order) && P256FixedBase.inRange(s(i), below: order)
+                valid[i] = Self.inRange(r(i), below: order) && Self.inRange(s(i), below: order)
                 if !valid[i] { BN_set_word(s(i), 1) }
             }
             // The running products, and the inverse of the last.
@@ -111,5 +112,10 @@ package final class DeferredSignatures {
             numbers.append(number)
         }
         return inverse != nil
+    }
+
+    /// Whether `value` lies in [1, n − 1].
+    private static func inRange(_ value: OpaquePointer, below order: OpaquePointer) -> Bool {
+        BN_is_zero(value) == 0 && BN_is_negative(value) == 0 && BN_cmp(value, order) < 0
     }
 }

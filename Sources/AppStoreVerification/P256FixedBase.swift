@@ -17,8 +17,8 @@ import Synchronization
 /// `ECDSA_do_verify` takes them, and the result is the same for every signature (a test
 /// compares the two on valid, altered and out-of-range signatures).
 ///
-/// Thread-safe: the groups are only read; each call borrows scratch numbers and points
-/// from a small pool.
+/// Thread-safe: the groups are only read; each call borrows its numbers and points from
+/// a small pool.
 package final class P256FixedBase: @unchecked Sendable {
     /// P-256 with its standard generator.
     let curve: OpaquePointer
@@ -28,7 +28,7 @@ package final class P256FixedBase: @unchecked Sendable {
     private let prime: OpaquePointer
     /// p − n: an `r` below it may also be the reduction of the x-coordinate `r + n`.
     private let primeMinusOrder: OpaquePointer
-    private let pool = Mutex<[Scratch]>([])
+    private let pool = Mutex<[DeferredSignatures]>([])
 
     /// Builds the table for `key` (an `EVP_PKEY` holding a P-256 public key), or `nil`
     /// when OpenSSL cannot (the caller then verifies through EVP as before).
@@ -75,31 +75,20 @@ package final class P256FixedBase: @unchecked Sendable {
         BN_free(primeMinusOrder)
     }
 
-    /// Whether the raw ES256 signature `r || s` (64 bytes) verifies over the 32-byte `digest`.
+    /// Whether the raw ES256 signature `r || s` (64 bytes) verifies over the 32-byte `digest`:
+    /// a batch of one (``DeferredSignatures``, borrowed from a small pool), so that one piece
+    /// of code reads, range-checks and inverts every signature, alone or batched.
     package func verify(digest: UnsafePointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard signature.count == 64, let base = signature.baseAddress else { return false }
-        guard let scratch = borrow() else { return false }
-        defer { giveBack(scratch) }
-        guard let (r, s) = scratch.scalars(base, order: order), BN_mod_inverse(scratch.w, s, order, scratch.context) != nil else {
-            ERR_clear_error()
-            return false
-        }
-        let valid = scratch.check(digest: digest, r: r, w: scratch.w, with: self)
-        ERR_clear_error()
+        guard signature.count == 64 else { return false }
+        let batch = pool.withLock { $0.popLast() } ?? DeferredSignatures()
+        batch.append(self, digest: digest, signature: signature)
+        let valid = batch.check().first ?? false
+        pool.withLock { idle in if idle.count < 8 { idle.append(batch) } }
         return valid
     }
 
     /// The group order n.
     var order: OpaquePointer { EC_GROUP_get0_order(curve) }
-
-    private func borrow() -> Scratch? {
-        if let idle = pool.withLock({ $0.popLast() }) { return idle }
-        return Scratch(curve: curve)
-    }
-
-    private func giveBack(_ scratch: Scratch) {
-        pool.withLock { idle in if idle.count < 8 { idle.append(scratch) } }
-    }
 
     /// The numbers and points verifications work on, allocated once. Its points are of
     /// P-256 and serve every key's table (OpenSSL's groups of one curve share their points).
@@ -111,16 +100,16 @@ package final class P256FixedBase: @unchecked Sendable {
         /// `u2·Q`.
         private let keyMultiple: OpaquePointer
         /// Where a caller puts `s⁻¹`.
-        var w: OpaquePointer { numbers[7] }
+        var w: OpaquePointer { numbers[5] }
 
         init?(curve: OpaquePointer) {
             guard let context = BN_CTX_new() else { return nil }
             var numbers: [OpaquePointer] = []
-            for _ in 0..<8 {
+            for _ in 0..<6 {
                 guard let number = BN_new() else { break }
                 numbers.append(number)
             }
-            guard numbers.count == 8, let sum = EC_POINT_new(curve), let keyMultiple = EC_POINT_new(curve) else {
+            guard numbers.count == 6, let sum = EC_POINT_new(curve), let keyMultiple = EC_POINT_new(curve) else {
                 numbers.forEach { BN_free($0) }
                 BN_CTX_free(context)
                 ERR_clear_error()
@@ -139,19 +128,11 @@ package final class P256FixedBase: @unchecked Sendable {
             BN_CTX_free(context)
         }
 
-        /// `r` and `s` of the raw signature at `signature` (64 bytes), when both lie in
-        /// [1, n − 1]; else `nil` (no such signature verifies). Valid until the next call.
-        func scalars(_ signature: UnsafePointer<UInt8>, order: OpaquePointer) -> (r: OpaquePointer, s: OpaquePointer)? {
-            let (r, s) = (numbers[0], numbers[1])
-            guard BN_bin2bn(signature, 32, r) != nil, BN_bin2bn(signature + 32, 32, s) != nil else { return nil }
-            guard P256FixedBase.inRange(r, below: order), P256FixedBase.inRange(s, below: order) else { return nil }
-            return (r, s)
-        }
-
         /// Whether `R = u1·G + u2·Q` has `x(R) mod n == r`, with `u1 = e·w`, `u2 = r·w`,
         /// `w = s⁻¹` given, `e` the 256-bit `digest` taken whole (as long as n), and `Q` the table's key.
         func check(digest: UnsafePointer<UInt8>, r: OpaquePointer, w: OpaquePointer, with table: P256FixedBase) -> Bool {
-            let (e, u1, u2, x, z, t) = (numbers[2], numbers[3], numbers[4], numbers[5], numbers[6], numbers[2])
+            // `t` takes `e`'s place once `e` is used.
+            let (e, u1, u2, x, z, t) = (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4], numbers[0])
             let order = table.order
             guard BN_bin2bn(digest, 32, e) != nil,
                 BN_mod_mul(u1, e, w, order, context) == 1,
@@ -174,8 +155,4 @@ package final class P256FixedBase: @unchecked Sendable {
         }
     }
 
-    /// Whether `value` lies in [1, n − 1].
-    static func inRange(_ value: OpaquePointer, below order: OpaquePointer) -> Bool {
-        return BN_is_zero(value) == 0 && BN_is_negative(value) == 0 && BN_cmp(value, order) < 0
-    }
 }

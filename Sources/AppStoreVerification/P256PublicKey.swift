@@ -119,12 +119,8 @@ final class P256PublicKey: @unchecked Sendable {
     }
 
     /// Verifies a JWS ES256 signature: `signature` is the raw 64-byte `r || s` (RFC 7518
-    /// section 3.4) over the SHA-256 of `signingInput` (`header.payload`, ASCII).
-    func verifyES256(signingInput: UnsafeBufferPointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) -> Bool {
-        verifyES256(signature: signature) { SHA256.digest(signingInput, into: $0) }
-    }
-
-    /// The same, with the SHA-256 of the signing input written by `digest` into the 32-byte buffer it is given.
+    /// section 3.4) over the SHA-256 of the signing input (`header.payload`), which `digest`
+    /// writes into the 32-byte buffer it is given.
     /// - Parameter deferred: where a check with the key's table is put off to, reported as
     ///   passed for now (see ``DeferredSignatures``); `nil` checks at once.
     func verifyES256(

@@ -11,7 +11,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Entitlements", targets: ["Entitlements"]),
-        .executable(name: "entitlements", targets: ["entitlements"]),
+        .library(name: "EntitlementsServer", targets: ["EntitlementsServer"]),
+        .executable(name: "entitlements", targets: ["EntitlementsCLI"]),
     ],
     targets: [
         // System libraries, reached through module maps and pkg-config.
@@ -27,8 +28,12 @@ let package = Package(
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
 
         // bytes -> verification -> verified event -> log append -> reducer -> projection -> query
+        // Pure JSON (parser, value, writer) and base64: what the core, the API client and the test PKI read and write.
+        .target(name: "JSONAndBase64"),
         // The pure core: payload models, events, rules, state, reducers. No I/O, no clock.
-        .target(name: "EntitlementCore", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+        .target(
+            name: "EntitlementCore", dependencies: ["JSONAndBase64"],
+            linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         // Verification adapter: JWS, X.509 chain, Apple OIDs, ES256 on OpenSSL.
         .target(name: "AppStoreVerification", dependencies: ["EntitlementCore", "COpenSSL"]),
         // The SQL schema, applied in order (Migrations/sql/NNN_name.sql), compiled in as
@@ -39,13 +44,18 @@ let package = Package(
             sources: ["SchemaMigrations.swift", "Embedded"]),
         // App Store Server API adapter: the In-App Purchase key (.p8), ES256 signing of
         // tokens and offers, and the API client over HTTPS (libssl).
-        .target(name: "AppStoreServerAPI", dependencies: ["EntitlementCore", "COpenSSL", "CLibSSL"]),
+        .target(name: "AppStoreServerAPI", dependencies: ["JSONAndBase64", "COpenSSL", "CLibSSL"]),
         // Event store adapter: SQLite connection, migrator, log, quarantine, projections.
         .target(name: "EventStore", dependencies: ["EntitlementCore", "CSQLite", "SchemaMigrations"]),
         // The library facade that server apps depend on: ingest / query / replay / audit.
-        .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI", "HTTPServer"]),
+        // It links no HTTP server, and keeps the event store an internal import.
+        .target(
+            name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI"],
+            exclude: ["Entitlements.docc"]),
         // HTTP/1.1 on POSIX sockets for `serve`: a pure request parser and a thin socket loop.
         .target(name: "HTTPServer"),
+        // `entitlements serve` as a library: the routes, the token checks and the webhook, on HTTPServer.
+        .target(name: "EntitlementsServer", dependencies: ["Entitlements", "HTTPServer"]),
         // Signed sample histories compiled into the program for `entitlements demo`
         // (Fixtures/demo and Fixtures/real, as Swift literals by scripts/embed-resources.sh).
         .target(
@@ -53,11 +63,11 @@ let package = Package(
             exclude: ["README.md", "pki", "demo", "real", "legacy"],
             sources: ["DemoFixtures.swift", "Embedded"]),
         // The command line: thin.
-        .executableTarget(name: "entitlements", dependencies: ["Entitlements", "DemoFixtures"]),
+        .executableTarget(name: "EntitlementsCLI", dependencies: ["Entitlements", "EntitlementsServer", "DemoFixtures"]),
 
         // A throwaway PKI shaped like Apple's, for tests, the benchmark and the fixture maker.
-        .target(name: "TestPKI", dependencies: ["COpenSSL", "EntitlementCore"]),
-        .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "HTTPServer", "TestPKI", "COpenSSL", "DemoFixtures"]),
+        .target(name: "TestPKI", dependencies: ["COpenSSL", "JSONAndBase64"]),
+        .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "EntitlementsServer", "EventStore", "HTTPServer", "TestPKI", "COpenSSL", "DemoFixtures"]),
         .executableTarget(name: "entitlements-fixtures", dependencies: ["TestPKI", "EntitlementCore"]),
         // The README's embedding example: `import Entitlements` alone, async API, Encodable answers (run by the tests).
         .executableTarget(name: "entitlements-example", dependencies: ["Entitlements"]),
@@ -69,7 +79,7 @@ let package = Package(
             name: "AppStoreServerAPITests",
             dependencies: ["AppStoreServerAPI", "Entitlements", "EntitlementCore", "EventStore", "TestPKI", "COpenSSL", "CLibSSL"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "TestPKI", "DemoFixtures"]),
+        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "EntitlementsServer", "EventStore", "HTTPServer", "TestPKI", "DemoFixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,4 @@
-public import EntitlementCore
+public import JSONAndBase64
 
 /// One App Store Server API call: method, path, query and JSON body.
 ///

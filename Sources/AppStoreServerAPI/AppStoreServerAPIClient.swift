@@ -1,4 +1,4 @@
-public import EntitlementCore
+public import JSONAndBase64
 import Foundation
 
 /// A client of the App Store Server API: every request carries a fresh bearer token,

@@ -1,5 +1,5 @@
 import EntitlementCore
-import EventStore
+internal import EventStore
 import Foundation
 
 /// Brings what the App Store Server API holds into the engine (contract section 10):

@@ -174,4 +174,12 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
         if let field { return "configuration field \"\(field)\": \(message)" }
         return message
     }
+
+    /// - Parameters:
+    ///   - field: the configuration field at fault (`serve.listen`), when one is.
+    ///   - message: what is wrong, in words a person can act on.
+    public init(field: String?, message: String) {
+        self.field = field
+        self.message = message
+    }
 }

@@ -1,4 +1,4 @@
-import EventStore
+internal import EventStore
 
 /// How an ``Engine`` opens its database: whether it may create it, write it, migrate it.
 public enum DatabaseMode: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import AppStoreVerification
 import EntitlementCore
-import EventStore
+internal import EventStore
 
 /// Verification of input documents, without storage: splits a document into
 /// its signed items and verifies each. Thread-safe.

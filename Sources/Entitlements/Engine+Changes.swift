@@ -1,5 +1,5 @@
 import EntitlementCore
-import EventStore
+internal import EventStore
 
 extension Engine {
     /// Records every change that time has brought about by `now` (default now):

@@ -1,5 +1,5 @@
 import EntitlementCore
-import EventStore
+internal import EventStore
 import Foundation
 
 /// What the engine knows to answer Apple's CONSUMPTION_REQUEST about one purchase
@@ -13,7 +13,7 @@ public struct ConsumptionInfo: Sendable, Hashable {
     /// The latest CONSUMPTION_REQUEST about it, if one was received.
     public var request: StoredConsumptionRequest?
     /// When Apple stops accepting an answer: the request's `signedDate` + 12 hours.
-    public var deadline: Int64? { request.map { $0.requestedAt + EventStore.consumptionAnswerWindow } }
+    public var deadline: Int64? { request?.deadline }
     /// Whether the latest request's window had closed at the moment asked about.
     public var pastDeadline: Bool
     /// Whether an answer Apple accepted was sent after the latest request.
@@ -108,7 +108,7 @@ extension Engine {
                     try request.map { request throws(StoreError) in
                         try store.consumptionAnswers(transactionId: transactionId).contains { $0.accepted && $0.sentAt >= request.requestedAt }
                     } ?? false
-                let pastDeadline = request.map { $0.requestedAt + EventStore.consumptionAnswerWindow <= now } ?? false
+                let pastDeadline = request.map { $0.deadline <= now } ?? false
                 return ConsumptionInfo(
                     transactionId: transactionId, appTransactionId: key, share: share, request: request, pastDeadline: pastDeadline,
                     answered: answered, environments: state.environments)
@@ -132,7 +132,7 @@ extension Engine {
                     pending.append(
                         PendingConsumptionRequest(
                             transactionId: request.transactionId, appTransactionId: customer, reason: request.reason,
-                            requestedAt: request.requestedAt, deadline: request.requestedAt + EventStore.consumptionAnswerWindow))
+                            requestedAt: request.requestedAt, deadline: request.deadline))
                 }
                 return pending
             }

@@ -1,5 +1,5 @@
 import EntitlementCore
-import EventStore
+internal import EventStore
 
 /// The answer of ``Engine/history(_:until:)``.
 public enum HistoryAnswer: Sendable, Encodable {

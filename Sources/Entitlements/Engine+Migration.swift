@@ -1,4 +1,4 @@
-import EventStore
+internal import EventStore
 
 extension Engine {
     /// Tells `handler` how a long schema migration goes: one that rewrites the log

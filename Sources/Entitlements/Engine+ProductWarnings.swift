@@ -1,5 +1,5 @@
 import EntitlementCore
-import EventStore
+internal import EventStore
 import Synchronization
 
 /// Products met in data that `rules.products` does not name (contract section

@@ -1,5 +1,5 @@
 import EntitlementCore
-import EventStore
+internal import EventStore
 
 /// Whom a query asks about.
 ///

@@ -1,6 +1,6 @@
 import AppStoreVerification
 import EntitlementCore
-import EventStore
+internal import EventStore
 
 extension Engine {
     /// Rebuilds every projection from the log under the configuration's rules.

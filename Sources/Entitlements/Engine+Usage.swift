@@ -1,5 +1,5 @@
 import EntitlementCore
-import EventStore
+internal import EventStore
 import Foundation
 
 /// Whom a usage record is about.

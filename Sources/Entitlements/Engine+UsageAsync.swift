@@ -1,5 +1,5 @@
 import EntitlementCore
-import EventStore
+internal import EventStore
 
 /// The `async` twins of the usage and consumption API (the pattern of ``Engine``'s
 /// async API: the work runs on the engine's threads, the caller is suspended).

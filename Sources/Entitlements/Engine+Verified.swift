@@ -1,4 +1,4 @@
-import EventStore
+internal import EventStore
 
 extension Engine {
     /// Appends items already verified (with ``DocumentVerifier/verifiedItems(_:)``)

@@ -1,6 +1,6 @@
 import AppStoreVerification
 import EntitlementCore
-import EventStore
+internal import EventStore
 import Foundation
 import Synchronization
 

@@ -1,4 +1,4 @@
-import EventStore
+internal import EventStore
 
 /// Why the engine could not start or finish a command.
 public struct EngineError: Error, Sendable, CustomStringConvertible {

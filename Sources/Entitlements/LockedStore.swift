@@ -1,4 +1,4 @@
-import EventStore
+internal import EventStore
 import Foundation
 
 /// The engine's database connection behind a lock: one caller at a time.

@@ -1,5 +1,5 @@
 import AppStoreVerification
-import EventStore
+internal import EventStore
 import Foundation
 
 /// Database connections for queries, one per concurrent caller, so that

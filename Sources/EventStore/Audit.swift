@@ -7,35 +7,6 @@ import Glibc
 import Darwin
 #endif
 
-/// The first event found that does not match the log's hash chain or its signature.
-public struct AuditFinding: Sendable, Hashable {
-    public var seq: Int64
-    public var identity: String
-    public var problem: String
-}
-
-/// What an audit of the log found.
-public struct AuditReport: Sendable {
-    public var events: Int64
-    /// The first event that does not match, or `nil` when the whole log checks out.
-    public var firstMismatch: AuditFinding?
-    /// Whether the immutability triggers are in place and do what the schema
-    /// says (their SQL is compared, not only their names).
-    public var triggersPresent: Bool
-    /// What is wrong with the immutability triggers (missing, or changed), when anything is.
-    public var triggerProblems: [String] = []
-    /// The head recorded beside the database at the last commit (see
-    /// ``EventStore/headRecordPath``), when there is one.
-    public var recordedHead: LogHead? = nil
-    /// The hash of the last event checked (hex). The chain alone cannot reveal
-    /// that the newest events were deleted: the engine compares it with the head
-    /// record it writes beside the database, and an operator can pin it
-    /// (`audit --expect-head SEQ:HASH`).
-    public var headHash: String = ""
-    /// The sequence number of the last event checked.
-    public var headSeq: Int64 = 0
-}
-
 extension EventStore {
     /// Recomputes the hash chain over the whole log and, through `verify`,
     /// re-checks every stored JWS. Stops at the first event that does not match.
@@ -284,27 +255,4 @@ extension EventStore {
         if written == bytes.count, rename(temporary, headRecordPath) == 0 { return }
         unlink(temporary)
     }
-}
-
-/// The newest event of the log: its sequence number and chained hash (hex), as
-/// `audit` prints them (`headSeq`, `headHash`) and `--expect-head SEQ:HASH` takes them.
-public struct LogHead: Sendable, Hashable, CustomStringConvertible {
-    public var seq: Int64
-    public var hash: String
-
-    public init(seq: Int64, hash: String) {
-        self.seq = seq
-        self.hash = hash.lowercased()
-    }
-
-    /// Parses `SEQ:HASH` (a sequence number and 64 hex digits); `nil` when malformed.
-    public init?(_ text: String) {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let seq = Int64(parts[0]), seq >= 0, parts[1].count == 64,
-            parts[1].allSatisfy({ $0.isHexDigit })
-        else { return nil }
-        self.init(seq: seq, hash: String(parts[1]))
-    }
-
-    public var description: String { "\(seq):\(hash)" }
 }

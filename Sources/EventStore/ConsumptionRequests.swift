@@ -1,45 +1,6 @@
 import EntitlementCore
 
-/// A CONSUMPTION_REQUEST notification as logged: Apple asking how much of a purchase
-/// was consumed before it decides a refund (contract section 11).
-public struct StoredConsumptionRequest: Sendable, Hashable {
-    public var notificationUUID: String
-    public var transactionId: String
-    public var customerKey: CustomerKey?
-    /// `data.consumptionRequestReason` (e.g. `UNINTENDED_PURCHASE`), when given.
-    public var reason: String?
-    /// The notification's `signedDate`.
-    public var requestedAt: Int64
-}
-
-/// One Send Consumption Information request made and what came of it.
-public struct StoredConsumptionAnswer: Sendable, Hashable {
-    public var transactionId: String
-    public var sentAt: Int64
-    /// The body sent (JSON).
-    public var body: String
-    /// Apple's HTTP status, `nil` when no answer came.
-    public var status: Int64?
-    public var errorCode: String?
-    public var errorMessage: String?
-
-    public init(transactionId: String, sentAt: Int64, body: String, status: Int64?, errorCode: String? = nil, errorMessage: String? = nil) {
-        self.transactionId = transactionId
-        self.sentAt = sentAt
-        self.body = body
-        self.status = status
-        self.errorCode = errorCode
-        self.errorMessage = errorMessage
-    }
-
-    /// Whether Apple accepted it (a 2xx status).
-    public var accepted: Bool { status.map { (200..<300).contains($0) } ?? false }
-}
-
 extension EventStore {
-    /// How long Apple waits for an answer to a CONSUMPTION_REQUEST: 12 hours.
-    public static let consumptionAnswerWindow: Int64 = 12 * 3_600_000
-
     /// The CONSUMPTION_REQUEST notifications about `transactionId`, oldest first.
     public func consumptionRequests(transactionId: String) throws(StoreError) -> [StoredConsumptionRequest] {
         try mapped {
@@ -63,7 +24,7 @@ extension EventStore {
                                   AND a.sent_at >= e.signed_date AND a.status BETWEEN 200 AND 299)
                 ORDER BY e.signed_date, e.transaction_id
                 """,
-                bind: { try $0.bind(1, now - Self.consumptionAnswerWindow) })
+                bind: { try $0.bind(1, now - StoredConsumptionRequest.answerWindow) })
         }
     }
 

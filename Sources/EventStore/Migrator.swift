@@ -1,15 +1,6 @@
+import EntitlementCore
 import SchemaMigrations
 import Synchronization
-
-/// How far a migration that rewrites the log has come.
-public struct MigrationProgress: Sendable, Hashable {
-    /// The migration's identifier (`012_compact_log`).
-    public var migration: String
-    /// The database being migrated.
-    public var path: String
-    public var eventsDone: Int64
-    public var eventsTotal: Int64
-}
 
 /// Applies the schema migrations in order, each with its record in one transaction.
 public enum Migrator {

@@ -1,5 +1,5 @@
 internal import COpenSSL
-import EntitlementCore
+import JSONAndBase64
 
 /// Owned OpenSSL keys and certificates of one test PKI, freed on deinit.
 final class Material: @unchecked Sendable {

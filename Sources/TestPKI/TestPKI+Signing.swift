@@ -1,5 +1,5 @@
 internal import COpenSSL
-public import EntitlementCore
+public import JSONAndBase64
 
 extension TestPKI {
     /// Signs `payload` as the App Store does: a compact JWS with header

@@ -1,5 +1,5 @@
 internal import COpenSSL
-public import EntitlementCore
+public import JSONAndBase64
 
 /// A throwaway PKI shaped like Apple's App Store signing chain, made in memory with OpenSSL:
 /// a self-signed P-384 root, a P-384 intermediate carrying Apple's WWDR extension

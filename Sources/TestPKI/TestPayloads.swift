@@ -1,4 +1,4 @@
-public import EntitlementCore
+public import JSONAndBase64
 import Foundation
 
 /// Builders of App Store payloads with Apple's exact field names, for signing with ``TestPKI``.

@@ -1,5 +1,6 @@
 import EntitlementCore
 import Entitlements
+import EntitlementsServer
 import HTTPServer
 import Foundation
 #if canImport(Glibc)
@@ -141,7 +142,7 @@ enum ServeBench {
         let served = try Engine(configuration: corpus.configuration, databasePath: folder + "/served.sqlite")
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
-        let server = try EntitlementsServer(
+        let server = try Server(
             engine: served, settings: ServeSettings(listen: .init(host: "127.0.0.1", port: 0)), log: AccessLog(fileDescriptor: devNull))
         let port = server.address.port
         let serverThread = Thread { try? server.run() }

@@ -1,22 +1,30 @@
 import Foundation
 import Testing
 
-/// The core is pure: it compiles with the Swift standard library alone, so it
-/// can be reasoned about (and tested) without databases, crypto or clocks.
+/// The core is pure: it compiles with the Swift standard library and its pure sibling
+/// (JSON and base64) alone, so it can be reasoned about (and tested) without databases,
+/// crypto or clocks. The sibling obeys the same rules.
 @Suite("Purity")
 struct PurityTests {
-    /// Modules the core may import: the standard library's own.
-    static let allowed: Set<String> = ["Swift", "_Concurrency", "_StringProcessing", "Synchronization"]
+    /// Modules the pure targets may import: the standard library's own, and each other.
+    static let allowed: Set<String> = ["Swift", "_Concurrency", "_StringProcessing", "Synchronization", "JSONAndBase64"]
+    static let pureTargets = ["EntitlementCore", "JSONAndBase64"]
     static let forbidden = ["Foundation", "FoundationEssentials", "CSQLite", "COpenSSL", "Glibc", "Musl", "Darwin", "Dispatch"]
 
-    static var coreSources: URL {
+    static func sources(of target: String) -> URL {
         URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/EntitlementCore")
+            .appendingPathComponent("Sources/\(target)")
     }
 
     static func swiftFiles() throws -> [URL] {
-        let enumerator = FileManager.default.enumerator(at: coreSources.resolvingSymlinksInPath(), includingPropertiesForKeys: nil)
+        var files: [URL] = []
+        for target in pureTargets { files += try swiftFiles(in: sources(of: target)) }
+        return files
+    }
+
+    static func swiftFiles(in folder: URL) throws -> [URL] {
+        let enumerator = FileManager.default.enumerator(at: folder.resolvingSymlinksInPath(), includingPropertiesForKeys: nil)
         var files: [URL] = []
         while let url = enumerator?.nextObject() as? URL {
             if url.pathExtension == "swift" { files.append(url) }
@@ -26,7 +34,8 @@ struct PurityTests {
 
     @Test func coreImportsNothingButTheStandardLibrary() throws {
         let files = try Self.swiftFiles()
-        #expect(files.count > 20)
+        #expect(try Self.swiftFiles(in: Self.sources(of: "EntitlementCore")).count > 20)
+        #expect(try Self.swiftFiles(in: Self.sources(of: "JSONAndBase64")).count >= 4)
         for file in files {
             let text = try String(contentsOf: file, encoding: .utf8)
             for line in text.split(separator: "\n", omittingEmptySubsequences: true) {

@@ -1,5 +1,6 @@
 import EntitlementCore
 import Entitlements
+import EntitlementsServer
 import Foundation
 import Testing
 import TestPKI
@@ -12,7 +13,7 @@ extension Reliability {
     /// each over a real loopback connection.
     @Suite("Serve: limits and hostile requests")
     struct ServeLimits {
-        static func quick(_ options: inout EntitlementsServer.Options) {
+        static func quick(_ options: inout Server.Options) {
             options.limits.idleTimeoutMilliseconds = 300
             options.limits.headerTimeoutMilliseconds = 800
             options.limits.bodyTimeoutMilliseconds = 800

@@ -1,5 +1,6 @@
 import EntitlementCore
 import Entitlements
+import EntitlementsServer
 import Foundation
 import HTTPServer
 import Testing
@@ -137,11 +138,11 @@ final class RawClient {
     }
 }
 
-/// An `EntitlementsServer` on a real engine, listening on 127.0.0.1 with an ephemeral port, run on a thread of its own.
+/// A `Server` on a real engine, listening on 127.0.0.1 with an ephemeral port, run on a thread of its own.
 final class TestServer: @unchecked Sendable {
     let workspace: Reliability.Workspace
     let engine: Engine
-    let server: EntitlementsServer
+    let server: Server
     let logURL: URL
     private let logFD: Int32
     private let done = DispatchSemaphore(value: 0)
@@ -150,15 +151,15 @@ final class TestServer: @unchecked Sendable {
 
     init(
         name: String = "serve", token: String? = nil, maxInputBytes: Int? = nil, database: String = "serve.sqlite",
-        workspace: Reliability.Workspace? = nil, configure: (inout EntitlementsServer.Options) -> Void = { _ in }
+        workspace: Reliability.Workspace? = nil, configure: (inout Server.Options) -> Void = { _ in }
     ) throws {
         self.workspace = try workspace ?? Reliability.Workspace(name: name, maxInputBytes: maxInputBytes)
         engine = try self.workspace.engine(database)
-        var options = EntitlementsServer.Options(maxBodyBytes: engine.configuration.maxInputBytes)
+        var options = Server.Options(maxBodyBytes: engine.configuration.maxInputBytes)
         configure(&options)
         logURL = self.workspace.url("access-\(UUID().uuidString.prefix(6)).log")
         logFD = open(logURL.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        server = try EntitlementsServer(
+        server = try Server(
             engine: engine, settings: ServeSettings(listen: ListenAddress(host: "127.0.0.1", port: 0), token: token), options: options,
             log: AccessLog(fileDescriptor: logFD))
         let thread = Thread { [self] in

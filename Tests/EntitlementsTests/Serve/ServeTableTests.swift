@@ -1,5 +1,6 @@
 import EntitlementCore
 import Entitlements
+import EntitlementsServer
 import Foundation
 import Testing
 import TestPKI

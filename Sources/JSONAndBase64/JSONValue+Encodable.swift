@@ -47,26 +47,14 @@ extension JSONValue: Encodable {
     }
 }
 
-/// A value whose JSON is ``json()``, the contract's keys and values: it encodes to
+/// A value whose JSON is ``json()``, the specification's keys and values: it encodes to
 /// exactly that with any `Encoder` (`JSONEncoder().encode(view)` gives the command
 /// line's JSON, key order aside).
 public protocol JSONRepresentable: Encodable {
-    /// The value as the contract's JSON.
+    /// The value as the specification's JSON.
     func json() -> JSONValue
 }
 
 extension JSONRepresentable {
     public func encode(to encoder: any Encoder) throws { try json().encode(to: encoder) }
 }
-
-// The views encode to the contract's JSON (`json()`), key for key and value for value.
-
-extension CustomerView: JSONRepresentable {}
-
-extension AccountView: JSONRepresentable {}
-
-extension EntitlementView: JSONRepresentable {}
-
-extension SubscriptionView: JSONRepresentable {}
-
-extension PurchaseView: JSONRepresentable {}

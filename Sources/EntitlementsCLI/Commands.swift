@@ -1,6 +1,6 @@
 import EntitlementCore
 import Entitlements
-import EventStore
+
 import Foundation
 #if canImport(Glibc)
 import Glibc

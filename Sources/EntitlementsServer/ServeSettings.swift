@@ -1,4 +1,4 @@
-import EntitlementCore
+import Entitlements
 import Foundation
 import HTTPServer
 

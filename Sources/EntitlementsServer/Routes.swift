@@ -1,3 +1,4 @@
+import Entitlements
 import HTTPServer
 
 /// The endpoints of contract section 9 and the methods each takes.

@@ -1,5 +1,5 @@
-import EntitlementCore
-import EventStore
+import Entitlements
+import Entitlements
 import Foundation
 import HTTPServer
 

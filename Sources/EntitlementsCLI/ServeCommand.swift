@@ -1,4 +1,5 @@
 import Entitlements
+import EntitlementsServer
 import Foundation
 
 /// `entitlements serve`: the webhook Apple calls and the API apps query, over HTTP (contract section 9).
@@ -50,8 +51,8 @@ enum ServeCommand {
         let (loaded, code) = try Commands.loadEngine(arguments, command: "serve")
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
-        let server: EntitlementsServer
-        do { server = try EntitlementsServer(engine: engine, settings: settings) } catch {
+        let server: Server
+        do { server = try Server(engine: engine, settings: settings) } catch {
             Output.error("entitlements serve: \(error.code): \(error.message)")
             return error.code == "TOKEN_REQUIRED" ? .usage : .storage
         }

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import HTTPServer
 
@@ -6,7 +7,7 @@ import HTTPServer
 /// ``stop()`` it (or send SIGTERM after ``stopOnSignals()``): it stops
 /// accepting, finishes the requests it accepted, commits what is pending,
 /// checkpoints the database and returns.
-public final class EntitlementsServer: Sendable {
+public final class Server: Sendable {
     /// Limits and bounds a server keeps; the defaults are the contract's.
     public struct Options: Sendable {
         public var limits: ServerLimits

@@ -1,4 +1,4 @@
-import EventStore
+import Entitlements
 import Foundation
 
 /// Commits the verified items of concurrent requests together: a request

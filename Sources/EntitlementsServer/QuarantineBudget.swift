@@ -1,4 +1,4 @@
-import EventStore
+import Entitlements
 import Foundation
 import HTTPServer
 

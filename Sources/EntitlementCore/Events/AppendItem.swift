@@ -1,0 +1,24 @@
+/// One item of a batch to append to the log: a verified input, or a rejected one to quarantine.
+public enum AppendItem: Sendable {
+    /// A verified input, to append to the log.
+    case verified(VerifiedInput)
+    /// A rejected input, to quarantine.
+    case rejected(Rejection)
+}
+
+/// A rejected input and why.
+public struct Rejection: Sendable, Hashable {
+    public var code: String
+    public var message: String
+    /// The input as received (possibly cut to the size limit).
+    public var raw: [UInt8]
+    /// The size of the whole input in bytes.
+    public var size: Int
+
+    public init(code: String, message: String, raw: [UInt8], size: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.raw = raw
+        self.size = size ?? raw.count
+    }
+}

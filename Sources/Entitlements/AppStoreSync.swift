@@ -91,13 +91,13 @@ public final class AppStoreSync: Sendable {
         }
         let signer: AppStoreSigner
         do { signer = try api.signer(bundleId: configuration.bundleId) } catch {
-            throw EngineError(code: error.code.rawValue, message: error.message)
+            throw EngineError(code: EngineError.Code(rawValue: error.code.rawValue), message: error.message)
         }
         let chosen: any HTTPTransport
         if let transport {
             chosen = transport
         } else {
-            do { chosen = try HTTPClient() } catch { throw EngineError(code: error.code.rawValue, message: error.message) }
+            do { chosen = try HTTPClient() } catch { throw EngineError(code: EngineError.Code(rawValue: error.code.rawValue), message: error.message) }
         }
         return AppStoreServerAPIClient(signer: signer, baseURL: baseURL, transport: chosen, sleep: sleep)
     }
@@ -414,7 +414,7 @@ public enum SyncFailure: Error, Sendable {
     public func json() -> JSONValue {
         switch self {
         case .api(let error): return error.json()
-        case .engine(let error): return ["error": ["code": .string(error.code), "message": .string(error.message)]]
+        case .engine(let error): return ["error": ["code": .string(error.code.rawValue), "message": .string(error.message)]]
         }
     }
 }

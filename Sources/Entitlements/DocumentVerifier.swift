@@ -18,7 +18,7 @@ public struct DocumentVerifier: Sendable {
                     trustedRootsDER: configuration.rootCertificatesDER ?? [AppleRootCertificate.g3DER],
                     keyTableAfter: configuration.keyTableAfter))
         } catch {
-            throw EngineError(code: error.code.rawValue, message: error.message)
+            throw EngineError(code: EngineError.Code(rawValue: error.code.rawValue), message: error.message)
         }
     }
 

@@ -40,7 +40,7 @@ final class IngestBatcher: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard !finished else {
-            return .failure(EngineError(code: "SHUTTING_DOWN", message: "the server is stopping; send the input again"))
+            return .failure(EngineError(code: .shuttingDown, message: "the server is stopping; send the input again"))
         }
         pending.append(job)
         condition.broadcast()

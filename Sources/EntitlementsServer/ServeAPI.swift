@@ -81,7 +81,7 @@ final class ServeAPI: Sendable {
 
     /// A database that cannot be written or read: 503, so that Apple retries.
     static func unavailable(_ error: EngineError) -> ServerResponse {
-        var response = ServerResponse.error(503, code: error.code, message: error.message)
+        var response = ServerResponse.error(503, code: error.code.rawValue, message: error.message)
         response.fields.append(HTTPField(name: "Retry-After", value: "60"))
         return response
     }

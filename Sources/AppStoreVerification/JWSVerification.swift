@@ -3,7 +3,7 @@ internal import EntitlementCore
 /// A JWS whose signature and chain verified (or, in Xcode/LocalTesting, that parsed), with
 /// the kind its payload is and the payload itself, not yet decoded as that kind.
 struct OpenedJWS {
-    let kind: EventKind
+    let kind: SignedKind
     let payload: JSONValue
     /// The payload's bytes as signed.
     let bytes: SignedBytes
@@ -13,7 +13,7 @@ extension SignedDataVerifier {
     /// Steps 1 to 4 of the verification (see ``SignedDataVerifier``).
     /// - Parameter kind: the kind the caller expects, or `nil` to classify the payload.
     /// - Parameter deferred: where a signature check with a key's table may be put off to.
-    func open(_ jws: String, as kind: EventKind?, deferring deferred: DeferredSignatures? = nil) throws(VerificationError) -> OpenedJWS {
+    func open(_ jws: String, as kind: SignedKind?, deferring deferred: DeferredSignatures? = nil) throws(VerificationError) -> OpenedJWS {
         var text = jws
         let result = text.withUTF8 { bytes in
             Result { () throws(VerificationError) -> OpenedJWS in try open(bytes, as: kind, deferring: deferred) }
@@ -22,7 +22,7 @@ extension SignedDataVerifier {
     }
 
     private func open(
-        _ bytes: UnsafeBufferPointer<UInt8>, as expected: EventKind?, deferring deferred: DeferredSignatures?
+        _ bytes: UnsafeBufferPointer<UInt8>, as expected: SignedKind?, deferring deferred: DeferredSignatures?
     ) throws(VerificationError) -> OpenedJWS {
         let jws = try CompactJWS(bytes)
         guard let trust else {
@@ -94,7 +94,7 @@ extension SignedDataVerifier {
     private static let dot: [UInt8] = [UInt8(ascii: ".")]
 
     struct DecodedPayload {
-        let kind: EventKind
+        let kind: SignedKind
         let payload: JSONValue
         let date: Int64
         let dateField: String
@@ -102,7 +102,7 @@ extension SignedDataVerifier {
     }
 
     /// Decodes the payload segment to JSON, finds its kind and reads its signing time.
-    static func decodePayload(_ segment: UnsafeBufferPointer<UInt8>, as expected: EventKind?) throws(VerificationError) -> DecodedPayload {
+    static func decodePayload(_ segment: UnsafeBufferPointer<UInt8>, as expected: SignedKind?) throws(VerificationError) -> DecodedPayload {
         guard let bytes = Base64.decodeURL(segment) else {
             throw .malformed("the JWS payload is not base64url (unpadded, no whitespace)")
         }
@@ -129,7 +129,7 @@ extension SignedDataVerifier {
     }
 
     /// The kind of a payload, told by which of Apple's identifying fields it has.
-    static func classify(_ object: JSONObject) -> EventKind? {
+    static func classify(_ object: JSONObject) -> SignedKind? {
         func has(_ key: String) -> Bool {
             if let value = object[key], value != .null { return true }
             return false
@@ -141,13 +141,12 @@ extension SignedDataVerifier {
         return nil
     }
 
-    static func kindName(_ kind: EventKind) -> String {
+    static func kindName(_ kind: SignedKind) -> String {
         switch kind {
         case .notification: return "notification"
         case .transaction: return "transaction"
         case .renewalInfo: return "renewal info"
         case .appTransaction: return "AppTransaction"
-        case .usage: return "usage record"
         }
     }
 }

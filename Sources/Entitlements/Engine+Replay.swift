@@ -42,7 +42,6 @@ extension Engine {
                         case .transaction: expected = .transaction
                         case .renewalInfo: expected = .renewalInfo
                         case .appTransaction: expected = .appTransaction
-                        case .usage: return ("a usage record is checked by the store, not as a JWS", nil)
                         }
                         switch documentVerifier.verify(InputItem(jws: raw, expected: expected)) {
                         case .success(let input): return (nil, input)

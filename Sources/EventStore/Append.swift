@@ -95,7 +95,7 @@ extension EventStore {
                 let eventId = EventIdentity.eventId(of: input)
                 if let (seq, key) = try existingEvent(identity: identity, input: input, findExisting: findExisting) {
                     itemEvents.append((outcomes.count, Event(seq: seq, input: input)))
-                    outcomes.append(.duplicate(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
+                    outcomes.append(.duplicate(eventId: eventId, kind: .signed(input.kind), customerKey: key, seq: seq))
                     continue
                 }
                 let seq = lastSeq + 1
@@ -116,7 +116,7 @@ extension EventStore {
                 }
                 for claim in Self.strongest(event.linkClaims) { try record(claim, changes: &changes) }
                 itemEvents.append((outcomes.count, event))
-                outcomes.append(.appended(eventId: eventId, kind: input.kind, customerKey: key, seq: seq))
+                outcomes.append(.appended(eventId: eventId, kind: .signed(input.kind), customerKey: key, seq: seq))
             }
         }
         // The batch's links are all recorded: an originalTransactionId's owner, once

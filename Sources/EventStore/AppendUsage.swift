@@ -62,7 +62,7 @@ extension EventStore {
                 let event = Event(seq: seq, body: .usage(usage))
                 let raw = JSONWriter.string(usage.canonicalJSON)
                 let row = LogRow(
-                    seq: seq, identity: identity, kind: EventKind.usage.rawValue, eventId: usage.usageId, customerKey: key,
+                    seq: seq, identity: identity, kind: OperatorKind.usage.rawValue, eventId: usage.usageId, customerKey: key,
                     appTransactionId: usage.appTransactionId, originalTransactionId: usage.originalTransactionId,
                     transactionId: nil, notificationType: nil, subtype: nil, signedDate: usage.at, receivedAt: receivedAt,
                     content: .whole(raw: raw, body: nil), prevHash: prevHash,

@@ -14,7 +14,7 @@ extension EventStore {
     /// - Parameter verify: given the event's kind and raw JWS, returns `nil`
     ///   when it verifies, else what is wrong.
     public func audit(
-        verify: (EventKind, String) -> String?, expectedHead: LogHead? = nil, progress: (Int64) -> Void = { _ in }
+        verify: (SignedKind, String) -> String?, expectedHead: LogHead? = nil, progress: (Int64) -> Void = { _ in }
     ) throws(StoreError) -> AuditReport {
         try audit(reverify: { kind, raw in (verify(kind, raw), nil) }, expectedHead: expectedHead, progress: progress)
     }
@@ -34,7 +34,7 @@ extension EventStore {
     ///     wrong (`nil` when it verifies) and, when it verifies, the verified input.
     ///   - expectedHead: a head an operator recorded earlier (`audit` prints it).
     public func audit(
-        reverify: (EventKind, String) -> (problem: String?, input: VerifiedInput?), expectedHead: LogHead? = nil,
+        reverify: (SignedKind, String) -> (problem: String?, input: VerifiedInput?), expectedHead: LogHead? = nil,
         progress: (Int64) -> Void = { _ in }
     ) throws(StoreError) -> AuditReport {
         try mapped {
@@ -91,7 +91,7 @@ extension EventStore {
                         mismatch("unknown kind \(kind)")
                         return
                     }
-                    if eventKind == .usage {
+                    if case .operatorRecord(.usage) = eventKind {
                         // The operator's word: no signature, but the facts must be what the logged record says.
                         if let problem = try usageProblem(seq: seq, raw: raw, storedKey: storedKey, factsOf: factsOf) {
                             mismatch(problem)
@@ -99,7 +99,11 @@ extension EventStore {
                         }
                         factsChecked += 1
                     }
-                    let (problem, input) = eventKind == .usage ? (nil, nil) : reverify(eventKind, raw)
+                    let (problem, input): (String?, VerifiedInput?)
+                    switch eventKind {
+                    case .signed(let signed): (problem, input) = reverify(signed, raw)
+                    case .operatorRecord: (problem, input) = (nil, nil)
+                    }
                     if let problem {
                         mismatch("stored JWS no longer verifies: \(problem)")
                         return
@@ -131,7 +135,7 @@ extension EventStore {
                             }
                             factsChecked += 1
                         }
-                    } else if eventKind != .usage {
+                    } else if case .signed = eventKind {
                         everyFactChecked = false
                     }
                     for (head, source) in heads where head.seq == seq && head.hash != Self.hex(stored) {

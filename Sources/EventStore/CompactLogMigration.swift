@@ -43,7 +43,7 @@ enum CompactLogMigration {
                 transactionId: scan.string(7), notificationType: scan.string(8), subtype: scan.string(9),
                 signedDate: scan.int64(10), receivedAt: scan.int64(11),
                 content: .whole(raw: raw, body: nil), prevHash: scan.blob(13) ?? [], hash: scan.blob(14) ?? [])
-            if kind != EventKind.usage.rawValue {
+            if kind != OperatorKind.usage.rawValue {
                 row.content = content(of: raw, decoded: scan.textBytes(15))
             }
             try EventStore.insert(row, into: "events_compact", on: connection, headers: headers)

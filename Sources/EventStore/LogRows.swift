@@ -102,7 +102,7 @@ extension EventStore {
         }
         let stored = StoredJWS(
             header: try jwsHeaders.header(headerId, on: connection), signature: signature, body: body,
-            nested: kind == EventKind.notification.rawValue ? try nestedJWS(of: seq) : [])
+            nested: kind == SignedKind.notification.rawValue ? try nestedJWS(of: seq) : [])
         return stored.jws
     }
 

@@ -113,7 +113,7 @@ public enum EventCodec {
         let (kind, environment) = try readHeader(&reader)
         let event: Event
         switch kind {
-        case .notification:
+        case .signed(.notification):
             typealias F = FactsLayout.Notification
             let flags = try reader.flags(known: F.known)
             let uuid = try reader.string()
@@ -136,19 +136,19 @@ public enum EventCodec {
                         appTransaction: appTransaction.map {
                             Signed($0, ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction))
                         })))
-        case .transaction:
+        case .signed(.transaction):
             let facts = try reader.transactionFacts()
             try reader.finish()
             event = Event(seq: seq, body: .transaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
-        case .renewalInfo:
+        case .signed(.renewalInfo):
             let facts = try reader.renewalFacts()
             try reader.finish()
             event = Event(seq: seq, body: .renewalInfo(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
-        case .appTransaction:
+        case .signed(.appTransaction):
             let facts = try reader.appTransactionFacts()
             try reader.finish()
             event = Event(seq: seq, body: .appTransaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
-        case .usage:
+        case .operatorRecord(.usage):
             let facts = try reader.usageFacts()
             try reader.finish()
             event = Event(seq: seq, body: .usage(facts))
@@ -176,11 +176,11 @@ public enum EventCodec {
         default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown environment code \(byte >> 4)")
         }
         switch byte & 0x0F {
-        case KindCode.notification: return (.notification, environment)
-        case KindCode.transaction: return (.transaction, environment)
-        case KindCode.renewalInfo: return (.renewalInfo, environment)
-        case KindCode.appTransaction: return (.appTransaction, environment)
-        case KindCode.usage: return (.usage, environment)
+        case KindCode.notification: return (.signed(.notification), environment)
+        case KindCode.transaction: return (.signed(.transaction), environment)
+        case KindCode.renewalInfo: return (.signed(.renewalInfo), environment)
+        case KindCode.appTransaction: return (.signed(.appTransaction), environment)
+        case KindCode.usage: return (.operatorRecord(.usage), environment)
         default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(byte & 0x0F)")
         }
     }

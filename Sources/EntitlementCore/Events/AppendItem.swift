@@ -4,6 +4,12 @@ public enum AppendItem: Sendable {
     case verified(VerifiedInput)
     /// A rejected input, to quarantine.
     case rejected(Rejection)
+
+    /// Whether the item is a rejection.
+    public var isRejection: Bool {
+        if case .rejected = self { return true }
+        return false
+    }
 }
 
 /// A rejected input and why.

@@ -16,11 +16,11 @@ public struct Event: Sendable, Hashable {
 
     public var kind: EventKind {
         switch body {
-        case .notification: return .notification
-        case .transaction: return .transaction
-        case .renewalInfo: return .renewalInfo
-        case .appTransaction: return .appTransaction
-        case .usage: return .usage
+        case .notification: return .signed(.notification)
+        case .transaction: return .signed(.transaction)
+        case .renewalInfo: return .signed(.renewalInfo)
+        case .appTransaction: return .signed(.appTransaction)
+        case .usage: return .operatorRecord(.usage)
         }
     }
 }

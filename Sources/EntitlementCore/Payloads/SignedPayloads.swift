@@ -77,8 +77,8 @@ public enum VerifiedInput: Sendable, Hashable {
     case renewalInfo(SignedRenewalInfo)
     case appTransaction(SignedAppTransaction)
 
-    /// The contract's name for the kind: `notification`, `transaction`, `renewalInfo`, `appTransaction`.
-    public var kind: EventKind {
+    /// The specification's name for the kind: `notification`, `transaction`, `renewalInfo`, `appTransaction`.
+    public var kind: SignedKind {
         switch self {
         case .notification: return .notification
         case .transaction: return .transaction
@@ -125,14 +125,4 @@ public enum VerifiedInput: Sendable, Hashable {
         case .appTransaction(let a): return a.jws
         }
     }
-}
-
-/// The kinds of event in the log: the four kinds of signed input, and usage records.
-public enum EventKind: String, Sendable, Hashable, CaseIterable {
-    case notification
-    case transaction
-    case renewalInfo
-    case appTransaction
-    /// A usage record: the operator's word on what a customer used (contract section 11).
-    case usage
 }

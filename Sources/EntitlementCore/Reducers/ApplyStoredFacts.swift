@@ -37,7 +37,7 @@ extension CustomerState {
                 let (kind, recorded) = try EventCodec.readHeader(&reader)
                 environment = recorded
                 switch kind {
-                case .notification:
+                case .signed(.notification):
                     typealias F = FactsLayout.Notification
                     let flags = try reader.flags(known: F.known)
                     let uuid = try reader.string()
@@ -56,13 +56,13 @@ extension CustomerState {
                         appTransaction = Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction))
                     }
                     summary = NotificationSummaryFacts(notificationUUID: uuid, type: type, subtype: subtype, signedDate: signedDate)
-                case .transaction:
+                case .signed(.transaction):
                     transaction = Signed(try reader.transactionFacts(), ref: RawRef(eventSeq: seq, slot: .own))
-                case .renewalInfo:
+                case .signed(.renewalInfo):
                     renewalInfo = Signed(try reader.renewalFacts(), ref: RawRef(eventSeq: seq, slot: .own))
-                case .appTransaction:
+                case .signed(.appTransaction):
                     appTransaction = Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .own))
-                case .usage:
+                case .operatorRecord(.usage):
                     usage = try reader.usageFacts()
                 }
                 try reader.finish()

@@ -1,0 +1,140 @@
+import AppStoreVerification
+import EntitlementCore
+internal import EventStore
+import Foundation
+import Synchronization
+
+extension Engine {
+    /// Verifies, appends and projects a batch of input documents in one
+    /// transaction. Returns one result per input item, in order.
+    ///
+    /// - Parameters:
+    ///   - documents: whole input documents (a JSON body, or a bare JWS).
+    ///   - workers: how many threads verify signatures in parallel.
+    ///   - receivedAt: time of receipt; now by default.
+    /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
+    public func ingest(_ documents: [InputBytes], workers: Int = 1, receivedAt: Int64? = nil) throws(EngineError) -> [IngestResult] {
+        try append(documents, verified: verifyAll(documents, workers: workers), receivedAt: receivedAt)
+    }
+
+    /// Appends a verified batch in one transaction; one result per item, in order.
+    private func append(_ documents: [InputBytes], verified: VerifiedBatch, receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
+        noteProducts(verified.items)
+        let outcomes = try appendRetryingBusy(verified.items, receivedAt: receivedAt ?? Self.now())
+        return Self.results(outcomes, documents: documents, counts: verified.counts)
+    }
+
+    /// Ingests a stream of batches, each in one transaction, handing each
+    /// batch's results to `deliver` once it is committed.
+    ///
+    /// A pipeline: `workers` threads of the engine's own each take the next batch
+    /// (`next`) and verify it, whole batches side by side, while the calling thread
+    /// appends and delivers the batches in order. Verification and SQLite run on
+    /// different cores, and a batch is delivered as soon as it is committed: `next`
+    /// may wait for input (a live stream on standard input) without holding back
+    /// the acknowledgment of what came before. At most `2 × workers + 3` batches are
+    /// read and not yet delivered (the one being appended included), so memory stays
+    /// bounded, and a lane seldom waits while the append pauses (for a WAL checkpoint).
+    ///
+    /// `next` is called on those threads, one call at a time, never after it
+    /// returned `nil` or after this method returned. A failure to store a batch ends
+    /// the ingest: it is thrown, and the batches after it are neither appended nor
+    /// delivered (a call of `next` under way then finishes on its own).
+    public func ingest(
+        batches next: @escaping () -> [InputBytes]?, workers: Int, receivedAt: Int64? = nil, deliver: ([IngestResult]) -> Void
+    ) throws(EngineError) {
+        let lanes = max(1, workers)
+        let pipeline = IngestPipeline(inFlight: 2 * lanes + 2, lanes: lanes)
+        let source = UncheckedSendableBox(next)
+        // Threads of the engine's own, not Dispatch's shared pool, which a server's handlers may fill.
+        for lane in 0..<lanes {
+            let thread = Thread { [self] in
+                let deferred = DeferredSignatures()
+                while let (number, documents) = pipeline.read(source.value) {
+                    pipeline.put(number, (documents, VerifiedBatch(documents, verifier: self.documentVerifier, deferring: deferred)))
+                }
+                pipeline.laneFinished()
+            }
+            thread.name = "entitlements.ingest.verify.\(lane)"
+            thread.start()
+        }
+        defer { pipeline.stop() }
+        while let (documents, verified) = pipeline.take() {
+            deliver(try append(documents, verified: verified, receivedAt: receivedAt))
+        }
+    }
+
+    /// One result per item, each with its document's number, and one `empty` result for
+    /// a document that held no item.
+    static func results(_ outcomes: [AppendOutcome], documents: [InputBytes], counts: [Int]) -> [IngestResult] {
+        var results: [IngestResult] = []
+        results.reserveCapacity(outcomes.count)
+        var next = 0
+        for (index, count) in counts.enumerated() {
+            let input = index < documents.count ? documents[index].number ?? index + 1 : index + 1
+            if count == 0 {
+                results.append(IngestResult(outcome: .empty, input: input))
+                continue
+            }
+            for outcome in outcomes[next..<(next + count)] {
+                var result = Self.result(outcome)
+                result.input = input
+                results.append(result)
+            }
+            next += count
+        }
+        return results
+    }
+
+    static func result(_ outcome: AppendOutcome) -> IngestResult {
+        switch outcome {
+        case .appended(let eventId, let kind, let key, _):
+            return IngestResult(outcome: .appended, kind: kind, eventId: eventId, appTransactionId: key)
+        case .duplicate(let eventId, let kind, let key, _):
+            return IngestResult(outcome: .duplicate, kind: kind, eventId: eventId, appTransactionId: key)
+        case .quarantined(let code, let message):
+            return IngestResult(outcome: .rejected, errorCode: code, errorMessage: message)
+        }
+    }
+
+    /// Verification of many documents, spread over `workers` threads.
+    func verifyAll(_ documents: [InputBytes], workers: Int) -> VerifiedBatch {
+        if workers <= 1 || documents.count < 2 {
+            return VerifiedBatch(documents, verifier: documentVerifier, deferring: documents.count > 1 ? DeferredSignatures() : nil)
+        }
+        let results = Mutex([[AppendItem]](repeating: [], count: documents.count))
+        let lanes = min(workers, documents.count)
+        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+            var local: [(Int, [AppendItem])] = []
+            var index = lane
+            while index < documents.count {
+                local.append((index, self.documentVerifier.verifiedItems(documents[index])))
+                index += lanes
+            }
+            results.withLock { all in for (i, items) in local { all[i] = items } }
+        }
+        let verified = results.withLock { $0 }
+        return VerifiedBatch(items: verified.flatMap { $0 }, counts: verified.map(\.count))
+    }
+
+    /// Appends one batch; a busy database (another writer holding the lock past
+    /// the busy timeout) is retried as a whole, never reported as a failure.
+    func appendRetryingBusy(_ items: [AppendItem], receivedAt: Int64) throws(EngineError) -> [AppendOutcome] {
+        var attempt = 0
+        while true {
+            do {
+                return try store.withLock { store throws(StoreError) in
+                    try store.append(items, rules: configuration.rules, rulesJSON: rulesJSON, receivedAt: receivedAt)
+                }
+            } catch {
+                let busy = error.code == .busy
+                attempt += 1
+                if busy && attempt < 50 {
+                    usleep(UInt32(20_000 * min(attempt, 10)))
+                    continue
+                }
+                throw EngineError(error)
+            }
+        }
+    }
+}

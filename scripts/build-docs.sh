@@ -11,16 +11,20 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-graphs=.build/docs-symbol-graphs
-module=.build/docs-symbol-graphs-entitlements
+graphs="$root/.build/docs-symbol-graphs"
+module="$root/.build/docs-symbol-graphs-entitlements"
 rm -rf "$graphs" "$module"
 mkdir -p "$graphs" "$module"
 
+# A module's symbol graph is written when the module is compiled: one of the
+# Entitlements module's files is touched first, so that the module is compiled (and
+# its graph written) even when the build is otherwise up to date.
+touch Sources/Entitlements/Engine.swift
 nice -n 10 swift build --target Entitlements \
-    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$root/$graphs"
-cp "$graphs"/Entitlements.symbols.json "$module"/
+    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs"
+cp "$graphs/Entitlements.symbols.json" "$module/"
 for extension in "$graphs"/Entitlements@*.symbols.json; do
-    [ -e "$extension" ] && cp "$extension" "$module"/
+    [ -e "$extension" ] && cp "$extension" "$module/"
 done
 
 # The toolchain's docc: on PATH with a Linux toolchain, through xcrun with Xcode.

@@ -49,9 +49,7 @@ let package = Package(
         .target(name: "EventStore", dependencies: ["EntitlementCore", "CSQLite", "SchemaMigrations"]),
         // The library facade that server apps depend on: ingest / query / replay / audit.
         // It links no HTTP server, and keeps the event store an internal import.
-        .target(
-            name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI"],
-            exclude: ["Entitlements.docc"]),
+        .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI"]),
         // HTTP/1.1 on POSIX sockets for `serve`: a pure request parser and a thin socket loop.
         .target(name: "HTTPServer"),
         // `entitlements serve` as a library: the routes, the token checks and the webhook, on HTTPServer.

@@ -83,11 +83,7 @@ public struct DocumentVerifier: Sendable {
             let accepted: Bool
             if case .success = result { accepted = verifier.checksSignatures } else { accepted = false }
             if accepted || inner.withUnsafeBufferPointer(JSONParser.isPlainStringContent) {
-                switch result {
-                case .success(let input): items.append(.verified(input))
-                case .failure(let error):
-                    items.append(.rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8))))
-                }
+                items.append(Self.appendItem(result, of: item))
                 return 1
             }
         }
@@ -96,14 +92,36 @@ public struct DocumentVerifier: Sendable {
             items.append(.rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: document.bytes, size: document.size)))
             return 1
         case .success(let found):
-            for item in found {
-                switch verify(item, deferring: deferred) {
-                case .success(let input): items.append(.verified(input))
-                case .failure(let error):
-                    items.append(.rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8))))
-                }
-            }
+            for item in found { items.append(Self.appendItem(verify(item, deferring: deferred), of: item)) }
             return found.count
+        }
+    }
+
+    /// Apple's notification webhook body alone, verified as ``appendVerifiedItems(_:to:)``
+    /// verifies it (its fast path for Apple's own body included); a well-formed document
+    /// holding anything but one notification is rejected `MALFORMED_INPUT` with `otherwise`.
+    public func verifiedNotification(_ document: InputBytes, otherwise message: String) -> AppendItem {
+        if InputDocument.notificationBodyString(InputDocument.trimmed(document.bytes[...])) != nil {
+            // `{"signedPayload":"<JWS>"}`: one notification item, whichever path reads it.
+            var items: [AppendItem] = []
+            appendVerifiedItems(document, to: &items)
+            return items[0]
+        }
+        switch InputDocument.items(document.bytes[...]) {
+        case .failure(let malformed):
+            return .rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: document.bytes, size: document.size))
+        case .success(let found) where found.count == 1 && found[0].expected == .notification:
+            return Self.appendItem(verify(found[0], deferring: nil), of: found[0])
+        case .success:
+            return .rejected(Rejection(code: "MALFORMED_INPUT", message: message, raw: document.bytes, size: document.size))
+        }
+    }
+
+    /// What is appended for `item` once verified: the input, or its rejection with the JWS as raw bytes.
+    static func appendItem(_ result: Result<VerifiedInput, VerificationError>, of item: InputItem) -> AppendItem {
+        switch result {
+        case .success(let input): return .verified(input)
+        case .failure(let error): return .rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8)))
         }
     }
 

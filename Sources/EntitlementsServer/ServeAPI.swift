@@ -1,5 +1,4 @@
 import Entitlements
-import Entitlements
 import Foundation
 import HTTPServer
 
@@ -91,23 +90,9 @@ final class ServeAPI: Sendable {
     /// `POST /notifications`: Apple's body, one notification; the ingest line once committed.
     private func notification(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected {\"signedPayload\": \"<JWS>\"}") }
-        let document = InputBytes(bytes: request.body)
-        let item: AppendItem
-        switch InputDocument.items(request.body[...]) {
-        case .failure(let malformed):
-            item = .rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: request.body))
-        case .success(let items) where items.count == 1 && items[0].expected == .notification:
-            switch engine.documentVerifier.verify(items[0]) {
-            case .success(let input): item = .verified(input)
-            case .failure(let error): item = .rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(items[0].jws.utf8)))
-            }
-        case .success:
-            item = .rejected(
-                Rejection(
-                    code: "MALFORMED_INPUT",
-                    message: "POST /notifications takes Apple's notification body {\"signedPayload\": \"<JWS>\"}; send other signed data to POST /transactions",
-                    raw: document.bytes))
-        }
+        let item = engine.documentVerifier.verifiedNotification(
+            InputBytes(bytes: request.body),
+            otherwise: "POST /notifications takes Apple's notification body {\"signedPayload\": \"<JWS>\"}; send other signed data to POST /transactions")
         switch ingest([item], request: request, client: client) {
         case .success(let results): return Self.json(200, results[0].json())
         case .failure(let error): return Self.unavailable(error)

@@ -61,10 +61,55 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
-    /// Whether `host` names this machine's loopback interface.
+    /// Whether `host` is this machine's loopback interface: a literal address in 127.0.0.0/8
+    /// or `::1` (bracketed or not), or `localhost` when every address it resolves to is one.
+    /// Any other name is not, whatever it resolves to now: its owner can change that.
     public static func isLoopback(_ host: String) -> Bool {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        if let literal = isLoopbackLiteral(bare) { return literal }
+        guard bare.lowercased() == "localhost" else { return false }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        guard getaddrinfo(bare, nil, &hints, &list) == 0, let first = list else { return false }
+        defer { freeaddrinfo(list) }
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let address = entry {
+            guard isLoopback(address.pointee) else { return false }
+            entry = address.pointee.ai_next
+        }
+        return true
+    }
+
+    /// Whether a numeric address is a loopback one (127.0.0.0/8, `::1`, `::ffff:127.x.x.x`);
+    /// `nil` when `text` is not a numeric address.
+    static func isLoopbackLiteral(_ text: String) -> Bool? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return isLoopback(v6) }
+        return nil
+    }
+
+    static func isLoopback(_ v6: in6_addr) -> Bool {
+        withUnsafeBytes(of: v6) { bytes in
+            let mapped = bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+            return (bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1) || (mapped && bytes[12] == 127)
+        }
+    }
+
+    /// Whether a resolved address is a loopback one.
+    static func isLoopback(_ address: addrinfo) -> Bool {
+        guard let socketAddress = address.ai_addr else { return false }
+        switch address.ai_family {
+        case AF_INET:
+            return socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) >> 24 == 127 }
+        case AF_INET6:
+            return socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { isLoopback($0.pointee.sin6_addr) }
+        default:
+            return false
+        }
     }
 
     /// Sends `request` and reads the whole response.
@@ -80,7 +125,7 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
         let deadline = Deadline(seconds: options.timeout)
-        let socket = try Self.connect(host: host, port: port, deadline: deadline)
+        let socket = try Self.connect(host: host, port: port, deadline: deadline, loopbackOnly: scheme == "http")
         defer { close(socket) }
         let stream: ByteStream
         if scheme == "https" {
@@ -127,7 +172,9 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
     // MARK: Connecting
 
     /// A connected, non-blocking TCP socket to `host:port`.
-    static func connect(host: String, port: Int, deadline: Deadline) throws(HTTPClientError) -> Int32 {
+    /// - Parameter loopbackOnly: connect only to loopback addresses (plain `http`, whose
+    ///   bearer token must not leave the machine), whatever `host` resolves to now.
+    static func connect(host: String, port: Int, deadline: Deadline, loopbackOnly: Bool = false) throws(HTTPClientError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -142,6 +189,10 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let address = entry {
             entry = address.pointee.ai_next
+            if loopbackOnly && !isLoopback(address.pointee) {
+                lastError = "an address that is not loopback (plain http goes only to loopback: use https)"
+                continue
+            }
             let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.ai_protocol)
             if fd < 0 {
                 lastError = String(cString: strerror(errno))

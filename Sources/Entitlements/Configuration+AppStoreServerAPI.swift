@@ -37,7 +37,7 @@ extension AppStoreServerAPIConfiguration {
             if scheme == "http" && !HTTPClient.isLoopback(host) {
                 throw ConfigurationError(
                     field: "\(section).baseURL",
-                    message: "\"\(text)\": plain http is allowed only to a loopback address (the bearer token must not cross a network unencrypted); use https")
+                    message: "\"\(text)\": plain http is allowed only to a loopback address (127.0.0.0/8, [::1], or localhost resolving only to those): the bearer token must not cross a network unencrypted; use https")
             }
             baseURL = url
         case let other?:

@@ -132,6 +132,9 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
         public static let rateLimited = Code(rawValue: "API_RATE_LIMITED")
         /// A success status whose body is not JSON.
         public static let malformedResponse = Code(rawValue: "API_MALFORMED_RESPONSE")
+        /// A paged answer that would never end: a `paginationToken` given twice, a `revision`
+        /// that does not advance while `hasMore`, or more pages than `appStoreServerAPI.maxPages`.
+        public static let paginationLoop = Code(rawValue: "PAGINATION_LOOP")
         // Transport failures keep ``HTTPClientError``'s codes: CONNECTION_FAILED,
         // TLS_CERTIFICATE_REJECTED, TLS_FAILURE, TIMEOUT, HTTP_PROTOCOL_ERROR.
         public var description: String { rawValue }

@@ -11,12 +11,19 @@ public struct AppStoreServerAPIConfiguration: Sendable, Equatable {
     public var privateKeyPath: String
     /// Where requests go instead of Apple's host (tests, a proxy); `nil` for Apple's.
     public var baseURL: URL?
+    /// The most pages one paged request of a `sync` follows before it stops with
+    /// `PAGINATION_LOOP` (an API that says `hasMore` forever).
+    public var maxPages: Int
 
-    public init(issuerId: String, keyId: String, privateKeyPath: String, baseURL: URL? = nil) {
+    /// The default of ``maxPages``: 200,000 notifications, or 2,000,000 transactions of one customer.
+    public static let defaultMaxPages = 10_000
+
+    public init(issuerId: String, keyId: String, privateKeyPath: String, baseURL: URL? = nil, maxPages: Int = defaultMaxPages) {
         self.issuerId = issuerId
         self.keyId = keyId
         self.privateKeyPath = privateKeyPath
         self.baseURL = baseURL
+        self.maxPages = maxPages
     }
 
     /// Apple's production host.

@@ -97,8 +97,12 @@ public struct AppStoreSigner: Sendable {
         timestamp: Int64
     ) -> String {
         [bundleId, keyId, productId, offerId, appAccountToken.lowercased(), nonce.lowercased(), String(timestamp)]
-            .joined(separator: "\u{2063}")
+            .joined(separator: String(fieldSeparator))
     }
+
+    /// U+2063 INVISIBLE SEPARATOR, which joins the fields of the V1 signature: a field that
+    /// contains it makes the signed text ambiguous, so callers refuse such fields.
+    public static let fieldSeparator: Unicode.Scalar = "\u{2063}"
 
     private func commonClaims(audience: String, nonce: String, issuedAt: Int64) -> [(String, CompactJSON.Value)] {
         [("bid", .string(bundleId)), ("iss", .string(issuerId)), ("aud", .string(audience)), ("iat", .int(issuedAt)), ("nonce", .string(nonce))]

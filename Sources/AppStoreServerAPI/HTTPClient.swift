@@ -23,7 +23,8 @@ import Musl
 public final class HTTPClient: HTTPTransport, @unchecked Sendable {
     /// Limits and trust.
     public struct Options: Sendable {
-        /// Seconds allowed for the whole request: connect, TLS handshake, send, receive.
+        /// Seconds allowed for the whole request: name resolution, connect, TLS handshake,
+        /// send, and receive to the last byte of the body, however the peer paces it.
         public var timeout: Double = 30
         /// The largest response accepted, headers and body.
         public var maximumResponseBytes = 32 << 20
@@ -61,10 +62,55 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
-    /// Whether `host` names this machine's loopback interface.
+    /// Whether `host` is this machine's loopback interface: a literal address in 127.0.0.0/8
+    /// or `::1` (bracketed or not), or `localhost` when every address it resolves to is one.
+    /// Any other name is not, whatever it resolves to now: its owner can change that.
     public static func isLoopback(_ host: String) -> Bool {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        if let literal = isLoopbackLiteral(bare) { return literal }
+        guard bare.lowercased() == "localhost" else { return false }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        guard getaddrinfo(bare, nil, &hints, &list) == 0, let first = list else { return false }
+        defer { freeaddrinfo(list) }
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let address = entry {
+            guard isLoopback(address.pointee) else { return false }
+            entry = address.pointee.ai_next
+        }
+        return true
+    }
+
+    /// Whether a numeric address is a loopback one (127.0.0.0/8, `::1`, `::ffff:127.x.x.x`);
+    /// `nil` when `text` is not a numeric address.
+    static func isLoopbackLiteral(_ text: String) -> Bool? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return isLoopback(v6) }
+        return nil
+    }
+
+    static func isLoopback(_ v6: in6_addr) -> Bool {
+        withUnsafeBytes(of: v6) { bytes in
+            let mapped = bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+            return (bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1) || (mapped && bytes[12] == 127)
+        }
+    }
+
+    /// Whether a resolved address is a loopback one.
+    static func isLoopback(_ address: addrinfo) -> Bool {
+        guard let socketAddress = address.ai_addr else { return false }
+        switch address.ai_family {
+        case AF_INET:
+            return socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) >> 24 == 127 }
+        case AF_INET6:
+            return socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { isLoopback($0.pointee.sin6_addr) }
+        default:
+            return false
+        }
     }
 
     /// Sends `request` and reads the whole response.
@@ -80,7 +126,7 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
         let deadline = Deadline(seconds: options.timeout)
-        let socket = try Self.connect(host: host, port: port, deadline: deadline)
+        let socket = try Self.connect(host: host, port: port, deadline: deadline, loopbackOnly: scheme == "http")
         defer { close(socket) }
         let stream: ByteStream
         if scheme == "https" {
@@ -106,17 +152,17 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         head += "Connection: close\r\n\r\n"
         try stream.write(Array(head.utf8) + request.body)
 
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        var reader = HTTPResponseReader(method: request.method)
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let count = try stream.read(into: &buffer)
             if count > 0 {
-                received.append(contentsOf: buffer[0..<count])
-                if received.count > options.maximumResponseBytes {
+                reader.append(buffer[0..<count])
+                if reader.received.count > options.maximumResponseBytes {
                     throw HTTPClientError(.protocolError, "the response exceeds \(options.maximumResponseBytes) bytes")
                 }
             }
-            switch try HTTPResponseParser.parse(received, atEOF: count == 0, method: request.method) {
+            switch try reader.next(atEOF: count == 0) {
             case .complete(let response): return response
             case .incomplete:
                 if count == 0 { throw HTTPClientError(.protocolError, "the connection closed before the response was complete") }
@@ -127,21 +173,19 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
     // MARK: Connecting
 
     /// A connected, non-blocking TCP socket to `host:port`.
-    static func connect(host: String, port: Int, deadline: Deadline) throws(HTTPClientError) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0, let first = list else {
-            let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))
-            throw HTTPClientError(.connectionFailed, "cannot resolve \(host): \(reason)")
-        }
+    /// - Parameter loopbackOnly: connect only to loopback addresses (plain `http`, whose
+    ///   bearer token must not leave the machine), whatever `host` resolves to now.
+    static func connect(host: String, port: Int, deadline: Deadline, loopbackOnly: Bool = false) throws(HTTPClientError) -> Int32 {
+        let list = try resolve(host: host, port: port, deadline: deadline)
         defer { freeaddrinfo(list) }
         var lastError = "no address to try"
-        var entry: UnsafeMutablePointer<addrinfo>? = first
+        var entry: UnsafeMutablePointer<addrinfo>? = list
         while let address = entry {
             entry = address.pointee.ai_next
+            if loopbackOnly && !isLoopback(address.pointee) {
+                lastError = "an address that is not loopback (plain http goes only to loopback: use https)"
+                continue
+            }
             let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.ai_protocol)
             if fd < 0 {
                 lastError = String(cString: strerror(errno))
@@ -172,13 +216,32 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         throw HTTPClientError(.connectionFailed, "cannot connect to \(host):\(port): \(lastError)")
     }
 
+    /// The addresses of `host:port` (free them with `freeaddrinfo`), resolved within the deadline.
+    ///
+    /// `getaddrinfo` takes no time limit, so it runs on a thread of its own; at the deadline
+    /// its answer is left to that thread to free.
+    static func resolve(host: String, port: Int, deadline: Deadline) throws(HTTPClientError) -> UnsafeMutablePointer<addrinfo> {
+        let resolution = Resolution()
+        let thread = Thread { resolution.run(host: host, port: port) }
+        thread.name = "entitlements.resolve"
+        thread.start()
+        guard resolution.wait(until: deadline) else {
+            throw HTTPClientError(.timeout, "the exchange did not complete within \(deadline.seconds) s (while resolving \(host))")
+        }
+        let (status, list) = resolution.outcome
+        guard status == 0, let list else {
+            if let list { freeaddrinfo(list) }
+            let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))
+            throw HTTPClientError(.connectionFailed, "cannot resolve \(host): \(reason)")
+        }
+        return list
+    }
+
     /// Waits until `fd` is ready for `events`, or throws `TIMEOUT` at the deadline.
     static func wait(_ fd: Int32, for events: Int16, deadline: Deadline, doing what: String) throws(HTTPClientError) {
         while true {
+            try deadline.check(doing: what)
             let remaining = deadline.remainingMilliseconds
-            guard remaining > 0 else {
-                throw HTTPClientError(.timeout, "no answer within \(deadline.seconds) s while \(what)")
-            }
             var descriptor = pollfd(fd: fd, events: events, revents: 0)
             let ready = poll(&descriptor, 1, Int32(min(remaining, 1_000)))
             if ready > 0 { return }
@@ -205,6 +268,58 @@ struct Deadline {
         let now = DispatchTime.now().uptimeNanoseconds
         return now >= end ? 0 : Int((end - now) / 1_000_000) + 1
     }
+
+    var dispatchTime: DispatchTime { DispatchTime(uptimeNanoseconds: end) }
+
+    /// Throws `TIMEOUT` once the deadline has passed: called before every read and write,
+    /// so a peer that keeps sending (or taking) a byte at a time is cut off too.
+    func check(doing what: String) throws(HTTPClientError) {
+        guard remainingMilliseconds > 0 else {
+            throw HTTPClientError(.timeout, "the exchange did not complete within \(seconds) s (while \(what))")
+        }
+    }
+}
+
+/// One `getaddrinfo` call on a thread of its own, whose caller may stop waiting for it.
+private final class Resolution: @unchecked Sendable {
+    private let lock = NSLock()
+    private let done = DispatchSemaphore(value: 0)
+    private var status: Int32 = 0
+    private var list: UnsafeMutablePointer<addrinfo>? = nil
+    private var abandoned = false
+
+    func run(host: String, port: Int) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>? = nil
+        let code = getaddrinfo(host, String(port), &hints, &result)
+        lock.lock()
+        defer { lock.unlock() }
+        if abandoned {
+            if let result { freeaddrinfo(result) }
+            return
+        }
+        status = code
+        list = result
+        done.signal()
+    }
+
+    /// Whether the answer came before the deadline; when not, the thread frees it.
+    func wait(until deadline: Deadline) -> Bool {
+        if done.wait(timeout: deadline.dispatchTime) == .success { return true }
+        lock.lock()
+        defer { lock.unlock() }
+        if done.wait(timeout: .now()) == .success { return true }
+        abandoned = true
+        return false
+    }
+
+    var outcome: (Int32, UnsafeMutablePointer<addrinfo>?) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (status, list)
+    }
 }
 
 /// Bytes to and from a connected peer, within a deadline.
@@ -222,6 +337,7 @@ struct PlainStream: ByteStream {
     func write(_ bytes: [UInt8]) throws(HTTPClientError) {
         var offset = 0
         while offset < bytes.count {
+            try deadline.check(doing: "sending the request")
             let written = bytes.withUnsafeBytes { send(socket, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
             if written >= 0 {
                 offset += written
@@ -235,6 +351,7 @@ struct PlainStream: ByteStream {
 
     func read(into buffer: inout [UInt8]) throws(HTTPClientError) -> Int {
         while true {
+            try deadline.check(doing: "receiving the response")
             let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress!, $0.count, 0) }
             if count >= 0 { return count }
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
@@ -304,6 +421,7 @@ final class TLSStream: ByteStream {
     func write(_ bytes: [UInt8]) throws(HTTPClientError) {
         var offset = 0
         while offset < bytes.count {
+            try deadline.check(doing: "sending the request")
             let result = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32(bytes.count - offset)) }
             if result > 0 {
                 offset += Int(result)
@@ -315,6 +433,7 @@ final class TLSStream: ByteStream {
 
     func read(into buffer: inout [UInt8]) throws(HTTPClientError) -> Int {
         while true {
+            try deadline.check(doing: "receiving the response")
             let result = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress!, Int32($0.count)) }
             if result > 0 { return Int(result) }
             let error = SSL_get_error(ssl, result)

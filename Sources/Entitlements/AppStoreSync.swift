@@ -104,12 +104,17 @@ public final class AppStoreSync: Sendable {
 
     var environmentName: String { environment.rawValue }
 
+    /// The most pages one paged request follows (`appStoreServerAPI.maxPages`).
+    var maxPages: Int { engine.configuration.appStoreServerAPI?.maxPages ?? AppStoreServerAPIConfiguration.defaultMaxPages }
+
     // MARK: Notifications
 
     /// Get Notification History from `start` (default: the end of the last successful
     /// sync of the same kind less ``resumeOverlap``, else 180 days ago less
     /// ``historyWindowMargin``) to now, every page
-    /// ingested; on success the end is kept as the next start.
+    /// ingested; on success with no item rejected the end is kept as the next start (a
+    /// rejected item is fetched again by the next sync). Pages that would never end (a
+    /// `paginationToken` given twice, more than ``maxPages``) stop it with `PAGINATION_LOOP`.
     /// - Parameter page: called after each page is committed.
     public func notifications(start: Int64?, onlyFailures: Bool, page: (SyncPage) -> Void) -> SyncOutcome {
         var totals = SyncTotals()
@@ -128,6 +133,8 @@ public final class AppStoreSync: Sendable {
             }
         }
         var token: String? = nil
+        var tokens: Set<String> = []
+        var pages = 0
         while true {
             let request = APIRequest.notificationHistory(startDate: from, endDate: end, onlyFailures: onlyFailures, paginationToken: token)
             let response: APIResponse
@@ -147,13 +154,25 @@ public final class AppStoreSync: Sendable {
             if let failure = ingest(documents, request: request, response: response, totals: &totals, page: page) {
                 return SyncOutcome(totals: totals, failure: failure)
             }
+            pages += 1
             guard response.json?["hasMore"] == .bool(true) else { break }
             guard case .string(let next)? = response.json?["paginationToken"], !next.isEmpty else {
                 return SyncOutcome(totals: totals, failure: .malformed(request, response, "says hasMore but carries no paginationToken"))
             }
+            guard tokens.insert(next).inserted else {
+                return SyncOutcome(
+                    totals: totals,
+                    failure: .paginationLoop(request, response, "says hasMore with paginationToken \"\(next)\", which an earlier page of this sync already gave"))
+            }
+            guard pages < maxPages else {
+                return SyncOutcome(totals: totals, failure: .tooManyPages(request, response, maxPages))
+            }
             token = next
         }
-        do { try engine.setSyncState(String(end), keys: [stateKey]) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
+        // A rejected item is not passed: the next sync fetches it again (contract section 18).
+        if totals.rejected == 0 {
+            do { try engine.setSyncState(String(end), keys: [stateKey]) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
+        }
         return SyncOutcome(totals: totals, failure: nil)
     }
 
@@ -161,13 +180,19 @@ public final class AppStoreSync: Sendable {
 
     /// Get Transaction History (v2) from the revision stored for this customer, then Get
     /// All Subscription Statuses and Get App Transaction Info, each page ingested; the
-    /// revision reached is stored after each page.
+    /// revision reached is stored after each page, up to the first page with a rejected
+    /// item (the next sync fetches that page again). A `revision` that does not advance
+    /// while `hasMore`, or more than ``maxPages`` pages, stops it with `PAGINATION_LOOP`.
     /// - Parameter id: any transaction id of the customer, or its appTransactionId.
     public func customer(_ id: String, page: (SyncPage) -> Void) -> SyncOutcome {
         var totals = SyncTotals()
         let idKey = "history:\(environmentName):id:\(id)"
         var revision: String?
         do { revision = try storedRevision(id: id, idKey: idKey) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
+        var revisions: Set<String> = revision.map { [$0] } ?? []
+        var pages = 0
+        // Whether every item so far was ingested: only then may the stored revision move.
+        var resumable = true
         while true {
             let request = APIRequest.transactionHistory(transactionId: id, revision: revision)
             let response: APIResponse
@@ -180,16 +205,28 @@ public final class AppStoreSync: Sendable {
             case .success(let ingested): results = ingested
             case .failure(let failure): return SyncOutcome(totals: totals, failure: failure)
             }
-            if case .string(let reached)? = json["revision"], !reached.isEmpty {
-                revision = reached
+            pages += 1
+            if results.contains(where: { $0.outcome == .rejected }) { resumable = false }
+            var reached: String? = nil
+            if case .string(let text)? = json["revision"], !text.isEmpty { reached = text }
+            if let reached, resumable {
                 let customers = Set(results.compactMap(\.appTransactionId)).sorted()
                 let keys = [idKey] + customers.map { "history:\(environmentName):customer:\($0)" }
                 do { try engine.setSyncState(reached, keys: keys) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
             }
             guard json["hasMore"] == .bool(true) else { break }
-            guard revision != nil else {
+            guard let reached else {
                 return SyncOutcome(totals: totals, failure: .malformed(request, response, "says hasMore but carries no revision"))
             }
+            guard revisions.insert(reached).inserted else {
+                return SyncOutcome(
+                    totals: totals,
+                    failure: .paginationLoop(request, response, "says hasMore with revision \"\(reached)\", which this sync already requested: the revision does not advance"))
+            }
+            guard pages < maxPages else {
+                return SyncOutcome(totals: totals, failure: .tooManyPages(request, response, maxPages))
+            }
+            revision = reached
         }
 
         let statuses = APIRequest.subscriptionStatuses(transactionId: id)
@@ -408,6 +445,21 @@ public enum SyncFailure: Error, Sendable {
             APIError(
                 code: .malformedResponse, request: request.description, status: response.status,
                 message: "Apple's answer \(what)"))
+    }
+
+    /// A paged answer that would make the sync loop forever.
+    static func paginationLoop(_ request: APIRequest, _ response: APIResponse, _ what: String) -> SyncFailure {
+        .api(
+            APIError(
+                code: .paginationLoop, request: request.description, status: response.status,
+                message: "Apple's answer \(what): following it would never end, so the sync stops here (what it ingested is kept; run it again later)"))
+    }
+
+    static func tooManyPages(_ request: APIRequest, _ response: APIResponse, _ limit: Int) -> SyncFailure {
+        .api(
+            APIError(
+                code: .paginationLoop, request: request.description, status: response.status,
+                message: "Apple's answer still says hasMore after \(limit) pages, the limit appStoreServerAPI.maxPages sets: the sync stops here (what it ingested is kept); raise maxPages if the history is really that long"))
     }
 
     /// The line the commands print.

@@ -11,7 +11,7 @@ extension AppStoreServerAPIConfiguration {
         guard case .object(let object) = json else {
             throw ConfigurationError(field: section, message: "expected an object with issuerId, keyId, privateKeyPath (and baseURL for tests)")
         }
-        let known: Set<String> = ["issuerId", "keyId", "privateKeyPath", "baseURL"]
+        let known: Set<String> = ["issuerId", "keyId", "privateKeyPath", "baseURL", "maxPages"]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: "\(section).\(key)", message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
         }
@@ -37,12 +37,21 @@ extension AppStoreServerAPIConfiguration {
             if scheme == "http" && !HTTPClient.isLoopback(host) {
                 throw ConfigurationError(
                     field: "\(section).baseURL",
-                    message: "\"\(text)\": plain http is allowed only to a loopback address (the bearer token must not cross a network unencrypted); use https")
+                    message: "\"\(text)\": plain http is allowed only to a loopback address (127.0.0.0/8, [::1], or localhost resolving only to those): the bearer token must not cross a network unencrypted; use https")
             }
             baseURL = url
         case let other?:
             throw ConfigurationError(field: "\(section).baseURL", message: "expected a URL string, found \(other.typeName)")
         }
-        return AppStoreServerAPIConfiguration(issuerId: issuerId, keyId: keyId, privateKeyPath: keyPath, baseURL: baseURL)
+        var maxPages = AppStoreServerAPIConfiguration.defaultMaxPages
+        switch object["maxPages"] {
+        case nil: break
+        case .int(let value)? where value >= 1 && value <= Int64(Int32.max): maxPages = Int(value)
+        case let other?:
+            throw ConfigurationError(
+                field: "\(section).maxPages",
+                message: "expected a positive integer (pages one sync follows; default \(AppStoreServerAPIConfiguration.defaultMaxPages)), found \(JSONWriter.string(other))")
+        }
+        return AppStoreServerAPIConfiguration(issuerId: issuerId, keyId: keyId, privateKeyPath: keyPath, baseURL: baseURL, maxPages: maxPages)
     }
 }

@@ -62,7 +62,19 @@ enum SignCommand {
         for (name, value) in arguments.values where name != "--config" && name != "--app-account-token" && value.isEmpty {
             throw UsageError(message: "\(name) needs a non-empty value", command: "sign")
         }
+        // U+2063 joins the V1 signature's fields: one inside a field would let a signature
+        // vouch for other values too (product "a\u{2063}b", offer "c" = product "a", offer "b\u{2063}c").
+        for (name, value) in arguments.values.sorted(by: { $0.key < $1.key }) where name != "--config" {
+            if value.unicodeScalars.contains(AppStoreSigner.fieldSeparator) {
+                throw UsageError(message: "\(name) contains U+2063 (INVISIBLE SEPARATOR), the separator of signed fields: remove it", command: "sign")
+            }
+        }
         guard let signer = try loadSigner(arguments, command: "sign") else { return .usage }
+        for (field, value) in [("bundleId", signer.bundleId), ("appStoreServerAPI.keyId", signer.keyId), ("appStoreServerAPI.issuerId", signer.issuerId)]
+        where value.unicodeScalars.contains(AppStoreSigner.fieldSeparator) {
+            Output.error("entitlements sign: configuration field \"\(field)\": contains U+2063 (INVISIBLE SEPARATOR), the separator of signed fields: remove it")
+            return .usage
+        }
         let values = arguments.values
         let now = Engine.now()
         switch form {

@@ -15,8 +15,8 @@ enum SyncCommand {
           --notifications   Get Notification History from --start (default: the end of the
                             last successful sync of the same kind, less 10 minutes; else 180
                             days ago) to now, following paginationToken; with --only-failures,
-                            only the notifications Apple failed to deliver. On success the end
-                            is stored as the next start.
+                            only the notifications Apple failed to deliver. On success with
+                            nothing rejected the end is stored as the next start.
           --customer ID     any transaction id of the customer, or its appTransactionId: Get
                             Transaction History (v2) from the revision stored for the customer,
                             then Get All Subscription Statuses and Get App Transaction Info.
@@ -25,6 +25,8 @@ enum SyncCommand {
         then {"appended": A, "duplicate": D, "rejected": R}. A 429 is retried after Retry-After
         (at most 3 times); any other error prints {"request", "status", "errorCode",
         "errorMessage", "error": {"code", "message"}} with Apple's errorCode, then the totals.
+        Paging that would never end (a paginationToken given twice, a revision that does not
+        advance, more than appStoreServerAPI.maxPages pages, default 10000) is PAGINATION_LOOP.
 
         OPTIONS
           --db PATH       database (default entitlements.sqlite; created if missing)

@@ -14,5 +14,6 @@ extension SchemaMigrations {
         m011_usage,
         m012_compact_log,
         m013_chain_digest,
+        m014_reported_answers_codec,
     ]
 }

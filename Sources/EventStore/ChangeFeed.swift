@@ -20,9 +20,7 @@ extension EventStore {
         var hasRow = false
         if try load.step() {
             hasRow = true
-            if let text = load.string(0), let json = try? JSONParser().parse(Array(text.utf8)), let answer = ReportedAnswer(json: json) {
-                reported = answer
-            }
+            reported = Self.reportedAnswer(load, column: 0)
             storedNext = load.isNull(1) ? nil : load.int64(1)
         }
         load.reset()
@@ -63,7 +61,7 @@ extension EventStore {
             let save = try connection.cached(
                 "INSERT OR REPLACE INTO reported_answers (customer_key, answer, next_change_at) VALUES (?, ?, ?)")
             try save.bind(1, key)
-            try save.bind(2, JSONWriter.string(answer.json()))
+            try save.bind(2, blob: answer.encoded())
             try save.bind(3, next)
             try save.step()
             save.reset()
@@ -201,5 +199,18 @@ extension EventStore {
         for key in gone {
             try recordChanges(of: key, state: nil, rules: rules, now: now, cause: key.hasPrefix("otid:") ? .merge : cause)
         }
+    }
+}
+
+extension EventStore {
+    /// The reported answer in `column`: the binary codec's bytes, or, in a row written
+    /// before the answers were kept in the codec, its JSON text. An answer that cannot be
+    /// read counts as none reported (the feed then reports the customer's whole answer).
+    static func reportedAnswer(_ statement: Statement, column: Int32) -> ReportedAnswer {
+        if statement.isText(column) {
+            guard let text = statement.string(column), let json = try? JSONParser().parse(Array(text.utf8)) else { return ReportedAnswer() }
+            return ReportedAnswer(json: json) ?? ReportedAnswer()
+        }
+        return statement.blob(column).flatMap { try? ReportedAnswer(encoded: $0) } ?? ReportedAnswer()
     }
 }

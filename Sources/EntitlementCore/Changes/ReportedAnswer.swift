@@ -35,15 +35,8 @@ public struct ReportedAnswer: Sendable, Hashable {
         return result
     }
 
-    /// A stable text form, for storage: `[["name", expires|null], ...]` sorted by name.
-    public func json() -> JSONValue {
-        .array(
-            active.keys.sorted { $0.utf8Precedes($1) }.map { name in
-                .array([.string(name), .nullable(active[name] ?? nil)])
-            })
-    }
-
-    /// The answer stored as ``json()``; `nil` when `value` is not of that form.
+    /// The answer as the store kept it before the binary codec, JSON `[["name", expires|null], ...]`;
+    /// `nil` when `value` is not of that form. (Now kept as ``encoded()``.)
     public init?(json value: JSONValue) {
         guard case .array(let members) = value else { return nil }
         var active: [String: Int64?] = [:]

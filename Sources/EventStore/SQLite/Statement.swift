@@ -98,6 +98,9 @@ public final class Statement {
 
     public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 
+    /// Whether the column holds text (as opposed to a blob, a number or NULL).
+    public func isText(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_TEXT }
+
     public func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
 
     public func string(_ column: Int32) -> String? {

@@ -23,9 +23,11 @@ extension EventStore {
     /// reported, in the batch's transaction: the change feed (contract section 8)
     /// records them with cause "merge" (the merged customer's entitlements
     /// inactive under its old key, the survivor's changes under its own).
-    func customersMerged(_ merges: [CustomerMerge], rules: Rules, now: Int64) throws {
+    /// - Parameter states: the states the batch wrote, by customer (a survivor is always among them).
+    func customersMerged(_ merges: [CustomerMerge], states: [CustomerKey: CustomerState], rules: Rules, now: Int64) throws {
         for merge in merges {
-            try recordMerge(from: merge.from, into: merge.into, survivorState: try currentState(of: merge.into), rules: rules, now: now)
+            let survivor = try states[merge.into] ?? currentState(of: merge.into)
+            try recordMerge(from: merge.from, into: merge.into, survivorState: survivor, rules: rules, now: now)
         }
     }
 
@@ -125,7 +127,7 @@ extension EventStore {
         var states: [CustomerKey: CustomerState] = [:]
         let merges = try project(
             batch: batch, changes: changes, generation: engine.generation, rules: rules, owners: &owners, states: &states)
-        try customersMerged(merges, rules: rules, now: receivedAt)
+        try customersMerged(merges, states: states, rules: rules, now: receivedAt)
         let merged = Set(merges.flatMap { [$0.from, $0.into] })
         for key in try affectedCustomers(batch: batch, changes: changes, owners: &owners) where !merged.contains(key) {
             let state = try states[key] ?? currentState(of: key)

@@ -141,7 +141,8 @@ extension EventStore {
     /// - Parameters:
     ///   - owners: the owner of each originalTransactionId as resolved so far in this
     ///     transaction (links do not change once the batch's claims are recorded).
-    ///   - states: receives the state written for each customer projected from its stored projection.
+    ///   - states: receives the state written for each customer projected or rebuilt (a
+    ///     customer rebuilt to nothing gets none), so that no caller reads it back.
     func project(
         batch events: [Event], changes: IdentityChanges, generation: Int64, rules: Rules, table: ProjectionTable = .current,
         owners: inout [String: CustomerKey], states: inout [CustomerKey: CustomerState]
@@ -174,14 +175,16 @@ extension EventStore {
             states[key] = try project(key: key, events: pending[key] ?? [], generation: generation, rules: rules, table: table)
         }
         for key in rebuild {
-            try rebuildProjection(of: key, generation: generation, rules: rules, table: table)
+            states[key] = try rebuildProjection(of: key, generation: generation, rules: rules, table: table)
         }
         return merges
     }
 
     /// Rebuilds `customer`'s projection from every fact that belongs to it, or
     /// removes the projection when none is left.
-    func rebuildProjection(of customer: CustomerKey, generation: Int64, rules: Rules, table: ProjectionTable) throws {
+    /// - Returns: the state written, `nil` when the projection was removed.
+    @discardableResult
+    func rebuildProjection(of customer: CustomerKey, generation: Int64, rules: Rules, table: ProjectionTable) throws -> CustomerState? {
         var state = CustomerState(key: customer)
         var lastSeq: Int64 = 0
         var any = false
@@ -205,11 +208,12 @@ extension EventStore {
         }
         guard any else {
             try deleteProjection(key: customer, generation: generation, table: table)
-            return
+            return nil
         }
         try writeProjection(
             key: customer, stateBytes: StateCodec.encode(state), generation: generation, rulesVersion: rules.version,
             lastSeq: lastSeq, table: table)
+        return state
     }
 
     func projectionExists(key: CustomerKey, generation: Int64, table: ProjectionTable) throws -> Bool {

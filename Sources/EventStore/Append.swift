@@ -235,20 +235,24 @@ extension EventStore {
     }
 
     /// Applies one event, loading raw JWS from the log when two versions tie on `signedDate`.
+    ///
+    /// The reducer names every raw it needs at once, before it changes anything; with
+    /// those at hand it decides every tie, so it is applied at most twice.
     func apply(_ event: Event, to state: inout CustomerState, rules: Rules) throws {
-        var event = event
-        for _ in 0..<4 {
+        do {
+            try state.apply(event, rules: rules)
+        } catch let missing {
+            var raws: [RawRef: String] = [:]
+            for ref in missing.refs { raws[ref] = try rawJWS(ref) }
+            var event = event
+            state.hydrate(raws)
+            event.hydrate(raws)
             do {
                 try state.apply(event, rules: rules)
-                return
-            } catch let missing {
-                var raws: [RawRef: String] = [:]
-                for ref in missing.refs { raws[ref] = try rawJWS(ref) }
-                state.hydrate(raws)
-                event.hydrate(raws)
+            } catch {
+                throw StoreError(code: .unreadable, message: "could not order two versions of a signed object in event \(event.seq)")
             }
         }
-        throw StoreError(code: .unreadable, message: "could not order two versions of a signed object in event \(event.seq)")
     }
 
     private func insertEvent(

@@ -49,15 +49,15 @@ extension EventStore {
                 }
             }
             var incoming = claim
-            var decided: LinkClaim.Verdict = .needsRaws([])
-            for _ in 0..<3 {
-                decided = LinkClaim.verdict(existing: existing, incoming: incoming)
-                guard case .needsRaws(let refs) = decided else { break }
+            var decided = LinkClaim.verdict(existing: existing, incoming: incoming)
+            if case .needsRaws(let refs) = decided {
+                // A tie on signedDate: with both raws at hand the verdict is decided.
                 for ref in refs {
                     let raw = try rawJWS(ref)
                     if ref == existing.ref { existing.raw = raw }
                     if ref == incoming.ref { incoming.raw = raw }
                 }
+                decided = LinkClaim.verdict(existing: existing, incoming: incoming)
             }
             switch decided {
             case .keepExisting: return

@@ -86,7 +86,8 @@ struct ConnectionSlots {
     }
 
     /// A pending connection whose head names `pool` (or none): the general pool if it has room
-    /// now, else the pool's reserve if it has room, else refused (answer `503`).
+    /// now, else the pool's reserve if it has room (and its address holds less than half of it),
+    /// else refused (answer `503`).
     mutating func place(_ id: Int, pool: String?) -> Placement {
         guard let slot = slots[id] else { return .refused }
         guard slot.tier == .pending else { return slot.tier == .general ? .general : .refused }
@@ -94,7 +95,10 @@ struct ConnectionSlots {
             slots[id]?.tier = .general
             return .general
         }
-        if let pool, let size = reserved[pool], count(.reserved(pool)) < size {
+        // One address holds at most half a pool (at least one slot): the rest stays for others.
+        if let pool, let size = reserved[pool], count(.reserved(pool)) < size,
+            slots.values.lazy.filter({ $0.peer == slot.peer && $0.tier == .reserved(pool) }).count < max(1, size / 2)
+        {
             slots[id]?.tier = .reserved(pool)
             return .reserved(pool)
         }

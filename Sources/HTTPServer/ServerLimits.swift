@@ -7,8 +7,9 @@
 ///   requests with an `Authorization` header): slots above both bounds, per named pool.
 ///   A connection over a bound with nothing to shed is admitted as pending, reads its
 ///   request head (its address may hold at most half the reserve this way), and then is
-///   served in the pool its head names, in the general pool if room opened meanwhile, or
-///   answered `503`. A reserved slot serves one request, then closes.
+///   served in the general pool if room opened meanwhile, else in the pool its head names
+///   (one address holds at most half of a pool), else answered `503`. A reserved slot
+///   serves one request, then closes.
 /// - Past every bound a new connection first sheds an idle one (a connection that has sent
 ///   no byte of a request: before its first one or between requests, oldest idle first;
 ///   over the per-client bound only that client's), else it gets `503` with `Retry-After`

@@ -445,6 +445,11 @@ public final class HTTPServer: @unchecked Sendable {
                         if !parser.hasPartialRequest && fds[0].revents == 0 { return }
                     }
                     if fds[0].revents == 0 { continue }
+                    if idle && !parser.hasPartialRequest {
+                        // Busy before the bytes leave the socket: until then, the bytes waiting keep it from being shed.
+                        idle = false
+                        server.markBusy(id)
+                    }
                     let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                     if count < 0 {
                         if errno == EAGAIN || errno == EINTR { continue }
@@ -456,13 +461,7 @@ public final class HTTPServer: @unchecked Sendable {
                         return
                     }
                     lastActivity = Self.now()
-                    if !parser.hasPartialRequest {
-                        requestStarted = lastActivity
-                        if idle {
-                            idle = false
-                            server.markBusy(id)
-                        }
-                    }
+                    if !parser.hasPartialRequest { requestStarted = lastActivity }
                     parser.append(chunk[0..<count])
                 case .head(let head):
                     bodyStarted = Self.now()

@@ -343,7 +343,8 @@ struct ConnectionBoundsTests {
 
     @Test("stop: idle connections close at once, a request still arriving gets the grace then 503, run() returns")
     func stopGrace() throws {
-        let limits = ServerLimits(maxBodyBytes: 1024, bodyTimeoutMilliseconds: 120_000, shutdownGraceMilliseconds: 500)
+        let limits = ServerLimits(
+            maxBodyBytes: 1024, idleTimeoutMilliseconds: 120_000, bodyTimeoutMilliseconds: 120_000, shutdownGraceMilliseconds: 500)
         let running = try RunningServer(limits: limits)
         let idle = try #require(LoopbackClient(port: running.port))
         idle.send(Self.health)
@@ -352,7 +353,7 @@ struct ConnectionBoundsTests {
         slow.send("POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
         #expect(RunningServer.eventually { running.server.activeConnections == 2 })
         let started = Date()
-        // The body timeout is two minutes: only the grace can end this within the bound.
+        // The idle and body timeouts are two minutes: only the grace can end this within the bound.
         #expect(running.stop(timeout: 30))
         #expect(Date().timeIntervalSince(started) < 30)
         #expect(idle.closed(within: 10))

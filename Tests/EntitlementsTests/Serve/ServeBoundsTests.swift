@@ -28,14 +28,14 @@ extension Reliability {
             let server = try TestServer(name: "serve-idle-flood", token: Self.token)
             var idle: [RawClient] = []
             for _ in 0..<1000 { idle.append(try RawClient(port: server.port)) }
-            // Idle connections are shed for newer ones: the server never holds more than the bound for one address.
-            #expect(TestServer.eventually { Self.active(server) <= 64 })
+            // Right behind them (before any idle timeout could free a slot), from the same address.
             let query = try RawClient(port: server.port)
             query.send(RawClient.request("GET", "/customers/\(ServeSamples.customer(1))", headers: [Self.bearer]))
-            #expect(query.response(timeout: 10)?.status == 404)
             let webhook = try RawClient(port: server.port)
             webhook.send(RawClient.request("POST", "/notifications", body: Array(ServeSamples.notification(1).utf8)))
-            #expect(webhook.response(timeout: 10)?.json?["result"] == "appended")
+            #expect(query.response(timeout: 9)?.status == 404)
+            #expect(webhook.response(timeout: 9)?.json?["result"] == "appended")
+            // Idle connections were shed for newer ones: never more than the bound for one address (and the reserve).
             #expect(Self.active(server) <= 64 + 16)
         }
 
@@ -121,6 +121,18 @@ extension Reliability {
             }
             let stuck = try RawClient(port: port)
             stuck.send("POST /notifications HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n{\"signedPayload\":")
+            // A byte every half second: never idle for the idle timeout (10 s), the body never whole (60 s allowed).
+            let trickling = Locked(true)
+            let fd = stuck.fd
+            let trickler = Thread {
+                var byte = UInt8(ascii: "a")
+                for _ in 0..<240 where trickling.withLock({ $0 }) {
+                    guard send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) == 1 else { break }
+                    usleep(500_000)
+                }
+            }
+            trickler.start()
+            defer { trickling.withLock { $0 = false } }
             let answered = try RawClient(port: port)
             answered.send(RawClient.request("GET", "/health"))
             #expect(answered.response()?.status == 200)
@@ -132,7 +144,7 @@ extension Reliability {
             // The body timeout is 60 s: only the shutdown grace (5 s) can end it this soon.
             let outcome = running.wait(timeout: 30)
             #expect(outcome.status == 0 && !outcome.signaled, "\(outcome.stderr)")
-            #expect(Date().timeIntervalSince(signalled) < 30)
+            #expect(Date().timeIntervalSince(signalled) < 20)
             #expect(try Probe(workspace.path("s.sqlite")).eventCount() == 0)
         }
 
@@ -214,7 +226,8 @@ extension Reliability {
             usleep(2_000_000)
             let used = Double(Self.cpuTicks(running.pid) - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
             let seconds = Date().timeIntervalSince(window)
-            #expect(used < 0.25 * seconds, "serve used \(used) s of CPU in \(seconds) s while out of descriptors")
+            print("serve out of descriptors: \(used) s of CPU in \(seconds) s")
+            #expect(used < 0.15 * seconds, "serve used \(used) s of CPU in \(seconds) s while out of descriptors")
             // Descriptors come back: it accepts again.
             clients.removeAll()
             var served = false

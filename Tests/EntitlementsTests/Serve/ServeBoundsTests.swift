@@ -240,6 +240,47 @@ extension Reliability {
             #expect(running.wait(timeout: 30).status == 0)
         }
 
+        @Test("serve.maxConnections and serve.maxConnectionsPerClient in the configuration bound serve; bad values are named (exit 2)")
+        func configuredBounds() throws {
+            let settings = try ServeSettings(configuration: JSONParser().parse(Array(#"{"serve":{"maxConnections":40,"maxConnectionsPerClient":2}}"#.utf8)))
+            #expect(settings.maxConnections == 40)
+            #expect(settings.maxConnectionsPerClient == 2)
+            #expect(try ServeSettings(configuration: JSONParser().parse(Array("{}".utf8))).maxConnectionsPerClient == nil)
+            let workspace = try Workspace(name: "serve-configured")
+            func configure(_ serve: JSONValue) throws {
+                var config = try JSONParser().parse(Array(Data(contentsOf: workspace.configURL)))
+                if case .object(var object) = config {
+                    object["serve"] = serve
+                    config = .object(object)
+                }
+                try Data(JSONWriter.string(config).utf8).write(to: workspace.configURL)
+            }
+            try configure(["maxConnectionsPerClient": 0])
+            let refused = try workspace.cli("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"])
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("serve.maxConnectionsPerClient"), "\(refused.stderr)")
+            try configure(["maxConnectionsPerClient": 2])
+            let running = try workspace.start("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"], label: "serve")
+            defer { running.kill9() }
+            guard let port = ServeLoad.port(of: running) else {
+                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
+                return
+            }
+            let busy = try (0..<2).map { _ in try RawClient(port: port) }
+            for client in busy { client.send("GET /health HTTP/1.1\r\n") }
+            let third = try RawClient(port: port)
+            third.send(RawClient.request("GET", "/health"))
+            let answer = third.response(timeout: 10)
+            #expect(answer?.status == 503)
+            #expect(answer?.field("retry-after") != nil)
+            // Another address is not held back by this one.
+            let other = try RawClient(port: port, from: "127.0.0.2")
+            other.send(RawClient.request("GET", "/health"))
+            #expect(other.response(timeout: 10)?.status == 200)
+            kill(running.pid, SIGTERM)
+            #expect(running.wait(timeout: 30).status == 0)
+        }
+
         // MARK: Helpers
 
         /// The user and system CPU time of a process so far, in clock ticks.

@@ -272,10 +272,10 @@ public final class HTTPServer: @unchecked Sendable {
             }
             if !started {
                 // No thread, no connection: the slot is freed and the client told at once.
-                refuse(fd, client: client)
                 lock.lock()
                 slots.release(id)
                 lock.unlock()
+                refuse(fd, client: client)
             }
         }
     }

@@ -4,7 +4,8 @@
 /// - `maxConnections` (256): connections served at once in the general pool.
 /// - `maxConnectionsPerClient` (64): connections one client address may hold, in every pool.
 /// - `reservedConnections` (none here; `serve` keeps 8 for `POST /notifications` and 8 for
-///   requests with an `Authorization` header): slots above both bounds, per named pool.
+///   requests with the valid bearer token, or any `Authorization` when no token is set):
+///   slots above both bounds, per named pool, decided from the request's head.
 ///   A connection over a bound with nothing to shed is admitted as pending, reads its
 ///   request head (its address may hold at most half the reserve this way), and then is
 ///   served in the general pool if room opened meanwhile, else in the pool its head names
@@ -23,6 +24,8 @@
 /// - When the process is out of file descriptors, accepting pauses (10 ms, doubling up to 1 s)
 ///   and the oldest idle connection is shed.
 /// - Sizes: ``ParserLimits`` (head 16 KiB, 100 fields, the body `maxBodyBytes`).
+///
+/// `serve` takes `serve.maxConnections` and `serve.maxConnectionsPerClient` from its configuration.
 public struct ServerLimits: Sendable {
     /// Connections served at once in the general pool; past it, idle ones are shed, else `503`.
     public var maxConnections: Int

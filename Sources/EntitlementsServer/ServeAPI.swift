@@ -42,6 +42,19 @@ final class ServeAPI: Sendable {
         return nil
     }
 
+    /// The reserved connection pools: Apple's webhook, and the holders of the token.
+    static let webhookPool = "webhook"
+    static let tokenPool = "token"
+
+    /// Which reserved pool a request over the connection bounds may use: `POST /notifications`
+    /// the webhook's; a request with the valid bearer token (any `Authorization` when no token is set) the token's.
+    func reservedPool(_ head: RequestHead) -> String? {
+        if head.method == "POST" && head.path == "/notifications" { return Self.webhookPool }
+        guard let header = head.field("authorization") else { return nil }
+        if let token, !Self.authorized(header, token: token) { return nil }
+        return Self.tokenPool
+    }
+
     /// `Bearer <token>`, the scheme case-insensitive, compared in constant time.
     static func authorized(_ header: String?, token: String) -> Bool {
         guard let header else { return false }
@@ -78,9 +91,11 @@ final class ServeAPI: Sendable {
         .error(400, code: "BAD_REQUEST", message: message)
     }
 
-    /// A database that cannot be written or read: 503, so that Apple retries.
+    /// A database that cannot be written or read: 503, so that Apple retries. The caller learns
+    /// the code alone (no paths, no internals); the detail goes to standard error.
     static func unavailable(_ error: EngineError) -> ServerResponse {
-        var response = ServerResponse.error(503, code: error.code.rawValue, message: error.message)
+        FileHandle.standardError.write(Data("entitlements serve: 503 \(error.code): \(error.message)\n".utf8))
+        var response = ServerResponse.error(503, code: error.code.rawValue, message: "the database is unavailable; retry later")
         response.fields.append(HTTPField(name: "Retry-After", value: "60"))
         return response
     }

@@ -9,6 +9,10 @@ public struct ServeSettings: Sendable {
     public var listen: ListenAddress
     /// The bearer token every endpoint but `POST /notifications` requires; `nil` when none is set.
     public var token: String?
+    /// `serve.maxConnections`: connections served at once (``ServerLimits/maxConnections`` when `nil`).
+    public var maxConnections: Int?
+    /// `serve.maxConnectionsPerClient`: connections one client address may hold (``ServerLimits/maxConnectionsPerClient`` when `nil`).
+    public var maxConnectionsPerClient: Int?
 
     public static let defaultListen = ListenAddress(host: "127.0.0.1", port: 8080)
 
@@ -47,8 +51,18 @@ public struct ServeSettings: Sendable {
         guard case .object(let object) = section else {
             throw ConfigurationError(field: "serve", message: "expected an object with listen and token")
         }
-        for key in object.keys where key != "listen" && key != "token" {
-            throw ConfigurationError(field: "serve.\(key)", message: "unknown field; expected listen, token")
+        let known = ["listen", "token", "maxConnections", "maxConnectionsPerClient"]
+        for key in object.keys where !known.contains(key) {
+            throw ConfigurationError(field: "serve.\(key)", message: "unknown field; expected \(known.joined(separator: ", "))")
+        }
+        for key in known.dropFirst(2) {
+            switch object[key] {
+            case nil, .null?: continue
+            case .int(let value)? where value >= 1 && value <= 100_000:
+                if key == "maxConnections" { maxConnections = Int(value) } else { maxConnectionsPerClient = Int(value) }
+            case let other?:
+                throw ConfigurationError(field: "serve.\(key)", message: "expected a whole number from 1 to 100000, found \(JSONWriter.string(other).prefix(40))")
+            }
         }
         switch object["listen"] {
         case nil, .null?: break

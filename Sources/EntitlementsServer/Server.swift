@@ -14,7 +14,7 @@ public final class Server: Sendable {
         public var quarantine: QuarantineBound
 
         public init(maxBodyBytes: Int) {
-            limits = ServerLimits(maxBodyBytes: maxBodyBytes)
+            limits = ServerLimits(maxBodyBytes: maxBodyBytes, reservedConnections: [ServeAPI.webhookPool: 8, ServeAPI.tokenPool: 8])
             quarantine = QuarantineBound()
         }
     }
@@ -37,13 +37,16 @@ public final class Server: Sendable {
                     "refusing to listen on \(settings.listen), which is not a loopback address, without serve.token in the configuration: anyone who can reach it could read every customer's entitlements"
             )
         }
-        let options = options ?? Options(maxBodyBytes: engine.configuration.maxInputBytes)
+        var options = options ?? Options(maxBodyBytes: engine.configuration.maxInputBytes)
+        if let bound = settings.maxConnections { options.limits.maxConnections = bound }
+        if let bound = settings.maxConnectionsPerClient { options.limits.maxConnectionsPerClient = bound }
         self.engine = engine
         let api = ServeAPI(engine: engine, token: settings.token, bound: options.quarantine)
         self.api = api
         http = try HTTPServer(
             listen: settings.listen, limits: options.limits, log: log,
             preflight: { head, client in api.preflight(head, client: client) },
+            reservation: { head, _ in api.reservedPool(head) },
             handler: { request, client in api.handle(request, client: client) })
     }
 

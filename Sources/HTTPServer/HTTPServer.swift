@@ -3,20 +3,28 @@ import Foundation
 import Glibc
 #endif
 
-/// A small HTTP/1.1 server on POSIX sockets: one thread per connection (at
-/// most ``ServerLimits/maxConnections``), the framing done by
-/// ``RequestParser``, the answers by the handler.
+/// A small HTTP/1.1 server on POSIX sockets: one thread per connection (within
+/// the bounds of ``ServerLimits``: in total, per client address, and reserved
+/// pools above them), the framing done by ``RequestParser``, the answers by
+/// the handler. A connection over the bounds sheds an idle one or gets `503`
+/// at once; it never waits in the listen backlog.
 ///
 /// Call ``run()`` on a thread of its own; ``stop()`` (or SIGTERM, after
-/// ``stopOnSignals(_:)``) closes the listening socket, lets every connection
-/// finish the request it is reading or answering, closes idle ones, and
-/// makes ``run()`` return once all are closed.
+/// ``stopOnSignals(_:)``) closes the listening socket, closes idle connections,
+/// gives a request being received ``ServerLimits/shutdownGraceMilliseconds``
+/// to arrive whole, answers the complete ones, and makes ``run()`` return once
+/// all are closed.
 public final class HTTPServer: @unchecked Sendable {
     /// Checks a request's head before its body is read: an answer here is sent
     /// at once (the body, if any, stays unread and the connection is closed).
     public typealias Preflight = @Sendable (RequestHead, ClientInfo) -> ServerResponse?
     /// Answers a complete request.
     public typealias Handler = @Sendable (ServerRequest, ClientInfo) -> ServerResponse
+    /// The reserved pool (a key of ``ServerLimits/reservedConnections``) that a request's head
+    /// may use when its connection came over the bounds; `nil`: none (it gets `503`).
+    public typealias Reservation = @Sendable (RequestHead, ClientInfo) -> String?
+    /// Starts a thread running the closure; `false` when the system could not.
+    typealias ThreadStarter = @Sendable (@escaping @Sendable () -> Void) -> Bool
 
     /// The address bound (with the port the system chose when asked for port 0).
     public let address: ListenAddress
@@ -29,21 +37,26 @@ public final class HTTPServer: @unchecked Sendable {
     private let log: AccessLog?
     private let preflight: Preflight
     private let handler: Handler
+    private let reservation: Reservation
     private let lock = NSLock()
-    private var active = 0
+    private var slots: ConnectionSlots
     private var stopping = false
+    /// How connection threads are started (a test makes it fail).
+    var startThread: ThreadStarter = HTTPServer.startDetachedThread
 
     /// Binds and listens.
     /// - Throws: ``ServerError`` when the address cannot be bound (in use, not local, not permitted).
     public init(
         listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight = { _, _ in nil },
-        handler: @escaping Handler
+        reservation: @escaping Reservation = { _, _ in nil }, handler: @escaping Handler
     ) throws(ServerError) {
         signal(SIGPIPE, SIG_IGN)
         self.limits = limits
         self.log = log
         self.preflight = preflight
+        self.reservation = reservation
         self.handler = handler
+        slots = ConnectionSlots(limits: limits)
         let (fd, bound) = try Self.bind(listen, backlog: limits.backlog)
         listenFD = fd
         address = bound
@@ -156,7 +169,7 @@ public final class HTTPServer: @unchecked Sendable {
     public var activeConnections: Int {
         lock.lock()
         defer { lock.unlock() }
-        return active
+        return slots.count
     }
 
     private var isStopping: Bool {
@@ -169,20 +182,23 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Accepts and serves connections until ``stop()``; returns when every connection is closed.
     public func run() {
+        var backoff = AcceptBackoff()
+        var pausedUntil: UInt64 = 0
         while true {
-            lock.lock()
-            let room = active < limits.maxConnections
-            lock.unlock()
+            let now = Connection.now()
+            let paused = now < pausedUntil
             var fds = [
                 pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
             ]
-            if room { fds.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&fds, nfds_t(fds.count), -1)
+            if !paused { fds.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&fds, nfds_t(fds.count), paused ? Int32((pausedUntil - now) / 1000 + 1) : -1)
             if ready < 0 { continue }
             if fds[0].revents != 0 { break }
             if fds[1].revents != 0 { drain(wakePipe.read) }
-            if room && fds[2].revents != 0 { acceptPending() }
+            if !paused && fds[2].revents != 0, let pause = acceptPending(&backoff) {
+                pausedUntil = Connection.now() + UInt64(pause) * 1000
+            }
         }
         lock.lock()
         stopping = true
@@ -191,7 +207,7 @@ public final class HTTPServer: @unchecked Sendable {
         // Finish what was accepted.
         while true {
             lock.lock()
-            let remaining = active
+            let remaining = slots.count
             lock.unlock()
             if remaining == 0 { break }
             var fds = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
@@ -205,12 +221,9 @@ public final class HTTPServer: @unchecked Sendable {
         while read(fd, &bytes, bytes.count) > 0 {}
     }
 
-    private func acceptPending() {
+    /// Accepts every connection waiting; returns a pause (milliseconds) when accepting must stop a while.
+    private func acceptPending(_ backoff: inout AcceptBackoff) -> Int? {
         while true {
-            lock.lock()
-            let room = active < limits.maxConnections
-            lock.unlock()
-            guard room else { return }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let fd = withUnsafeMutablePointer(to: &storage) {
@@ -218,48 +231,174 @@ public final class HTTPServer: @unchecked Sendable {
                     accept(listenFD, $0, &length)
                 }
             }
-            if fd < 0 { return }
+            if fd < 0 {
+                let code = errno
+                switch backoff.failed(errno: code) {
+                case .drained: return nil
+                case .again: continue
+                case .pause(let milliseconds):
+                    // Out of descriptors: an idle connection gives one back.
+                    if AcceptBackoff.isOutOfDescriptors(code) {
+                        lock.lock()
+                        if let victim = slots.shedOldestIdle(stillIdle: { !Connection.hasBytesWaiting($0.fd) }) {
+                            shutdown(victim.fd, Int32(SHUT_RDWR))
+                        }
+                        lock.unlock()
+                    }
+                    return milliseconds
+                }
+            }
+            backoff.accepted()
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let client = ClientInfo(peer: Self.numeric(storage).host)
             lock.lock()
-            active += 1
-            lock.unlock()
-            let thread = Thread { [self] in
-                var connection = Connection(fd: fd, client: client, server: self)
-                connection.serve()
-                close(fd)
-                lock.lock()
-                active -= 1
-                lock.unlock()
-                var byte: UInt8 = 1
-                _ = write(wakePipe.write, &byte, 1)
+            let admission = slots.admit(peer: client.peer, fd: fd, now: Connection.now()) { !Connection.hasBytesWaiting($0.fd) }
+            if case .admit(_, _, let victim?) = admission {
+                // The idle connection's thread wakes on the shutdown and closes it.
+                shutdown(victim, Int32(SHUT_RDWR))
             }
-            thread.stackSize = 1 << 20
-            thread.start()
+            lock.unlock()
+            guard case .admit(let id, let tier, _) = admission else {
+                refuse(fd, client: client)
+                continue
+            }
+            let started = startThread { [self] in
+                var connection = Connection(fd: fd, id: id, pending: tier == .pending, client: client, server: self)
+                connection.serve()
+                finish(id: id, fd: fd)
+            }
+            if !started {
+                // No thread, no connection: the slot is freed and the client told at once.
+                lock.lock()
+                slots.release(id)
+                lock.unlock()
+                refuse(fd, client: client)
+            }
         }
+    }
+
+    /// A connection's end: its slot freed (unless it was shed) before its descriptor is closed.
+    private func finish(id: Int, fd: Int32) {
+        lock.lock()
+        slots.release(id)
+        lock.unlock()
+        close(fd)
+        var byte: UInt8 = 1
+        _ = write(wakePipe.write, &byte, 1)
+    }
+
+    /// `503` with `Retry-After` to a connection over the bounds, written without waiting, and closed.
+    private func refuse(_ fd: Int32, client: ClientInfo) {
+        let response = busyResponse(message: "too many connections; retry later")
+        let bytes = response.serialized(close: true)
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        shutdown(fd, Int32(SHUT_WR))
+        // What the client sent already is read, so that closing does not reset the connection under the answer.
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<4 where recv(fd, &chunk, chunk.count, 0) > 0 {}
+        close(fd)
+        log?.write(AccessLog.Entry(client: client.peer, method: nil, target: nil, status: 503, bytes: response.body.count, microseconds: 0))
+    }
+
+    func busyResponse(message: String) -> ServerResponse {
+        var response = ServerResponse.error(503, code: "SERVER_BUSY", message: message, closesConnection: true)
+        response.fields.append(HTTPField(name: "Retry-After", value: String(limits.retryAfterSeconds)))
+        return response
+    }
+
+    /// A detached POSIX thread with a 1 MiB stack; `false` when `pthread_create` fails.
+    static func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+        final class Box {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, 1 << 20)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread, &attributes,
+            { pointer in
+                Unmanaged<Box>.fromOpaque(pointer!).takeRetainedValue().body()
+                return nil
+            }, box)
+        if result != 0 {
+            Unmanaged<Box>.fromOpaque(box).release()
+            return false
+        }
+        return true
+    }
+
+    // MARK: Slots, for connections
+
+    private func markIdle(_ id: Int) {
+        lock.lock()
+        slots.markIdle(id, now: Connection.now())
+        lock.unlock()
+    }
+
+    private func markBusy(_ id: Int) {
+        lock.lock()
+        slots.markBusy(id)
+        lock.unlock()
+    }
+
+    private func place(_ id: Int, head: RequestHead, client: ClientInfo) -> ConnectionSlots.Placement {
+        let pool = reservation(head, client)
+        lock.lock()
+        defer { lock.unlock() }
+        return slots.place(id, pool: pool)
     }
 
     // MARK: One connection
 
     private struct Connection {
         let fd: Int32
+        let id: Int
         let client: ClientInfo
         let server: HTTPServer
         var parser: RequestParser
         var requestStarted: UInt64 = 0
         var bodyStarted: UInt64 = 0
+        /// The last byte received or answer sent: the idle timeout counts from it.
+        var lastActivity: UInt64
         var method: String?
         var target: String?
         var stopSeen = false
+        /// After a stop: a request still arriving is cut, and an answer abandoned, at this time.
+        var stopDeadline: UInt64 = 0
+        /// Admitted over a bound: placed once its head is read.
+        var pending: Bool
+        /// In a reserved slot: one request, then close.
+        var oneRequest = false
+        /// Whether the server's slots know it as idle.
+        var idle = true
 
-        init(fd: Int32, client: ClientInfo, server: HTTPServer) {
+        init(fd: Int32, id: Int, pending: Bool, client: ClientInfo, server: HTTPServer) {
             self.fd = fd
+            self.id = id
+            self.pending = pending
             self.client = client
             self.server = server
             self.parser = RequestParser(limits: server.limits.parser)
+            self.lastActivity = Self.now()
+        }
+
+        /// Milliseconds from now until `deadline` (microseconds), negative when past.
+        static func milliseconds(until deadline: UInt64) -> Int {
+            Int((Int64(deadline) - Int64(now())) / 1000)
+        }
+
+        mutating func noteStop() {
+            guard !stopSeen else { return }
+            stopSeen = true
+            stopDeadline = Self.now() + UInt64(max(0, server.limits.shutdownGraceMilliseconds)) * 1000
         }
 
         static func now() -> UInt64 {
@@ -274,28 +413,43 @@ public final class HTTPServer: @unchecked Sendable {
             while true {
                 switch parser.next() {
                 case .needMore:
-                    let now = Self.now()
-                    var timeout = limits.idleTimeoutMilliseconds
+                    if !stopSeen && server.isStopping { noteStop() }
+                    var timeout = Self.milliseconds(until: lastActivity + UInt64(limits.idleTimeoutMilliseconds) * 1000)
                     if !parser.hasPartialRequest {
                         // Stopping closes an idle connection; bytes already received are a
                         // request that arrived before the stop (this thread had not read them yet).
-                        if (stopSeen || server.isStopping) && !Self.hasBytesWaiting(fd) { return }
+                        if stopSeen && !Self.hasBytesWaiting(fd) { return }
+                        if !idle {
+                            idle = true
+                            server.markIdle(id)
+                        }
                     } else if parser.isReadingBody {
-                        timeout = min(timeout, Int((Int64(bodyStarted) + Int64(limits.bodyTimeoutMilliseconds) * 1000 - Int64(now)) / 1000))
+                        timeout = min(timeout, Self.milliseconds(until: bodyStarted + UInt64(limits.bodyTimeoutMilliseconds) * 1000))
                     } else {
-                        timeout = min(timeout, Int((Int64(requestStarted) + Int64(limits.headerTimeoutMilliseconds) * 1000 - Int64(now)) / 1000))
+                        timeout = min(timeout, Self.milliseconds(until: requestStarted + UInt64(limits.headerTimeoutMilliseconds) * 1000))
+                    }
+                    if stopSeen {
+                        let left = Self.milliseconds(until: stopDeadline)
+                        if left <= 0 { return shutDown() }
+                        timeout = min(timeout, left)
                     }
                     if timeout <= 0 { return timedOut() }
                     var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
                     if !stopSeen { fds.append(pollfd(fd: server.stopPipe.read, events: Int16(POLLIN), revents: 0)) }
                     let ready = poll(&fds, nfds_t(fds.count), Int32(timeout))
                     if ready < 0 { if errno == EINTR { continue } else { return } }
-                    if ready == 0 { return timedOut() }
+                    // A deadline passed: the next turn finds which.
+                    if ready == 0 { continue }
                     if fds.count > 1 && fds[1].revents != 0 {
-                        stopSeen = true
+                        noteStop()
                         if !parser.hasPartialRequest && fds[0].revents == 0 { return }
                     }
                     if fds[0].revents == 0 { continue }
+                    if idle && !parser.hasPartialRequest {
+                        // Busy before the bytes leave the socket: until then, the bytes waiting keep it from being shed.
+                        idle = false
+                        server.markBusy(id)
+                    }
                     let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                     if count < 0 {
                         if errno == EAGAIN || errno == EINTR { continue }
@@ -306,14 +460,26 @@ public final class HTTPServer: @unchecked Sendable {
                         if parser.hasPartialRequest { log(status: 0, bytes: 0) }
                         return
                     }
-                    if !parser.hasPartialRequest { requestStarted = Self.now() }
+                    lastActivity = Self.now()
+                    if !parser.hasPartialRequest { requestStarted = lastActivity }
                     parser.append(chunk[0..<count])
                 case .head(let head):
                     bodyStarted = Self.now()
                     method = head.method
                     target = head.target
+                    if pending {
+                        // Over a bound: the head decides between a slot (general or reserved) and 503.
+                        pending = false
+                        switch server.place(id, head: head, client: client) {
+                        case .general: break
+                        case .reserved: oneRequest = true
+                        case .refused:
+                            _ = respond(server.busyResponse(message: "too many connections; retry later"), close: true)
+                            return
+                        }
+                    }
                     if let early = server.preflight(head, client) {
-                        let close = head.framing != .none || !head.keepAlive || early.closesConnection || stopSeen || server.isStopping
+                        let close = head.framing != .none || !head.keepAlive || early.closesConnection || oneRequest || stopSeen || server.isStopping
                         guard respond(early, close: close), !close else { return }
                         // No body: the request is complete; the parser's next event is it, skip it.
                         if case .request = parser.next() {}
@@ -326,7 +492,7 @@ public final class HTTPServer: @unchecked Sendable {
                     method = request.head.method
                     target = request.head.target
                     let response = server.handler(request, client)
-                    let close = !request.head.keepAlive || response.closesConnection || stopSeen || server.isStopping
+                    let close = !request.head.keepAlive || response.closesConnection || oneRequest || stopSeen || server.isStopping
                     guard respond(response, close: close), !close else { return }
                 case .failure(let error):
                     let response = ServerResponse.error(error.status, code: Self.code(error.status), message: error.message, closesConnection: true)
@@ -335,6 +501,13 @@ public final class HTTPServer: @unchecked Sendable {
                     return
                 }
             }
+        }
+
+        /// The grace after a stop is over and the request has not arrived whole: `503`, closed.
+        mutating func shutDown() {
+            let response = ServerResponse.error(
+                503, code: "SHUTTING_DOWN", message: "the server is stopping; the request did not arrive in time", closesConnection: true)
+            _ = respond(response, close: true)
         }
 
         /// Whether the socket has received bytes (or the peer's close) not yet read.
@@ -364,7 +537,9 @@ public final class HTTPServer: @unchecked Sendable {
 
         /// Sends an answer and logs it; `false` when the client is gone.
         mutating func respond(_ response: ServerResponse, close: Bool) -> Bool {
+            if !stopSeen && server.isStopping { noteStop() }
             let sent = send(response.serialized(close: close))
+            lastActivity = Self.now()
             log(status: response.status, bytes: response.body.count)
             method = nil
             target = nil
@@ -382,7 +557,8 @@ public final class HTTPServer: @unchecked Sendable {
         /// Writes everything, waiting for the client to read within the write timeout.
         func send(_ bytes: [UInt8]) -> Bool {
             var offset = 0
-            let deadline = Self.now() + UInt64(server.limits.writeTimeoutMilliseconds) * 1000
+            var deadline = Self.now() + UInt64(server.limits.writeTimeoutMilliseconds) * 1000
+            if stopSeen { deadline = min(deadline, stopDeadline) }
             while offset < bytes.count {
                 let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
                 if written > 0 {

@@ -1,7 +1,41 @@
 /// The bounds a server keeps per connection and in total.
+///
+/// The limits and their defaults:
+/// - `maxConnections` (256): connections served at once in the general pool.
+/// - `maxConnectionsPerClient` (64): connections one client address may hold, in every pool.
+/// - `reservedConnections` (none here; `serve` keeps 8 for `POST /notifications` and 8 for
+///   requests with the valid bearer token, or any `Authorization` when no token is set):
+///   slots above both bounds, per named pool, decided from the request's head.
+///   A connection over a bound with nothing to shed is admitted as pending, reads its
+///   request head (its address may hold at most half the reserve this way), and then is
+///   served in the general pool if room opened meanwhile, else in the pool its head names
+///   (one address holds at most half of a pool), else answered `503`. A reserved slot
+///   serves one request, then closes.
+/// - Past every bound a new connection first sheds an idle one (a connection that has sent
+///   no byte of a request: before its first one or between requests, oldest idle first;
+///   over the per-client bound only that client's), else it gets `503` with `Retry-After`
+///   (`retryAfterSeconds`, 5) at once: nothing waits in the listen backlog.
+/// - `idleTimeoutMilliseconds` (10 s) with no byte received closes a connection;
+///   `headerTimeoutMilliseconds` (10 s) for a whole head; `bodyTimeoutMilliseconds` (60 s)
+///   for a whole body; `writeTimeoutMilliseconds` (10 s) for the client to read an answer.
+/// - `shutdownGraceMilliseconds` (5 s): after a stop, idle connections close at once, a request
+///   being received has this long to arrive whole (else `503` and close), complete requests are
+///   answered, and no answer is written for longer than this past it.
+/// - When the process is out of file descriptors, accepting pauses (10 ms, doubling up to 1 s)
+///   and the oldest idle connection is shed.
+/// - Sizes: ``ParserLimits`` (head 16 KiB, 100 fields, the body `maxBodyBytes`).
+///
+/// `serve` takes `serve.maxConnections` and `serve.maxConnectionsPerClient` from its configuration.
 public struct ServerLimits: Sendable {
-    /// Connections served at once; more wait in the listen backlog.
+    /// Connections served at once in the general pool; past it, idle ones are shed, else `503`.
     public var maxConnections: Int
+    /// Connections one client address (the socket's peer) may hold at once, pending and reserved ones included.
+    /// Behind a reverse proxy every connection has the proxy's address: raise it to `maxConnections` there.
+    public var maxConnectionsPerClient: Int
+    /// Slots above both bounds for each named pool that the server's reservation names from a request's head.
+    public var reservedConnections: [String: Int]
+    /// The `Retry-After` of a `503` for a connection over the bounds.
+    public var retryAfterSeconds: Int
     /// A connection that sends nothing for this long is closed (between requests, or in the middle of one).
     public var idleTimeoutMilliseconds: Int
     /// The whole head of a request (request line and fields) must arrive within this time of its first byte.
@@ -10,20 +44,28 @@ public struct ServerLimits: Sendable {
     public var bodyTimeoutMilliseconds: Int
     /// An answer the client does not read within this time is abandoned with its connection.
     public var writeTimeoutMilliseconds: Int
+    /// After a stop, how long a request being received may take to arrive whole (and an answer to be written).
+    public var shutdownGraceMilliseconds: Int
     /// The listen backlog.
     public var backlog: Int32
     /// Sizes: head, fields, body, chunk lines.
     public var parser: ParserLimits
 
     public init(
-        maxBodyBytes: Int, maxConnections: Int = 256, idleTimeoutMilliseconds: Int = 10_000, headerTimeoutMilliseconds: Int = 10_000,
-        bodyTimeoutMilliseconds: Int = 60_000, writeTimeoutMilliseconds: Int = 10_000, backlog: Int32 = 1024
+        maxBodyBytes: Int, maxConnections: Int = 256, maxConnectionsPerClient: Int = 64, reservedConnections: [String: Int] = [:],
+        retryAfterSeconds: Int = 5, idleTimeoutMilliseconds: Int = 10_000, headerTimeoutMilliseconds: Int = 10_000,
+        bodyTimeoutMilliseconds: Int = 60_000, writeTimeoutMilliseconds: Int = 10_000, shutdownGraceMilliseconds: Int = 5_000,
+        backlog: Int32 = 1024
     ) {
         self.maxConnections = maxConnections
+        self.maxConnectionsPerClient = maxConnectionsPerClient
+        self.reservedConnections = reservedConnections
+        self.retryAfterSeconds = retryAfterSeconds
         self.idleTimeoutMilliseconds = idleTimeoutMilliseconds
         self.headerTimeoutMilliseconds = headerTimeoutMilliseconds
         self.bodyTimeoutMilliseconds = bodyTimeoutMilliseconds
         self.writeTimeoutMilliseconds = writeTimeoutMilliseconds
+        self.shutdownGraceMilliseconds = shutdownGraceMilliseconds
         self.backlog = backlog
         self.parser = ParserLimits(maxBodyBytes: maxBodyBytes)
     }

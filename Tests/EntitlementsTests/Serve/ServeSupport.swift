@@ -26,9 +26,22 @@ final class RawClient {
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
-    /// Connects to 127.0.0.1:`port` (the listen backlog accepts at once, whether or not the server has room).
-    init(port: Int) throws {
+    /// Connects to 127.0.0.1:`port` (the listen backlog accepts at once, whether or not the server has room),
+    /// from `source` when given (any address of 127.0.0.0/8: another client to the server).
+    init(port: Int, from source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                throw Failure(description: "cannot bind to \(source): errno \(errno)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

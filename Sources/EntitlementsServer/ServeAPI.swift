@@ -22,24 +22,25 @@ final class ServeAPI: Sendable {
 
     // MARK: Before the body
 
-    /// 404, 405 and 401 are answered from the head, before any body is read.
-    func preflight(_ head: RequestHead, client: ClientInfo) -> ServerResponse? {
+    /// The route, parsed once from the head; 404, 405 and 401 are answered from the
+    /// head, before any body is read.
+    func preflight(_ head: RequestHead, client: ClientInfo) -> HeadDecision<Route> {
         guard let route = Route(path: head.path) else {
-            return .error(404, code: "NOT_FOUND", message: "no endpoint at \(head.path.prefix(200))")
+            return .answer(.error(404, code: "NOT_FOUND", message: "no endpoint at \(head.path.prefix(200))"))
         }
         guard head.method == route.method else {
             var response = ServerResponse.error(
                 405, code: "METHOD_NOT_ALLOWED", message: "\(head.path.prefix(200)) takes \(route.method), not \(head.method)")
             response.fields.append(HTTPField(name: "Allow", value: route.method))
-            return response
+            return .answer(response)
         }
         if route.needsToken, let token, !Self.authorized(head.field("authorization"), token: token) {
             var response = ServerResponse.error(
                 401, code: "UNAUTHORIZED", message: "this endpoint requires Authorization: Bearer <serve.token>")
             response.fields.append(HTTPField(name: "WWW-Authenticate", value: "Bearer"))
-            return response
+            return .answer(response)
         }
-        return nil
+        return .proceed(route)
     }
 
     /// The reserved connection pools: Apple's webhook, and the holders of the token.
@@ -69,9 +70,8 @@ final class ServeAPI: Sendable {
 
     // MARK: Requests
 
-    func handle(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
-        if let early = preflight(request.head, client: client) { return early }
-        guard let route = Route(path: request.head.path) else { return .error(404, code: "NOT_FOUND", message: "no endpoint") }
+    /// Answers a request whose head the preflight let through to `route`.
+    func handle(_ request: ServerRequest, route: Route, client: ClientInfo) -> ServerResponse {
         switch route {
         case .notifications: return notification(request, client: client)
         case .transactions: return transactions(request, client: client)

@@ -20,7 +20,7 @@ public final class Server: Sendable {
     }
 
     public let engine: Engine
-    let http: HTTPServer
+    let http: HTTPServer<Route>
     let api: ServeAPI
 
     /// The address listened on (with the port the system chose for port 0).
@@ -47,7 +47,7 @@ public final class Server: Sendable {
             listen: settings.listen, limits: options.limits, log: log,
             preflight: { head, client in api.preflight(head, client: client) },
             reservation: { head, _ in api.reservedPool(head) },
-            handler: { request, client in api.handle(request, client: client) })
+            handler: { request, route, client in api.handle(request, route: route, client: client) })
     }
 
     /// Serves until stopped; then commits what is pending and checkpoints.

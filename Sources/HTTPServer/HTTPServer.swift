@@ -14,12 +14,16 @@ import Glibc
 /// gives a request being received ``ServerLimits/shutdownGraceMilliseconds``
 /// to arrive whole, answers the complete ones, and makes ``run()`` return once
 /// all are closed.
-public final class HTTPServer: @unchecked Sendable {
+///
+/// What the preflight learns from a request's head (a parsed route, say) is its
+/// `Context`, handed to the handler with the complete request, so nothing is worked
+/// out twice.
+public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     /// Checks a request's head before its body is read: an answer here is sent
     /// at once (the body, if any, stays unread and the connection is closed).
-    public typealias Preflight = @Sendable (RequestHead, ClientInfo) -> ServerResponse?
-    /// Answers a complete request.
-    public typealias Handler = @Sendable (ServerRequest, ClientInfo) -> ServerResponse
+    public typealias Preflight = @Sendable (RequestHead, ClientInfo) -> HeadDecision<Context>
+    /// Answers a complete request, with what its preflight learned.
+    public typealias Handler = @Sendable (ServerRequest, Context, ClientInfo) -> ServerResponse
     /// The reserved pool (a key of ``ServerLimits/reservedConnections``) that a request's head
     /// may use when its connection came over the bounds; `nil`: none (it gets `503`).
     public typealias Reservation = @Sendable (RequestHead, ClientInfo) -> String?
@@ -42,12 +46,12 @@ public final class HTTPServer: @unchecked Sendable {
     private var slots: ConnectionSlots
     private var stopping = false
     /// How connection threads are started (a test makes it fail).
-    var startThread: ThreadStarter = HTTPServer.startDetachedThread
+    var startThread: ThreadStarter = startDetachedThread
 
     /// Binds and listens.
     /// - Throws: ``ServerError`` when the address cannot be bound (in use, not local, not permitted).
     public init(
-        listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight = { _, _ in nil },
+        listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight,
         reservation: @escaping Reservation = { _, _ in nil }, handler: @escaping Handler
     ) throws(ServerError) {
         signal(SIGPIPE, SIG_IGN)
@@ -309,32 +313,6 @@ public final class HTTPServer: @unchecked Sendable {
         return response
     }
 
-    /// A detached POSIX thread with a 1 MiB stack; `false` when `pthread_create` fails.
-    static func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-        final class Box {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setstacksize(&attributes, 1 << 20)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, &attributes,
-            { pointer in
-                Unmanaged<Box>.fromOpaque(pointer!).takeRetainedValue().body()
-                return nil
-            }, box)
-        if result != 0 {
-            Unmanaged<Box>.fromOpaque(box).release()
-            return false
-        }
-        return true
-    }
-
     // MARK: Slots, for connections
 
     private func markIdle(_ id: Int) {
@@ -362,7 +340,7 @@ public final class HTTPServer: @unchecked Sendable {
         let fd: Int32
         let id: Int
         let client: ClientInfo
-        let server: HTTPServer
+        let server: HTTPServer<Context>
         var parser: RequestParser
         var requestStarted: UInt64 = 0
         var bodyStarted: UInt64 = 0
@@ -379,8 +357,10 @@ public final class HTTPServer: @unchecked Sendable {
         var oneRequest = false
         /// Whether the server's slots know it as idle.
         var idle = true
+        /// What the preflight learned from the head of the request being received.
+        var context: Context?
 
-        init(fd: Int32, id: Int, pending: Bool, client: ClientInfo, server: HTTPServer) {
+        init(fd: Int32, id: Int, pending: Bool, client: ClientInfo, server: HTTPServer<Context>) {
             self.fd = fd
             self.id = id
             self.pending = pending
@@ -478,12 +458,15 @@ public final class HTTPServer: @unchecked Sendable {
                             return
                         }
                     }
-                    if let early = server.preflight(head, client) {
+                    switch server.preflight(head, client) {
+                    case .answer(let early):
                         let close = head.framing != .none || !head.keepAlive || early.closesConnection || oneRequest || stopSeen || server.isStopping
                         guard respond(early, close: close), !close else { return }
                         // No body: the request is complete; the parser's next event is it, skip it.
                         if case .request = parser.next() {}
                         continue
+                    case .proceed(let learned):
+                        context = learned
                     }
                     if head.expectsContinue && parser.bufferedBytes == 0 {
                         guard send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return }
@@ -491,7 +474,10 @@ public final class HTTPServer: @unchecked Sendable {
                 case .request(let request):
                     method = request.head.method
                     target = request.head.target
-                    let response = server.handler(request, client)
+                    // The head was checked first, always: its context is at hand.
+                    guard let learned = context else { return }
+                    context = nil
+                    let response = server.handler(request, learned, client)
                     let close = !request.head.keepAlive || response.closesConnection || oneRequest || stopSeen || server.isStopping
                     guard respond(response, close: close), !close else { return }
                 case .failure(let error):
@@ -586,9 +572,58 @@ func errorText(_ code: Int32) -> String {
     return text.withMemoryRebound(to: UInt8.self, capacity: length) { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) }
 }
 
+/// A detached POSIX thread with a 1 MiB stack; `false` when `pthread_create` fails.
+func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    final class ThreadBody {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    pthread_attr_setstacksize(&attributes, 1 << 20)
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    var thread = pthread_t()
+    let result = pthread_create(
+        &thread, &attributes,
+        { pointer in
+            Unmanaged<ThreadBody>.fromOpaque(pointer!).takeRetainedValue().body()
+            return nil
+        }, box)
+    if result != 0 {
+        Unmanaged<ThreadBody>.fromOpaque(box).release()
+        return false
+    }
+    return true
+}
+
 nonisolated(unsafe) private var signalStopDescriptor: Int32 = -1
 
 private func stopSignalHandler(_ signal: Int32) {
     var byte: UInt8 = 1
     _ = write(signalStopDescriptor, &byte, 1)
+}
+
+/// What a server's preflight decides from a request's head.
+public enum HeadDecision<Context: Sendable>: Sendable {
+    /// Read the body, then hand the request and this context to the handler.
+    case proceed(Context)
+    /// Send this answer at once, without reading the body.
+    case answer(ServerResponse)
+}
+
+extension HTTPServer where Context == Void {
+    /// A server whose preflight learns nothing for the handler: it only answers early, or lets the request through.
+    public convenience init(
+        listen: ListenAddress, limits: ServerLimits, log: AccessLog?,
+        preflight: @escaping @Sendable (RequestHead, ClientInfo) -> ServerResponse? = { _, _ in nil },
+        reservation: @escaping Reservation = { _, _ in nil },
+        handler: @escaping @Sendable (ServerRequest, ClientInfo) -> ServerResponse
+    ) throws(ServerError) {
+        try self.init(
+            listen: listen, limits: limits, log: log,
+            preflight: { head, client in preflight(head, client).map { .answer($0) } ?? .proceed(()) },
+            reservation: reservation, handler: { request, _, client in handler(request, client) })
+    }
 }

@@ -218,7 +218,7 @@ final class LoopbackClient {
 
 /// An ``HTTPServer`` alone on loopback, run on a thread of its own.
 final class RunningServer: @unchecked Sendable {
-    let server: HTTPServer
+    let server: HTTPServer<Void>
     private let done = DispatchSemaphore(value: 0)
     var port: Int { server.address.port }
 
@@ -266,7 +266,7 @@ struct ConnectionBoundsTests {
         let failing = Locked(true)
         let running = try RunningServer(
             limits: ServerLimits(maxBodyBytes: 1024, maxConnections: 2),
-            startThread: { body in failing.value ? false : HTTPServer.startDetachedThread(body) })
+            startThread: { body in failing.value ? false : startDetachedThread(body) })
         for _ in 0..<5 {
             let client = try #require(LoopbackClient(port: running.port))
             client.send(Self.health)

@@ -4,7 +4,8 @@ import HTTPServer
 import Testing
 import TestPKI
 
-@testable import Entitlements
+import Entitlements
+@testable import EntitlementsServer
 
 #if canImport(Glibc)
 import Glibc

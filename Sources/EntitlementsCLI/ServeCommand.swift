@@ -54,7 +54,7 @@ enum ServeCommand {
         let server: Server
         do { server = try Server(engine: engine, settings: settings) } catch {
             Output.error("entitlements serve: \(error.code): \(error.message)")
-            return error.code == "TOKEN_REQUIRED" ? .usage : .storage
+            return error.code == .tokenRequired ? .usage : .storage
         }
         server.stopOnSignals()
         Output.line(["listening": .string(server.address.description)])

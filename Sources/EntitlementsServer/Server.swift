@@ -27,12 +27,12 @@ public final class Server: Sendable {
     public var address: ListenAddress { http.address }
 
     /// Binds the address.
-    /// - Throws: ``ServerError``: `TOKEN_REQUIRED` for an address beyond loopback without a token,
-    ///   `LISTEN_FAILED` when the address cannot be bound.
+    /// - Throws: ``ServerError``: ``ServerError/Code/tokenRequired`` for an address beyond loopback
+    ///   without a token, ``ServerError/Code/listenFailed`` when the address cannot be bound.
     public init(engine: Engine, settings: ServeSettings, options: Options? = nil, log: AccessLog? = AccessLog()) throws(ServerError) {
         if !settings.listen.isLoopback && settings.token == nil {
             throw ServerError(
-                code: "TOKEN_REQUIRED",
+                code: .tokenRequired,
                 message:
                     "refusing to listen on \(settings.listen), which is not a loopback address, without serve.token in the configuration: anyone who can reach it could read every customer's entitlements"
             )
@@ -66,4 +66,9 @@ public final class Server: Sendable {
 
     /// Ingest batches committed so far and the items they held.
     public var ingestStatistics: (batches: Int, items: Int) { api.batcher.statistics }
+}
+
+extension ServerError.Code {
+    /// `serve` refuses to listen beyond loopback without `serve.token`.
+    public static let tokenRequired: ServerError.Code = "TOKEN_REQUIRED"
 }

@@ -85,7 +85,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     private static func bind(_ listen: ListenAddress, backlog: Int32) throws(ServerError) -> (Int32, ListenAddress) {
         let v6 = listen.isIPv6
         let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ServerError(code: "LISTEN_FAILED", message: "cannot create a socket: \(errorText(errno))") }
+        guard fd >= 0 else { throw ServerError(code: .listenFailed, message: "cannot create a socket: \(errorText(errno))") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var result: Int32
@@ -109,12 +109,12 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         if result != 0 {
             let reason = errorText(errno)
             close(fd)
-            throw ServerError(code: "LISTEN_FAILED", message: "cannot listen on \(listen): \(reason)")
+            throw ServerError(code: .listenFailed, message: "cannot listen on \(listen): \(reason)")
         }
         guard Glibc.listen(fd, backlog) == 0 else {
             let reason = errorText(errno)
             close(fd)
-            throw ServerError(code: "LISTEN_FAILED", message: "cannot listen on \(listen): \(reason)")
+            throw ServerError(code: .listenFailed, message: "cannot listen on \(listen): \(reason)")
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var storage = sockaddr_storage()

@@ -84,12 +84,24 @@ public struct ClientInfo: Sendable, Hashable {
 }
 
 /// Why a server could not start.
+/// Why a server could not start: a ``Code`` a program can match and a message a person can act on.
 public struct ServerError: Error, Sendable, CustomStringConvertible {
-    public var code: String
+    /// What kind of failure it is. New codes may be added (the embedding server adds its own).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(stringLiteral value: String) { self.init(rawValue: value) }
+        public var description: String { rawValue }
+
+        /// The address cannot be bound: in use, not local, or not permitted.
+        public static let listenFailed: Code = "LISTEN_FAILED"
+    }
+
+    public var code: Code
     public var message: String
     public var description: String { "\(code): \(message)" }
 
-    public init(code: String, message: String) {
+    public init(code: Code, message: String) {
         self.code = code
         self.message = message
     }

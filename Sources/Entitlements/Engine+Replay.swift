@@ -4,7 +4,15 @@ internal import EventStore
 
 extension Engine {
     /// Rebuilds every projection from the log under the configuration's rules.
-    /// See ``EventStore/replay(rules:rulesJSON:now:collectDiff:chunkSize:progress:)`` for the guarantees.
+    ///
+    /// The rebuild reads one snapshot of the log on a connection of its own and builds the
+    /// next generation beside the current one; ingests go on meanwhile, and the events they
+    /// append are caught up with before the new generation takes over in one transaction.
+    /// The state it gives is exactly the state ingesting the same events one by one gives.
+    /// - Parameters:
+    ///   - diff: collect the customers whose active entitlements change (``ReplayReport/diffs``).
+    ///   - now: the moment the before-and-after answers are compared at; `nil` for now.
+    ///   - progress: called every few thousand events.
     public func replay(
         diff: Bool = false, now: Int64? = nil, progress: (ReplayProgress) -> Void = { _ in }
     ) throws(EngineError) -> ReplayReport {

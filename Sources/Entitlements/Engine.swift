@@ -33,6 +33,8 @@ public final class Engine: Sendable {
     /// Opens the database at `databasePath` as `mode` allows.
     ///
     /// - Parameters:
+    ///   - configuration: the app, the trusted roots, the environments and the rules.
+    ///   - databasePath: the SQLite file of the log.
     ///   - mode: ``DatabaseMode/create`` (the default) creates the database when it
     ///     does not exist and applies pending migrations, for an engine that records
     ///     (ingest, usage, serve, sync); ``DatabaseMode/existing`` writes an existing

@@ -138,7 +138,7 @@ extension Reliability {
         /// Makes an image of `size`, an ext4 file system on it, and mounts it at `folder`.
         convenience init(image: URL, mountedAt folder: URL, size: String = "256M") throws {
             try Self.run("truncate -s \(size) '\(image.path)'")
-            try Self.run("mkfs.ext4 -q -F '\(image.path)'")
+            try Self.run("mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 '\(image.path)'")
             try self.init(attaching: image, mountedAt: folder)
         }
 

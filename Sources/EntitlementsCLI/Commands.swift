@@ -87,6 +87,10 @@ enum Commands {
                     let reader = ReaderBox(opened)
                     defer { reader.reader.close() }
                     try engine.ingest(batches: { reader.reader.nextBatch(maxLines: batch) }, workers: workers, deliver: acknowledge)
+                    if reader.reader.gaveUp {
+                        anyRejected = true
+                        Output.error(gaveUpNotice(file, limit: limit, command: "ingest"))
+                    }
                 }
             } catch {
                 return storageFailure("ingest", error)
@@ -96,6 +100,13 @@ enum Commands {
         // may still hold the engine when this returns, so closing is not left to deinit).
         try? engine.checkpoint()
         return anyRejected ? .rejected : .success
+    }
+
+    /// Why the input `file` was read no further: a line in it never ended (``InputReader/gaveUp``).
+    static func gaveUpNotice(_ file: String, limit: Int, command: String) -> String {
+        let name = file == "-" ? "standard input" : file
+        let bound = limit + InputReader.lookAhead + InputReader.longestSkip
+        return "entitlements \(command): \(name): a line ran on for more than \(bound) bytes without ending (the limit is \(limit), maxInputBytes); the line is rejected; stopped reading \(name)"
     }
 
     /// An input reader, read from the engine's verifying thread while it lives.
@@ -296,6 +307,10 @@ enum Commands {
             case .lines(var reader):
                 defer { reader.close() }
                 while let lines = reader.nextBatch(maxLines: 64) { report(lines) }
+                if reader.gaveUp {
+                    anyRejected = true
+                    Output.error(gaveUpNotice(file, limit: configuration.maxInputBytes, command: "verify"))
+                }
             }
         }
         return anyRejected ? .rejected : .success

@@ -42,6 +42,11 @@ extension EventStore {
                 }
                 return ((engine, engine.generation + 1), .commit)
             }
+            // The new generation's batches answer no one, and until the swap the previous
+            // generation is current: they commit without a sync each. The swap's commit
+            // syncs the log (synchronous = FULL again), and with it every batch before it.
+            try connection.execute("PRAGMA synchronous = NORMAL")
+            defer { try? connection.execute("PRAGMA synchronous = FULL") }
             let previousRules: Rules? = previous.rulesJSON.isEmpty ? nil : try? Rules(jsonText: previous.rulesJSON)
             let rulesChanged = previousRules.map { $0 != rules } ?? false
 
@@ -272,6 +277,7 @@ extension EventStore {
                 report.events = try reader.scalarInt("SELECT count(*) FROM events WHERE seq <= \(snapshotSeq)") ?? report.events
             }
 
+            try connection.execute("PRAGMA synchronous = FULL")
             // The swap: catch up with what other writers appended, then switch generations.
             report.caughtUp = try connection.write { () throws -> (Int64, Connection.Completion) in
                 let newer = try connection.prepare(

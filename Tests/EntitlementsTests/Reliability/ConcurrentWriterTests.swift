@@ -76,27 +76,33 @@ extension Reliability {
 
         @Test("a writer finding the database locked past the busy timeout retries, and neither fails nor loses a line")
         func lockedDatabaseIsWaitedForNotReported() throws {
-            let workspace = try Workspace(name: "busy")
+            // A short busy timeout, so that a lock held past it is a matter of moments.
+            let busyTimeout = 200
+            let workspace = try Workspace(name: "busy", busyTimeoutMilliseconds: busyTimeout)
             let history = History.generate(lines: 40, seed: 7)
             let first = try workspace.write(lines: Array(history.lines.prefix(10)).map(\.text), to: "first.ndjson")
             let rest = try workspace.write(lines: Array(history.lines.dropFirst(10)).map(\.text), to: "rest.ndjson")
             try workspace.cli("ingest", db: "busy.sqlite", [first.path])
 
-            // Another writer holds the write lock longer than the engine's busy timeout (10 s).
+            // Another writer holds the write lock longer than the engine's busy timeout.
             let holder = try Connection(path: workspace.path("busy.sqlite"), mode: .readWrite)
             try holder.execute("BEGIN IMMEDIATE")
             let ingest = try workspace.start("ingest", db: "busy.sqlite", [rest.path])
             let query = try workspace.start("query", db: "busy.sqlite", ["--app-transaction-id", history.customers[0]])
             let queryOutcome = query.wait(timeout: 30)
             #expect(queryOutcome.status == 0, "a query must not wait for a writer: \(queryOutcome.stderr)")
-            // Waiting for the lock would have meant waiting past the 10 s busy timeout (and failing):
-            // anything clearly below it answered without waiting, however loaded the machine.
+            // Waiting for the lock would have meant waiting past the busy timeout again and again
+            // (and failing after 50 tries): anything clearly below that answered without waiting,
+            // however loaded the machine.
             #expect(queryOutcome.seconds < 9, "a query waited \(queryOutcome.seconds)s for the write lock")
-            // The event under test is the engine's busy timeout (10 s) passing while the lock is
-            // held: nothing signals it, so this waits past it. Nothing races here: the ingest
-            // cannot finish while the lock is held, whatever the load.
-            Thread.sleep(forTimeInterval: max(0, 11.5 - Date().timeIntervalSince(ingest.started)))
-            #expect(ingest.process.isRunning, "ingest gave up while the database was locked")
+            // The event under test is the ingest meeting the lock and waiting past its busy timeout.
+            // It has the database open (then meets the lock within moments), and is still running
+            // ten busy timeouts later: it retries, it did not give up. Nothing races here: the
+            // ingest cannot finish while the lock is held, whatever the load.
+            let opened = ingest.waitUntil(timeout: 120) { ingest.hasOpen(workspace.path("busy.sqlite")) }
+            #expect(opened, "ingest never opened the database")
+            let gaveUp = ingest.waitForExit(timeout: 10 * Double(busyTimeout) / 1000)
+            #expect(!gaveUp, "ingest gave up while the database was locked")
             try holder.execute("COMMIT")
             let outcome = ingest.wait(timeout: 60)
             let rejects = history.lines.dropFirst(10).contains { $0.items.contains { if case .rejected = $0 { return true } else { return false } } }

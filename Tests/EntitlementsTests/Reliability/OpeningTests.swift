@@ -104,19 +104,23 @@ extension Reliability {
 
         @Test("a lock held while a new database is being created: ingest and query wait for it and answer, never DATABASE_BUSY")
         func lockHeldAtFirstOpenIsWaitedFor() throws {
-            let workspace = try Workspace(name: "first-open")
+            // A short busy timeout, so that a lock held past it is a matter of moments.
+            let busyTimeout = 200
+            let workspace = try Workspace(name: "first-open", busyTimeoutMilliseconds: busyTimeout)
             let history = History.generate(lines: 20, seed: 8)
             let input = try workspace.write(lines: history.lines.map(\.text), to: "twenty.ndjson")
-            // Another process created the file and holds the write lock, past the 10 s busy
-            // timeout, before any schema exists.
+            // Another process created the file and holds the write lock, past the busy timeout,
+            // before any schema exists.
             let holder = try Connection(path: workspace.path("new.sqlite"), mode: .readWrite)
             try holder.execute("BEGIN IMMEDIATE")
-            let started = Date()
             let ingest = try workspace.start("ingest", db: "new.sqlite", [input.path], label: "ingest")
             let query = try workspace.start("query", db: "new.sqlite", ["--app-transaction-id", history.customers[0]], label: "query")
-            // Release once ingest has waited past the busy timeout (or has given up).
-            while ingest.process.isRunning && Date().timeIntervalSince(started) < 11.5 { usleep(50_000) }
-            #expect(ingest.process.isRunning, "ingest gave up while the lock was held")
+            // Release once ingest has opened the file and is still running ten busy timeouts later
+            // (it met the lock at once: creating the schema is its first write), or has given up.
+            let opened = ingest.waitUntil(timeout: 120) { ingest.hasOpen(workspace.path("new.sqlite")) }
+            #expect(opened, "ingest never opened the database")
+            let gaveUp = ingest.waitForExit(timeout: 10 * Double(busyTimeout) / 1000)
+            #expect(!gaveUp, "ingest gave up while the lock was held")
             try holder.execute("COMMIT")
             let queried = query.wait(timeout: 120)
             let answer = try? JSONParser().parse(queried.stdout)

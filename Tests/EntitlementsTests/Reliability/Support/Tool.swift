@@ -93,6 +93,35 @@ extension Reliability {
                 }
             }
 
+            /// Whether the process has the file at `path` open (Linux: a link in /proc/PID/fd).
+            func hasOpen(_ path: String) -> Bool {
+                let folder = "/proc/\(pid)/fd"
+                guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return false }
+                let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+                return entries.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)")) == target }
+            }
+
+            /// Waits until `condition` holds while the process runs (or `timeout` seconds pass);
+            /// whether it held.
+            func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+                let deadline = Date().addingTimeInterval(timeout)
+                while !condition() {
+                    if !process.isRunning || Date() > deadline { return false }
+                    usleep(1_000)
+                }
+                return true
+            }
+
+            /// Waits at most `timeout` seconds for the process to exit; whether it did.
+            func waitForExit(timeout: Double) -> Bool {
+                let deadline = Date().addingTimeInterval(timeout)
+                while process.isRunning {
+                    if Date() > deadline { return false }
+                    usleep(1_000)
+                }
+                return true
+            }
+
             /// Waits for the process (killing it after `timeout` seconds) and collects its output.
             func wait(timeout: Double = 300) -> Outcome {
                 let deadline = Date().addingTimeInterval(timeout)

@@ -11,12 +11,16 @@ extension Reliability {
         let folder: URL
         let configURL: URL
 
-        init(name: String = "reliability", maxInputBytes: Int? = nil, environment: String = "Sandbox") throws {
+        /// - Parameter busyTimeoutMilliseconds: the configuration's `busyTimeoutMilliseconds`
+        ///   (the engine's default when `nil`), for tests of a lock held past it.
+        init(name: String = "reliability", maxInputBytes: Int? = nil, environment: String = "Sandbox", busyTimeoutMilliseconds: Int? = nil) throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try Data(Reliability.pki.rootPEM.utf8).write(to: folder.appendingPathComponent("root.pem"))
             configURL = folder.appendingPathComponent("config.json")
-            try Data(Self.configText(maxInputBytes: maxInputBytes, environment: environment).utf8).write(to: configURL)
+            try Data(
+                Self.configText(maxInputBytes: maxInputBytes, environment: environment, busyTimeoutMilliseconds: busyTimeoutMilliseconds).utf8
+            ).write(to: configURL)
         }
 
         deinit {
@@ -25,7 +29,9 @@ extension Reliability {
             }
         }
 
-        static func configText(maxInputBytes: Int? = nil, environment: String = "Sandbox", root: String = "root.pem") -> String {
+        static func configText(
+            maxInputBytes: Int? = nil, environment: String = "Sandbox", root: String = "root.pem", busyTimeoutMilliseconds: Int? = nil
+        ) -> String {
             var object = JSONObject([
                 ("bundleId", .string(TestPayloads.bundleId)),
                 ("appAppleId", .int(TestPayloads.appAppleId)),
@@ -34,6 +40,7 @@ extension Reliability {
                 ("rules", Reliability.rulesJSON),
             ])
             if let maxInputBytes { object["maxInputBytes"] = .int(Int64(maxInputBytes)) }
+            if let busyTimeoutMilliseconds { object["busyTimeoutMilliseconds"] = .int(Int64(busyTimeoutMilliseconds)) }
             return JSONWriter.string(.object(object))
         }
 

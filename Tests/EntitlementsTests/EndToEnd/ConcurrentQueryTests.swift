@@ -1,6 +1,7 @@
 import EntitlementCore
 import Entitlements
 import Foundation
+import Synchronization
 import TestPKI
 import Testing
 
@@ -8,12 +9,17 @@ import Testing
 /// writer: while one thread ingests and then replays, others query, and every
 /// answer is one the engine could give (never an error, never a half-written state).
 @Suite struct ConcurrentQueryTests {
-    final class Failures: @unchecked Sendable {
-        private let lock = NSLock()
-        private(set) var messages: [String] = []
-        private(set) var answers = 0
-        func record(_ message: String) { lock.lock(); messages.append(message); lock.unlock() }
-        func answered() { lock.lock(); answers += 1; lock.unlock() }
+    /// What the threads report, behind one lock: every read and every write takes it.
+    final class Failures: Sendable {
+        private struct Reports {
+            var messages: [String] = []
+            var answers = 0
+        }
+        private let reports = Mutex(Reports())
+        var messages: [String] { reports.withLock { $0.messages } }
+        var answers: Int { reports.withLock { $0.answers } }
+        func record(_ message: String) { reports.withLock { $0.messages.append(message) } }
+        func answered() { reports.withLock { $0.answers += 1 } }
 
         /// Waits until at least `count` answers were given (bounded: 60 s); whether they were.
         func waitForAnswers(_ count: Int, timeout: Double = 60) -> Bool {
@@ -77,7 +83,7 @@ import Testing
         }
         let report = try engine.replay(now: moment)
         done.set()
-        group.wait()
+        #expect(group.wait(timeout: .now() + 120) == .success, "the readers did not stop within 120 s")
 
         #expect(failures.messages.isEmpty, "\(failures.messages.prefix(5))")
         #expect(answeredDuringWrites, "the readers stopped answering while the writer wrote")

@@ -142,15 +142,16 @@ extension Reliability {
 
         static let committedCorpus = Reliability.packageRoot.appendingPathComponent("Tests/reliability/corpus")
 
-        /// `RELIABILITY_WRITE_CORPUS=1` (see Tests/reliability/make-corpus.sh) rewrites Tests/reliability/corpus,
-        /// signed with the fixtures' test PKI (Fixtures/pki) so its root can be configured from the repository.
-        @Test("write the corpus to Tests/reliability/corpus", .enabled(if: ProcessInfo.processInfo.environment["RELIABILITY_WRITE_CORPUS"] != nil))
-        func writeCommittedCorpus() throws {
-            let pki = try TestPKI.load(from: Reliability.packageRoot.appendingPathComponent("Fixtures/pki"))
+        /// Writes the hostile corpus to `folder` as Tests/reliability/corpus holds it: one file per
+        /// case (inputs over 1 MB only listed), `manifest.tsv`, and the configurations it is checked
+        /// under; signed with `pki` (the fixtures' test PKI, Fixtures/pki, so its root can be
+        /// configured from the repository). Earlier corpus files in `folder` are removed first.
+        /// Returns the names of the files written.
+        @discardableResult
+        static func writeCommittedCorpus(to folder: URL, pki: TestPKI) throws -> [String] {
             let cases = HostileCorpus.build(pki: pki)
-            let folder = Self.committedCorpus
             if FileManager.default.fileExists(atPath: folder.path) {
-                for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".input") || name.hasPrefix("config-") || name == "manifest.tsv" {
+                for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where isCorpusFile(name) {
                     try FileManager.default.removeItem(at: folder.appendingPathComponent(name))
                 }
             }
@@ -167,7 +168,42 @@ extension Reliability {
                 try Data(HostileCorpus.configText(environment: environment, root: "../../../Fixtures/pki/root.pem").utf8)
                     .write(to: folder.appendingPathComponent("config-\(environment.lowercased()).json"))
             }
-            print("wrote \(files.count) corpus files to \(folder.path)")
+            return try corpusFiles(in: folder)
+        }
+
+        /// Whether `name` is one of the files ``writeCommittedCorpus(to:pki:)`` writes.
+        static func isCorpusFile(_ name: String) -> Bool {
+            name.hasSuffix(".input") || name.hasPrefix("config-") || name == "manifest.tsv"
+        }
+
+        /// The corpus files in `folder`, sorted.
+        static func corpusFiles(in folder: URL) throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter(isCorpusFile).sorted()
+        }
+
+        /// The committed corpus is what ``HostileCorpus`` makes today: the same files, the same
+        /// manifest (names, expected codes, environments, notes) and the same configurations; the
+        /// signatures differ from run to run, and the committed files' verdicts are checked by
+        /// ``committedCorpusMatchesManifest()``. `RELIABILITY_WRITE_CORPUS=1` (see
+        /// Tests/reliability/make-corpus.sh) rewrites the committed corpus first.
+        @Test("the committed corpus (Tests/reliability/corpus) is the one HostileCorpus makes today",
+              .enabled(if: FileManager.default.fileExists(atPath: committedCorpus.appendingPathComponent("manifest.tsv").path)))
+        func committedCorpusIsCurrent() throws {
+            let pki = try TestPKI.load(from: Reliability.packageRoot.appendingPathComponent("Fixtures/pki"))
+            if ProcessInfo.processInfo.environment["RELIABILITY_WRITE_CORPUS"] != nil {
+                let written = try Self.writeCommittedCorpus(to: Self.committedCorpus, pki: pki)
+                print("wrote \(written.count) corpus files to \(Self.committedCorpus.path)")
+            }
+            let workspace = try Workspace(name: "corpus-today")
+            let today = workspace.url("corpus")
+            let written = try Self.writeCommittedCorpus(to: today, pki: pki)
+            #expect(written.count >= 50)
+            #expect(try Self.corpusFiles(in: Self.committedCorpus) == written, "the corpus files differ: run Tests/reliability/make-corpus.sh")
+            for name in ["manifest.tsv", "config-sandbox.json", "config-production.json"] {
+                let committed = Tool.read(Self.committedCorpus.appendingPathComponent(name).path)
+                let made = Tool.read(today.appendingPathComponent(name).path)
+                #expect(!made.isEmpty && committed == made, "\(name) differs from what HostileCorpus makes: run Tests/reliability/make-corpus.sh")
+            }
         }
 
         @Test("a 64 MB line is never held in memory: the reader keeps at most maxInputBytes + 1 bytes of it")

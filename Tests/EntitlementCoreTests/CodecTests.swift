@@ -1,5 +1,6 @@
 import EntitlementCore
 import Testing
+import TestSupport
 
 @Suite("Codecs")
 struct CodecTests {

@@ -125,26 +125,40 @@ struct NotificationTypeTests {
         }
     }
 
-    /// One documented notification type (and subtype): the history it adds to `base`, and what is checked afterwards.
+    /// One documented notification type and subtype, and a case of it: the history the case
+    /// adds to `base` (its last notification is of that type), and what is checked afterwards.
     struct Case: Sendable, CustomTestStringConvertible {
+        let type: String
+        let subtype: String?
         let name: String
         let base: Base
         let run: @Sendable (History) throws -> Void
-        init(_ name: String, _ base: Base, _ run: @escaping @Sendable (History) throws -> Void) {
+        init(_ type: String, _ subtype: String?, _ name: String, _ base: Base, _ run: @escaping @Sendable (History) throws -> Void) {
+            self.type = type
+            self.subtype = subtype
             self.name = name
             self.base = base
             self.run = run
         }
-        var testDescription: String { name }
+        var testDescription: String { [type, subtype, "(\(name))"].compactMap { $0 }.joined(separator: " ") }
     }
 
     @Test(arguments: NotificationTypeTests.cases)
     func notificationType(_ row: Case) throws {
-        try row.run(row.base.history())
+        let history = row.base.history()
+        try row.run(history)
+        // The case's last notification is the type (and subtype) its row names, whoever it was routed to.
+        let notifications = history.events.compactMap { event -> NotificationFacts? in
+            if case .notification(let facts) = event.body { return facts }
+            return nil
+        }
+        let last = try #require(notifications.last, "\(row.name) sent no notification")
+        #expect(last.type == NotificationType(rawValue: row.type), "\(row.name)")
+        #expect(last.subtype == row.subtype.map { NotificationSubtype(rawValue: $0) }, "\(row.name)")
     }
 
     static let cases: [Case] = [
-        Case("subscribedInitialBuy", .subscribed()) { history in
+        Case("SUBSCRIBED", "INITIAL_BUY", "subscribedInitialBuy", .subscribed()) { history in
             let view = history.view(at: Time.day(1))
             #expect(view.subscriptions.count == 1)
             let subscription = view.subscriptions[0]
@@ -164,7 +178,7 @@ struct NotificationTypeTests {
             let before = history.view(at: Time.t0 - 1)
             #expect(before.entitlements.isEmpty && before.subscriptions.isEmpty && before.purchases.isEmpty)
         },
-        Case("subscribedResubscribe", .subscribed()) { history in
+        Case("SUBSCRIBED", "RESUBSCRIBE", "subscribedResubscribe", .subscribed()) { history in
             history.notify(
                 "EXPIRED", "VOLUNTARY", signed: Time.day(30),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -185,7 +199,7 @@ struct NotificationTypeTests {
             #expect(back.subscriptions.first?.autoRenewStatus == true)
             #expect(back.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(75), productId: Product.monthly))
         },
-        Case("didRenew", .subscribed()) { history in
+        Case("DID_RENEW", nil, "didRenew", .subscribed()) { history in
             history.notify(
                 "DID_RENEW", signed: Time.day(30),
                 transaction: transaction(NotificationTypeTests.renewed, original: Customer.otid, purchase: Time.day(30), expires: Time.day(60)),
@@ -196,7 +210,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.expiresDate == Time.day(60))
             #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(60), productId: Product.monthly))
         },
-        Case("didRenewBillingRecovery", .subscribed()) { history in
+        Case("DID_RENEW", "BILLING_RECOVERY", "didRenewBillingRecovery", .subscribed()) { history in
             history.notify(
                 "DID_FAIL_TO_RENEW", signed: Time.day(30),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -213,7 +227,7 @@ struct NotificationTypeTests {
             #expect(recovered.subscriptions.first?.status == .active)
             #expect(recovered.entitlement("pro")?.expiresDate == Time.day(63))
         },
-        Case("didFailToRenewWithoutGracePeriod", .subscribed()) { history in
+        Case("DID_FAIL_TO_RENEW", nil, "didFailToRenewWithoutGracePeriod", .subscribed()) { history in
             history.notify(
                 "DID_FAIL_TO_RENEW", signed: Time.day(30),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -228,7 +242,7 @@ struct NotificationTypeTests {
             let granted = history.view(at: Time.day(31), rules: lenient)
             #expect(granted.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(30), productId: Product.monthly))
         },
-        Case("didFailToRenewGracePeriod", .subscribed()) { history in
+        Case("DID_FAIL_TO_RENEW", "GRACE_PERIOD", "didFailToRenewGracePeriod", .subscribed()) { history in
             history.notify(
                 "DID_FAIL_TO_RENEW", "GRACE_PERIOD", signed: Time.day(30),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -247,7 +261,7 @@ struct NotificationTypeTests {
             #expect(history.view(at: Time.day(36)).subscriptions.first?.status == .billingRetry)
             #expect(history.view(at: Time.day(37)).subscriptions.first?.status == .billingRetry)
         },
-        Case("gracePeriodExpired", .subscribed()) { history in
+        Case("GRACE_PERIOD_EXPIRED", nil, "gracePeriodExpired", .subscribed()) { history in
             history.notify(
                 "DID_FAIL_TO_RENEW", "GRACE_PERIOD", signed: Time.day(30),
                 renewal: renewal(retry: true, grace: Time.day(36), intent: 2, signed: Time.day(30)), status: 4)
@@ -259,7 +273,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .billingRetry)
             #expect(!view.isActive("pro"))
         },
-        Case("expiredVoluntary", .subscribed()) { history in
+        Case("EXPIRED", "VOLUNTARY", "expiredVoluntary", .subscribed()) { history in
             history.notify(
                 "EXPIRED", "VOLUNTARY", signed: Time.day(30),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -270,7 +284,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.autoRenewStatus == false)
             #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: false, expiresDate: nil))
         },
-        Case("expiredBillingRetry", .subscribed()) { history in
+        Case("EXPIRED", "BILLING_RETRY", "expiredBillingRetry", .subscribed()) { history in
             history.notify(
                 "DID_FAIL_TO_RENEW", signed: Time.day(30),
                 renewal: renewal(retry: true, intent: 2, signed: Time.day(30)), status: 3)
@@ -283,7 +297,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .expired)
             #expect(!view.isActive("pro"))
         },
-        Case("expiredPriceIncrease", .subscribed()) { history in
+        Case("EXPIRED", "PRICE_INCREASE", "expiredPriceIncrease", .subscribed()) { history in
             history.notify(
                 "EXPIRED", "PRICE_INCREASE", signed: Time.day(30),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -292,7 +306,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .expired)
             #expect(!view.isActive("pro"))
         },
-        Case("expiredProductNotForSale", .subscribed()) { history in
+        Case("EXPIRED", "PRODUCT_NOT_FOR_SALE", "expiredProductNotForSale", .subscribed()) { history in
             history.notify(
                 "EXPIRED", "PRODUCT_NOT_FOR_SALE", signed: Time.day(30),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -301,7 +315,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .expired)
             #expect(!view.isActive("pro"))
         },
-        Case("didChangeRenewalPrefUpgrade", .subscribed()) { history in
+        Case("DID_CHANGE_RENEWAL_PREF", "UPGRADE", "didChangeRenewalPrefUpgrade", .subscribed()) { history in
             history.notify(
                 "DID_CHANGE_RENEWAL_PREF", "UPGRADE", signed: Time.day(10),
                 transaction: transaction(NotificationTypeTests.renewed, original: Customer.otid, product: Product.premium, purchase: Time.day(10), expires: Time.day(40)),
@@ -324,7 +338,7 @@ struct NotificationTypeTests {
             #expect(before.subscriptions.first?.productId == Product.monthly)
             #expect(before.entitlements == [EntitlementView(name: "pro", active: true, expiresDate: Time.day(30), productId: Product.monthly)])
         },
-        Case("didChangeRenewalPrefDowngrade", .subscribed(product: Product.premium)) { history in
+        Case("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", "didChangeRenewalPrefDowngrade", .subscribed(product: Product.premium)) { history in
             history.notify(
                 "DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", signed: Time.day(10),
                 renewal: renewal(product: Product.premium, autoRenewProduct: Product.basic, signed: Time.day(10)), status: 1)
@@ -334,7 +348,7 @@ struct NotificationTypeTests {
             #expect(view.isActive("premium"))
             #expect(view.entitlement("premium")?.expiresDate == Time.day(30))
         },
-        Case("didChangeRenewalPrefCancelsPendingChange", .subscribed(product: Product.premium)) { history in
+        Case("DID_CHANGE_RENEWAL_PREF", nil, "didChangeRenewalPrefCancelsPendingChange", .subscribed(product: Product.premium)) { history in
             history.notify(
                 "DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", signed: Time.day(10),
                 renewal: renewal(product: Product.premium, autoRenewProduct: Product.basic, signed: Time.day(10)), status: 1)
@@ -346,7 +360,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.autoRenewProductId == Product.premium)
             #expect(view.isActive("premium") && view.isActive("pro"))
         },
-        Case("didChangeRenewalStatusAutoRenewDisabled", .subscribed()) { history in
+        Case("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", "didChangeRenewalStatusAutoRenewDisabled", .subscribed()) { history in
             history.notify(
                 "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", signed: Time.day(5),
                 renewal: renewal(autoRenew: false, signed: Time.day(5)), status: 1)
@@ -356,7 +370,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .active)
             #expect(view.isActive("pro"))
         },
-        Case("didChangeRenewalStatusAutoRenewEnabled", .subscribed()) { history in
+        Case("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED", "didChangeRenewalStatusAutoRenewEnabled", .subscribed()) { history in
             history.notify(
                 "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", signed: Time.day(5),
                 renewal: renewal(autoRenew: false, signed: Time.day(5)), status: 1)
@@ -368,7 +382,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.autoRenewStatus == true)
             #expect(view.isActive("pro"))
         },
-        Case("offerRedeemedInitialBuy", .empty) { history in
+        Case("OFFER_REDEEMED", "INITIAL_BUY", "offerRedeemedInitialBuy", .empty) { history in
             history.notify(
                 "OFFER_REDEEMED", "INITIAL_BUY", signed: Time.t0,
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(7), offerType: 3),
@@ -377,7 +391,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .active)
             #expect(view.entitlement("pro")?.expiresDate == Time.day(7))
         },
-        Case("offerRedeemedResubscribe", .subscribed()) { history in
+        Case("OFFER_REDEEMED", "RESUBSCRIBE", "offerRedeemedResubscribe", .subscribed()) { history in
             history.notify(
                 "EXPIRED", "VOLUNTARY", signed: Time.day(30),
                 renewal: renewal(autoRenew: false, intent: 1, signed: Time.day(30)), status: 2)
@@ -390,7 +404,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .active)
             #expect(view.entitlement("pro")?.expiresDate == Time.day(80))
         },
-        Case("offerRedeemedUpgrade", .subscribed()) { history in
+        Case("OFFER_REDEEMED", "UPGRADE", "offerRedeemedUpgrade", .subscribed()) { history in
             history.notify(
                 "OFFER_REDEEMED", "UPGRADE", signed: Time.day(10),
                 transaction: transaction(NotificationTypeTests.renewed, original: Customer.otid, product: Product.premium, purchase: Time.day(10), expires: Time.day(40), offerType: 3),
@@ -400,7 +414,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.productId == Product.premium)
             #expect(view.isActive("premium"))
         },
-        Case("offerRedeemedDowngrade", .subscribed(product: Product.premium)) { history in
+        Case("OFFER_REDEEMED", "DOWNGRADE", "offerRedeemedDowngrade", .subscribed(product: Product.premium)) { history in
             history.notify(
                 "OFFER_REDEEMED", "DOWNGRADE", signed: Time.day(10),
                 renewal: renewal(product: Product.premium, autoRenewProduct: Product.basic, signed: Time.day(10)), status: 1)
@@ -409,7 +423,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.autoRenewProductId == Product.basic)
             #expect(view.isActive("premium"))
         },
-        Case("offerRedeemedForActiveSubscription", .subscribed()) { history in
+        Case("OFFER_REDEEMED", nil, "offerRedeemedForActiveSubscription", .subscribed()) { history in
             history.notify(
                 "OFFER_REDEEMED", signed: Time.day(10),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -418,7 +432,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .active)
             #expect(view.entitlement("pro")?.expiresDate == Time.day(30))
         },
-        Case("priceIncreasePending", .subscribed()) { history in
+        Case("PRICE_INCREASE", "PENDING", "priceIncreasePending", .subscribed()) { history in
             history.notify(
                 "PRICE_INCREASE", "PENDING", signed: Time.day(20),
                 renewal: renewal(priceIncreaseStatus: 0, signed: Time.day(20)), status: 1)
@@ -427,7 +441,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.autoRenewStatus == true)
             #expect(view.isActive("pro"))
         },
-        Case("priceIncreaseAccepted", .subscribed()) { history in
+        Case("PRICE_INCREASE", "ACCEPTED", "priceIncreaseAccepted", .subscribed()) { history in
             history.notify(
                 "PRICE_INCREASE", "ACCEPTED", signed: Time.day(20),
                 renewal: renewal(priceIncreaseStatus: 1, signed: Time.day(20)), status: 1)
@@ -435,7 +449,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .active)
             #expect(view.isActive("pro"))
         },
-        Case("refundFull", .subscribed()) { history in
+        Case("REFUND", nil, "refundFull", .subscribed()) { history in
             history.notify(
                 "REFUND", signed: Time.day(5),
                 transaction: transaction(
@@ -447,7 +461,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.revocationType == "REFUND_FULL")
             #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: false, expiresDate: nil))
         },
-        Case("refundProratedSubscriptionCountsAsFull", .subscribed()) { history in
+        Case("REFUND", nil, "refundProratedSubscriptionCountsAsFull", .subscribed()) { history in
             history.notify(
                 "REFUND", signed: Time.day(15),
                 transaction: transaction(
@@ -458,7 +472,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.revocationType == "REFUND_PRORATED")
             #expect(!view.isActive("pro"))
         },
-        Case("refundConsumableProrated", .empty) { history in
+        Case("REFUND", nil, "refundConsumableProrated", .empty) { history in
             let bought = transaction("3000000000000001", product: Product.coins, purchase: Time.t0, quantity: 3)
             history.notify("ONE_TIME_CHARGE", signed: Time.t0, transaction: bought)
             history.notify(
@@ -475,7 +489,7 @@ struct NotificationTypeTests {
             #expect(view.purchases.first?.revocationPercentage == 33_333)
             #expect(view.entitlements.isEmpty)
         },
-        Case("refundDeclined", .empty) { history in
+        Case("REFUND_DECLINED", nil, "refundDeclined", .empty) { history in
             let bought = transaction("3000000000000001", product: Product.coins, purchase: Time.t0, quantity: 3)
             history.notify("ONE_TIME_CHARGE", signed: Time.t0, transaction: bought)
             history.notify("CONSUMPTION_REQUEST", signed: Time.day(1), transaction: bought)
@@ -485,7 +499,7 @@ struct NotificationTypeTests {
             #expect(view.purchases.first?.revoked == false)
             #expect(history.state().lastNotification?.type == .refundDeclined)
         },
-        Case("refundReversed", .subscribed()) { history in
+        Case("REFUND_REVERSED", nil, "refundReversed", .subscribed()) { history in
             history.notify(
                 "REFUND", signed: Time.day(5),
                 transaction: transaction(
@@ -501,7 +515,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.revocationType == nil)
             #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(30), productId: Product.monthly))
         },
-        Case("revokeFamilySharing", .subscribed(ownership: "FAMILY_SHARED")) { history in
+        Case("REVOKE", nil, "revokeFamilySharing", .subscribed(ownership: "FAMILY_SHARED")) { history in
             history.notify(
                 "REVOKE", signed: Time.day(10),
                 transaction: transaction(
@@ -515,7 +529,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.revocationType == "FAMILY_REVOKE")
             #expect(!view.isActive("pro"))
         },
-        Case("renewalExtended", .subscribed()) { history in
+        Case("RENEWAL_EXTENDED", nil, "renewalExtended", .subscribed()) { history in
             history.notify(
                 "RENEWAL_EXTENDED", signed: Time.day(29),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(37), signed: Time.day(29)),
@@ -525,7 +539,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.expiresDate == Time.day(37))
             #expect(view.entitlement("pro")?.expiresDate == Time.day(37))
         },
-        Case("renewalExtensionFailure", .subscribed()) { history in
+        Case("RENEWAL_EXTENSION", "FAILURE", "renewalExtensionFailure", .subscribed()) { history in
             history.notify(
                 "RENEWAL_EXTENSION", "FAILURE", signed: Time.day(20),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)),
@@ -534,7 +548,7 @@ struct NotificationTypeTests {
             #expect(history.view(at: Time.day(29)).entitlement("pro")?.expiresDate == Time.day(30))
             #expect(history.view(at: Time.day(31)).subscriptions.first?.status == .expired)
         },
-        Case("consumptionRequest", .empty) { history in
+        Case("CONSUMPTION_REQUEST", nil, "consumptionRequest", .empty) { history in
             let bought = transaction("3000000000000001", product: Product.coins, purchase: Time.t0)
             history.add(bought)
             history.notify("CONSUMPTION_REQUEST", signed: Time.day(1), transaction: bought)
@@ -542,7 +556,7 @@ struct NotificationTypeTests {
             #expect(view.balances == [CurrencyBalance(currency: "coins", amount: 100)])
             #expect(history.state().lastNotification?.type == .consumptionRequest)
         },
-        Case("oneTimeCharge", .empty) { history in
+        Case("ONE_TIME_CHARGE", nil, "oneTimeCharge", .empty) { history in
             history.notify(
                 "ONE_TIME_CHARGE", signed: Time.t0,
                 transaction: transaction("3000000000000001", product: Product.lifetime, purchase: Time.t0))
@@ -555,7 +569,7 @@ struct NotificationTypeTests {
             // A consumable missing from the rules: 1 unit of a currency named after the product.
             #expect(view.balances == [CurrencyBalance(currency: Product.gems, amount: 2)])
         },
-        Case("metadataUpdate", .subscribed()) { history in
+        Case("METADATA_UPDATE", nil, "metadataUpdate", .subscribed()) { history in
             history.notify(
                 "METADATA_UPDATE", signed: Time.day(3),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30), signed: Time.day(3)),
@@ -564,7 +578,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .active)
             #expect(view.entitlement("pro")?.expiresDate == Time.day(30))
         },
-        Case("migration", .empty) { history in
+        Case("MIGRATION", nil, "migration", .empty) { history in
             history.notify(
                 "MIGRATION", signed: Time.day(3),
                 transaction: transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30), signed: Time.day(3)),
@@ -573,7 +587,7 @@ struct NotificationTypeTests {
             #expect(view.subscriptions.first?.status == .active)
             #expect(view.isActive("pro"))
         },
-        Case("priceChange", .subscribed()) { history in
+        Case("PRICE_CHANGE", nil, "priceChange", .subscribed()) { history in
             history.notify(
                 "PRICE_CHANGE", signed: Time.day(3), renewal: renewal(signed: Time.day(3)), status: 1)
             let view = history.view(at: Time.day(4))

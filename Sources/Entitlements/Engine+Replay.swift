@@ -21,7 +21,9 @@ extension Engine {
             // batches, so ingests on the engine's write connection carry on meanwhile (the
             // swap applies what they appended). It never holds the engine's lock. It never
             // creates the database, and a read-only engine refuses it (DATABASE_READ_ONLY).
-            let store = try EventStore(path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode == .readOnly ? .readOnly : .existing)
+            let store = try EventStore(
+                path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode == .readOnly ? .readOnly : .existing,
+                busyTimeoutMilliseconds: configuration.storeBusyTimeout)
             let report = try store.replay(
                 rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,
                 progress: progress)

@@ -52,7 +52,9 @@ public final class Engine: Sendable {
         self.rulesJSON = JSONWriter.string(configuration.rules.canonicalJSON)
         documentVerifier = try DocumentVerifier(configuration: configuration)
         do {
-            let opened = try EventStore(path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode.storeMode)
+            let opened = try EventStore(
+                path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode.storeMode,
+                busyTimeoutMilliseconds: configuration.storeBusyTimeout)
             // Before anything is read or written: the database must be this app's (section 2).
             // A read-only engine only checks; the binding is recorded by the next writer.
             try opened.bind(bundleId: configuration.bundleId, environments: configuration.environments, now: Self.now())
@@ -65,7 +67,7 @@ public final class Engine: Sendable {
                     rules: configuration.rules, rulesJSON: rulesJSON, now: Self.now(), collectDiff: false)
             }
             store = LockedStore(opened)
-            readers = ReaderPool(path: databasePath)
+            readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout)
         } catch {
             throw EngineError(error)
         }

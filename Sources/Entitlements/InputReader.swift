@@ -16,7 +16,7 @@ import Darwin
 /// A line ends at LF, CRLF or a lone CR (files written with classic Mac line
 /// ends); a UTF-8 byte order mark before a document is the document parser's
 /// to skip (``InputDocument``).
-public struct InputReader {
+package struct InputReader {
     let fd: Int32
     let limit: Int
     let ownsDescriptor: Bool
@@ -40,7 +40,7 @@ public struct InputReader {
 
     /// How far past the limit a line is read to learn its size, before it is
     /// handed over as too long without reading further.
-    public static let lookAhead = 1 << 20
+    package static let lookAhead = 1 << 20
 
     /// How much more of a line handed over as too long is skipped, looking for its
     /// end, before the input is given up: a line that runs this far is taken never to
@@ -49,7 +49,7 @@ public struct InputReader {
     public static let longestSkip = 1 << 28
 
     /// Reads standard input.
-    public init(standardInputWithLimit limit: Int) {
+    package init(standardInputWithLimit limit: Int) {
         self.fd = 0
         self.limit = limit
         self.ownsDescriptor = false
@@ -57,7 +57,7 @@ public struct InputReader {
     }
 
     /// Opens a file. Returns `nil` when it cannot be opened.
-    public init?(path: String, limit: Int) {
+    package init?(path: String, limit: Int) {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { return nil }
         self.fd = fd
@@ -79,7 +79,7 @@ public struct InputReader {
     }
 
     /// Closes the file, if this reader opened it.
-    public func close() {
+    package func close() {
         if ownsDescriptor { _ = Glibc.close(fd) }
     }
 
@@ -88,7 +88,7 @@ public struct InputReader {
     /// up, ``gaveUp``). Empty lines are skipped.
     /// "Available now" is all that can be read without waiting: a file gives full
     /// batches, a stream what its writer has written so far.
-    public mutating func nextBatch(maxLines: Int) -> [InputBytes]? {
+    package mutating func nextBatch(maxLines: Int) -> [InputBytes]? {
         var lines: [InputBytes] = []
         // (Not while the rest of a too-long line is skipped: `/dev/zero` never ends one,
         // and the line already handed over must be acknowledged.)
@@ -122,7 +122,7 @@ public struct InputReader {
 
     /// Reads everything (for a file holding one JSON document): up to the
     /// limit, with the full size recorded.
-    public mutating func readAll() -> InputBytes {
+    package mutating func readAll() -> InputBytes {
         while !atEnd { fill(); consumeAll() }
         consumeAll()
         lineNumber = 1  // one document: document 1

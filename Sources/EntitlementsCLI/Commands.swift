@@ -1,6 +1,5 @@
 import EntitlementCore
 import Entitlements
-
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -40,8 +39,8 @@ enum Commands {
             return (engine, .success)
         } catch {
             Output.error("entitlements \(command): \(error.code): \(error.message)")
-            if error.code == "DATABASE_MISMATCH" { return (nil, .usage) }
-            return (nil, error.code.hasPrefix("DATABASE") ? .storage : .usage)
+            if error.code == .databaseMismatch { return (nil, .usage) }
+            return (nil, error.code.isDatabase ? .storage : .usage)
         }
     }
 

@@ -1,6 +1,5 @@
 import EntitlementCore
 import Entitlements
-
 import Foundation
 #if canImport(Glibc)
 import Glibc

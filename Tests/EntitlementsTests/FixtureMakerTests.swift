@@ -1,32 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `entitlements-fixtures`, run as the built program: it writes only into the folder
 /// `--out` names, `--help` writes nothing, and an unknown argument is a usage error.
 @Suite("Fixture maker")
 struct FixtureMakerTests {
-    /// The built `entitlements-fixtures` beside the test bundle (`swift build --build-tests`
-    /// builds every product into the same folder), or beside `ENTITLEMENTS_BIN`.
-    static let executable: URL? = {
-        var folders: [URL] = []
-        if let path = ProcessInfo.processInfo.environment["ENTITLEMENTS_BIN"] {
-            folders.append(URL(fileURLWithPath: path).deletingLastPathComponent())
-        }
-        if let url = Bundle.main.executableURL { folders.append(url.deletingLastPathComponent()) }
-        folders.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        folders.append(Bundle.main.bundleURL)
-        folders.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        for bundle in Bundle.allBundles { folders.append(bundle.bundleURL.deletingLastPathComponent()) }
-        var candidates: [URL] = []
-        for folder in folders {
-            candidates.append(folder.appendingPathComponent("entitlements-fixtures"))
-            // Inside an .xctest bundle (Darwin layout): Contents/MacOS -> up three.
-            candidates.append(
-                folder.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                    .appendingPathComponent("entitlements-fixtures"))
-        }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    /// The built `entitlements-fixtures`, beside the `entitlements` the tests run.
+    static let executable: URL? = EntitlementsBinary.sibling("entitlements-fixtures")
 
     struct Missing: Error, CustomStringConvertible {
         var description: String { "entitlements-fixtures was not found beside the test bundle; build it (swift build --build-tests)" }

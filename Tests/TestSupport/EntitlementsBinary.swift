@@ -37,4 +37,10 @@ package enum EntitlementsBinary {
 
     /// Whether ``url`` is an executable file.
     package static var exists: Bool { FileManager.default.isExecutableFile(atPath: url.path) }
+
+    /// Another executable of the package built beside ``url`` (`entitlements-fixtures`), when there is one.
+    package static func sibling(_ name: String) -> URL? {
+        let candidate = url.deletingLastPathComponent().appendingPathComponent(name)
+        return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
+    }
 }

@@ -46,13 +46,9 @@ extension Reliability {
 
             // The cut, as in the test above: the server idles, nothing has synced since its
             // last commit, and the image is copied as the device holds it.
-            let snapshot = workspace.url("after-cut.img")
-            try disk.snapshot(to: snapshot)
-            running.kill9()
-            _ = running.wait(timeout: 30)
-            disk.detach()
-
-            let after = try LoopDisk(attaching: snapshot, mountedAt: workspace.url("after-cut"))
+            // Power back on: the copy is mounted (ext4 replays its journal) and the engine
+            // opens the database on it (SQLite recovers from its WAL).
+            let after = try disk.cutPower(under: running, snapshot: workspace.url("after-cut.img"), mountAt: workspace.url("after-cut"))
             let recovered = after.folder.appendingPathComponent("served.sqlite").path
             let audit = try Tool.run(["audit", "--db", recovered, "--config", workspace.configPath], in: workspace.folder)
             #expect(audit.status == 0, "audit after the cut: exit \(audit.status) \(audit.stdout.prefix(400)) \(audit.stderr)")

@@ -97,3 +97,17 @@ package final class LoopDisk {
         return text
     }
 }
+
+extension LoopDisk {
+    /// The power cut under `running`: the disk image is copied as the device holds it now
+    /// (what the kernel had not written back is not in it), the process is killed and the
+    /// disk detached; then the copy is attached and mounted at `folder` (ext4 replays its
+    /// journal), as the disk the machine finds when the power is back.
+    package func cutPower(under running: Tool.Running, snapshot: URL, mountAt folder: URL) throws -> LoopDisk {
+        try self.snapshot(to: snapshot)
+        running.kill9()
+        _ = running.wait(timeout: 30)
+        detach()
+        return try LoopDisk(attaching: snapshot, mountedAt: folder)
+    }
+}

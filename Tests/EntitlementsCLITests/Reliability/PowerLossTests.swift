@@ -58,15 +58,9 @@ extension Reliability {
             // volatile cache could lose some of those too, which only fsync's cache flush
             // protects against, and the engine's commits rely on that flush alike.)
             let acknowledgments = outputObjects(String(decoding: Tool.read(running.stdoutURL.path), as: UTF8.self))
-            let snapshot = workspace.url("after-cut.img")
-            try disk.snapshot(to: snapshot)
-            running.kill9()
-            _ = running.wait(timeout: 30)
-            disk.detach()
-
-            // Power back on: the snapshot is mounted (ext4 replays its journal) and the engine
+            // Power back on: the copy is mounted (ext4 replays its journal) and the engine
             // opens the database on it (SQLite recovers from its WAL).
-            let after = try LoopDisk(attaching: snapshot, mountedAt: workspace.url("after-cut"))
+            let after = try disk.cutPower(under: running, snapshot: workspace.url("after-cut.img"), mountAt: workspace.url("after-cut"))
             let recovered = after.folder.appendingPathComponent("entitlements.sqlite").path
             let audit = try Tool.run(["audit", "--db", recovered, "--config", workspace.configPath], in: workspace.folder)
             #expect(audit.status == 0, "audit after the cut: exit \(audit.status) \(audit.stdout.prefix(400)) \(audit.stderr)")

@@ -10,7 +10,8 @@ struct FixtureMakerTests {
     static let executable: URL? = EntitlementsBinary.sibling("entitlements-fixtures")
 
     struct Missing: Error, CustomStringConvertible {
-        var description: String { "entitlements-fixtures was not found beside the test bundle; build it (swift build --build-tests)" }
+        var what = "entitlements-fixtures was not found beside the test bundle; build it (swift build --build-tests)"
+        var description: String { what }
     }
 
     struct Outcome {
@@ -36,8 +37,10 @@ struct FixtureMakerTests {
         process.currentDirectoryURL = folder
         let outURL = folder.deletingLastPathComponent().appendingPathComponent(folder.lastPathComponent + ".stdout")
         let errURL = folder.deletingLastPathComponent().appendingPathComponent(folder.lastPathComponent + ".stderr")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        // Beside the working directory, not in it: the tests check what the program writes there.
+        for url in [outURL, errURL] where !FileManager.default.createFile(atPath: url.path, contents: nil) {
+            throw Missing(what: "cannot create \(url.path)")
+        }
         defer {
             try? FileManager.default.removeItem(at: outURL)
             try? FileManager.default.removeItem(at: errURL)

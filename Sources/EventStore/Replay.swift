@@ -322,6 +322,10 @@ extension EventStore {
                     }
                     try recordChangesOfVanished(rules: rules, now: now, cause: .event)
                 }
+                // The lifecycle feed: events of the data the new generation knows that are not recorded yet.
+                try recordLifecycleAfterReplay(
+                    keys: Set(changedKeys).union(try affectedCustomers(batch: events, changes: changes, owners: &owners)), rules: rules,
+                    now: now)
                 // Every event appended since the snapshot, facts or not.
                 let appended = try connection.scalarInt("SELECT count(*) FROM events WHERE seq > \(snapshotSeq)") ?? count
                 return (appended, .commit)

@@ -89,10 +89,11 @@ public enum LifecycleEvents {
 
 /// The work of ``LifecycleEvents/all(state:events:consumptionReasons:rules:)``.
 private struct Derivation {
-    /// An event and what decides between two derivations of the same id (the later-signed source, then its text).
+    /// An event and the `signedDate` of its source: between two derivations of the
+    /// same id, the later-signed source wins, then the greater line.
     struct Found {
         var event: LifecycleEvent
-        var order: (Int64, String)
+        var signedDate: Int64
     }
 
     let state: CustomerState
@@ -149,9 +150,15 @@ private struct Derivation {
 
     /// Keeps `event`, unless the same id is derived from a later-signed source.
     mutating func add(_ event: LifecycleEvent, signedDate: Int64) {
-        let order = (signedDate, JSONWriter.string(.object(event.line(entitlements: [], recordedAt: 0))))
-        if let existing = found[event.id], existing.order >= order { return }
-        found[event.id] = Found(event: event, order: order)
+        if let existing = found[event.id] {
+            guard existing.event != event else { return }
+            if existing.signedDate > signedDate { return }
+            if existing.signedDate == signedDate {
+                func text(_ e: LifecycleEvent) -> String { JSONWriter.string(.object(e.line(entitlements: [], recordedAt: 0))) }
+                guard text(existing.event).utf8Precedes(text(event)) else { return }
+            }
+        }
+        found[event.id] = Found(event: event, signedDate: signedDate)
     }
 
     /// An event about transaction `t`.

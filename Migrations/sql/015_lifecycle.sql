@@ -1,7 +1,9 @@
 -- The lifecycle feed (contract section 12): what happened to each customer (a
 -- renewal, a cancellation, a refund ...), recorded once per event id in the same
 -- transaction as what caused it. Never updated or deleted: a cursor, once read,
--- keeps meaning the same line. `line` is the printed line without its cursor.
+-- keeps meaning the same line. `fields` holds the rest of the printed line, its
+-- values alone: [originalTransactionId, transactionId, productId, entitlements,
+-- environment, price, currency, {the type's own fields}].
 CREATE TABLE lifecycle (
     cursor        INTEGER PRIMARY KEY AUTOINCREMENT,
     id            TEXT    NOT NULL UNIQUE,
@@ -9,7 +11,7 @@ CREATE TABLE lifecycle (
     type          TEXT    NOT NULL,
     effective_at  INTEGER NOT NULL,
     recorded_at   INTEGER NOT NULL,
-    line          TEXT    NOT NULL
+    fields        TEXT    NOT NULL
 ) STRICT;
 
 CREATE TRIGGER lifecycle_is_immutable_update BEFORE UPDATE ON lifecycle

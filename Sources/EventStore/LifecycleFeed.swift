@@ -35,20 +35,26 @@ extension EventStore {
         known.reset()
         guard !exists else { return false }
         let insert = try connection.cached(
-            "INSERT OR IGNORE INTO lifecycle (id, customer_key, type, effective_at, recorded_at, line) VALUES (?, ?, ?, ?, ?, ?)")
+            "INSERT OR IGNORE INTO lifecycle (id, customer_key, type, effective_at, recorded_at, fields) VALUES (?, ?, ?, ?, ?, ?)")
         defer { insert.reset() }
         try insert.bind(1, event.id)
         try insert.bind(2, event.customerKey)
         try insert.bind(3, event.type.rawValue)
         try insert.bind(4, event.effectiveAt)
         try insert.bind(5, now)
-        try insert.bind(6, JSONWriter.string(.object(event.line(entitlements: event.entitlements(under: rules), recordedAt: now))))
+        try insert.bind(6, JSONWriter.string(event.storedValues(entitlements: event.entitlements(under: rules))))
         try insert.step()
         return true
     }
 
     /// Keeps (or forgets, when `nil`) the next moment an event of `key` becomes due.
     private func saveLifecycleDue(of key: CustomerKey, next: Int64?) throws {
+        // Most batches leave it as it was: a read, no write.
+        let load = try connection.cached("SELECT next_due_at FROM lifecycle_due WHERE customer_key = ?")
+        try load.bind(1, key)
+        let stored: Int64? = try load.step() ? load.int64(0) : nil
+        load.reset()
+        guard stored != next else { return }
         if let next {
             let save = try connection.cached("INSERT OR REPLACE INTO lifecycle_due (customer_key, next_due_at) VALUES (?, ?)")
             defer { save.reset() }
@@ -157,22 +163,22 @@ extension EventStore {
     public func lifecycle(after cursor: Int64, limit: Int? = nil) throws(StoreError) -> [LifecycleRecord] {
         try mapped {
             let statement = try connection.cached(
-                "SELECT cursor, id, type, customer_key, effective_at, recorded_at, line FROM lifecycle WHERE cursor > ? ORDER BY cursor LIMIT ?")
+                "SELECT cursor, id, type, customer_key, effective_at, recorded_at, fields FROM lifecycle WHERE cursor > ? ORDER BY cursor LIMIT ?")
             defer { statement.reset() }
             try statement.bind(1, cursor)
             try statement.bind(2, Int64(limit ?? -1))
             var records: [LifecycleRecord] = []
             while try statement.step() {
                 let cursor = statement.int64(0)
-                guard let text = statement.string(6), case .object(let fields)? = try? JSONParser().parse(text),
-                    let type = LifecycleEventType(rawValue: statement.string(2) ?? "")
+                guard let text = statement.string(6), let values = try? JSONParser().parse(text),
+                    let type = LifecycleEventType(rawValue: statement.string(2) ?? ""),
+                    let record = LifecycleRecord(
+                        cursor: cursor, id: statement.string(1) ?? "", type: type, appTransactionId: statement.string(3) ?? "",
+                        effectiveAt: statement.int64(4), recordedAt: statement.int64(5), storedValues: values)
                 else {
                     throw StoreError(code: .unreadable, message: "the lifecycle event at cursor \(cursor) cannot be read back")
                 }
-                records.append(
-                    LifecycleRecord(
-                        cursor: cursor, id: statement.string(1) ?? "", type: type, appTransactionId: statement.string(3) ?? "",
-                        effectiveAt: statement.int64(4), recordedAt: statement.int64(5), fields: fields))
+                records.append(record)
             }
             return records
         }

@@ -89,7 +89,7 @@ import Testing
         #expect(throws: (any Error).self) { try store.rawConnection.execute("DELETE FROM lifecycle") }
         #expect(throws: (any Error).self) {
             try store.rawConnection.execute(
-                "INSERT INTO lifecycle (id, customer_key, type, effective_at, recorded_at, line) VALUES ('SUBSCRIPTION_STARTED:t1', 'x', 'x', 0, 0, '{}')")
+                "INSERT INTO lifecycle (id, customer_key, type, effective_at, recorded_at, fields) VALUES ('SUBSCRIPTION_STARTED:t1', 'x', 'x', 0, 0, '[]')")
         }
         #expect(try store.lastLifecycleCursor() == 1)
     }

@@ -85,6 +85,25 @@ public struct LifecycleEvent: Sendable, Hashable {
     }
 }
 
+extension LifecycleEvent {
+    /// What the store keeps of the line besides its columns (id, type, customer,
+    /// effectiveAt, recordedAt): the values alone, in the line's order,
+    /// `[originalTransactionId, transactionId, productId, entitlements, environment,
+    /// price, currency, {the type's fields}]`.
+    public func storedValues(entitlements: [String]) -> JSONValue {
+        .array([
+            originalTransactionId.map(JSONValue.string) ?? .null,
+            transactionId.map(JSONValue.string) ?? .null,
+            productId.map(JSONValue.string) ?? .null,
+            .array(entitlements.map(JSONValue.string)),
+            environment.map(JSONValue.string) ?? .null,
+            price.map(JSONValue.int) ?? .null,
+            currency.map(JSONValue.string) ?? .null,
+            .object(extra),
+        ])
+    }
+}
+
 /// One line of the `lifecycle` feed, as recorded.
 public struct LifecycleRecord: Sendable, Hashable {
     /// Strictly increasing, in the order the events were recorded.
@@ -109,6 +128,29 @@ public struct LifecycleRecord: Sendable, Hashable {
         self.effectiveAt = effectiveAt
         self.recordedAt = recordedAt
         self.fields = fields
+    }
+
+    /// A record from the store's columns and ``LifecycleEvent/storedValues(entitlements:)``;
+    /// `nil` when the values are not of that form.
+    public init?(
+        cursor: Int64, id: String, type: LifecycleEventType, appTransactionId: CustomerKey, effectiveAt: Int64,
+        recordedAt: Int64, storedValues: JSONValue
+    ) {
+        guard case .array(let values) = storedValues, values.count == 8, case .object(let extra) = values[7] else { return nil }
+        var members: [(key: String, value: JSONValue)] = [
+            ("id", .string(id)), ("type", .string(type.rawValue)), ("appTransactionId", .string(appTransactionId)),
+        ]
+        for (index, key) in ["originalTransactionId", "transactionId", "productId", "entitlements", "environment", "price", "currency"]
+            .enumerated()
+        {
+            members.append((key, values[index]))
+        }
+        members.append(contentsOf: extra.members)
+        members.append(("effectiveAt", .int(effectiveAt)))
+        members.append(("recordedAt", .int(recordedAt)))
+        self.init(
+            cursor: cursor, id: id, type: type, appTransactionId: appTransactionId, effectiveAt: effectiveAt, recordedAt: recordedAt,
+            fields: JSONObject(members))
     }
 
     /// The line `lifecycle` prints: `cursor`, then the recorded fields.

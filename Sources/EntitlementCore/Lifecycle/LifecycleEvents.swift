@@ -244,58 +244,58 @@ private struct Derivation {
 
     /// EXPIRATION: each moment a subscription's status (section 5) turns `expired`.
     ///
-    /// Status changes only at a candidate moment (a purchase, an expiry, a
-    /// revocation, a renewal info's `signedDate` or grace end), so evaluating
-    /// at each, in order, sees every turn.
-    ///
-    /// The transactions are evaluated with `isUpgraded` cleared: a transaction
-    /// marked upgraded by a later version was current until its upgrade was
-    /// bought (the latest purchase wins once it is), so it does not make an
-    /// earlier period of the subscription current again and expired.
+    /// Status changes only at a candidate moment of the subscription (a purchase,
+    /// an expiry, a revocation, a renewal info's `signedDate` or grace end), so
+    /// deciding it at each, in order, sees every turn. At each moment the status
+    /// is section 5's (``SubscriptionEvaluation/status(current:renewalInfo:at:)``)
+    /// of the latest transaction bought by then and the renewal info standing
+    /// then. `isUpgraded` is not read: a transaction marked upgraded by a later
+    /// version was current until its upgrade was bought (the latest purchase
+    /// wins once it is), so it does not make an earlier period current again.
     mutating func expirations() {
-        guard !subscriptionTransactions.isEmpty else { return }
-        var subscriptions = CustomerState(key: state.key)
-        var moments = Set<Int64>()
-        for version in state.transactions.values where version.facts.type == .autoRenewable {
-            var unmarked = version
-            unmarked.facts.isUpgraded = false
-            subscriptions.transactions[version.facts.transactionId] = unmarked
-            let t = version.facts
-            moments.insert(t.purchaseDate)
-            if let expires = t.expiresDate { moments.insert(expires) }
-            if let revoked = t.revocationDate { moments.insert(revoked) }
-        }
-        for (otid, versions) in state.renewalInfos where subscriptionTransactions[otid] != nil {
-            subscriptions.renewalInfos[otid] = versions
+        for (otid, transactions) in subscriptionTransactions {
+            let versions = state.renewalInfos[otid] ?? []
+            var moments = Set<Int64>()
+            for t in transactions {
+                moments.insert(t.purchaseDate)
+                if let expires = t.expiresDate { moments.insert(expires) }
+                if let revoked = t.revocationDate { moments.insert(revoked) }
+            }
             for version in versions {
                 moments.insert(version.facts.signedDate)
                 if let grace = version.facts.gracePeriodExpiresDate { moments.insert(grace) }
             }
-        }
-        let ordered = moments.sorted()
-        var statuses: [[String: SubscriptionView]] = []
-        statuses.reserveCapacity(ordered.count)
-        for moment in ordered {
-            let view = Evaluation.evaluate(subscriptions, rules: rules, at: moment)
-            var byOtid: [String: SubscriptionView] = [:]
-            for subscription in view.subscriptions { byOtid[subscription.originalTransactionId] = subscription }
-            statuses.append(byOtid)
-        }
-        for index in ordered.indices where index > 0 {
-            for (otid, now) in statuses[index] where now.status == .expired {
-                guard let before = statuses[index - 1][otid]?.status, before == .active || before == .gracePeriod || before == .billingRetry
+            let ordered = moments.sorted()
+            // Transactions are sorted by purchaseDate first: those bought by a moment are a prefix.
+            var bought = -1
+            var standing = 0
+            var statuses: [(status: SubscriptionStatus, current: TransactionFacts)?] = []
+            statuses.reserveCapacity(ordered.count)
+            for moment in ordered {
+                while bought + 1 < transactions.count, transactions[bought + 1].purchaseDate <= moment { bought += 1 }
+                while standing + 1 < versions.count, versions[standing + 1].facts.signedDate <= moment { standing += 1 }
+                guard bought >= 0 else {
+                    statuses.append(nil)
+                    continue
+                }
+                let current = transactions[bought]
+                let renewal = versions.isEmpty ? nil : versions[standing].facts
+                statuses.append((SubscriptionEvaluation.status(current: current, renewalInfo: renewal, at: moment), current))
+            }
+            for index in ordered.indices where index > 0 {
+                guard let now = statuses[index], now.status == .expired, let before = statuses[index - 1]?.status,
+                    before == .active || before == .gracePeriod || before == .billingRetry
                 else { continue }
                 let moment = ordered[index]
                 // The reason: the renewal info standing just before the subscription leaves `expired` (or the latest).
-                let leaves = ordered.indices.dropFirst(index + 1).first { statuses[$0][otid].map { $0.status != .expired } ?? false }
+                let leaves = ordered.indices.dropFirst(index + 1).first { statuses[$0].map { $0.status != .expired } ?? false }
                 let until = leaves.map { ordered[$0] - 1 } ?? Int64.max
-                let standing = SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[otid] ?? [], at: until)?.0
-                let t = state.transactions[now.currentTransactionId]?.facts
+                let reason = SubscriptionEvaluation.renewalInfo(in: versions, at: until)?.0
                 add(
                     event(
-                        .expiration, id: "EXPIRATION:\(otid):\(moment)", about: t, otid: otid,
-                        extra: JSONObject([("reason", LifecycleEvents.expirationReason(standing?.expirationIntent))]), at: moment),
-                    signedDate: standing?.signedDate ?? moment)
+                        .expiration, id: "EXPIRATION:\(otid):\(moment)", about: now.current, otid: otid,
+                        extra: JSONObject([("reason", LifecycleEvents.expirationReason(reason?.expirationIntent))]), at: moment),
+                    signedDate: reason?.signedDate ?? moment)
             }
         }
     }

@@ -184,4 +184,38 @@ struct LifecycleTests {
             #expect(lifecycle(try reduceAll(permuted), permuted) == expected)
         }
     }
+
+    /// EXPIRATION is where section 5's evaluation (of the whole customer, `isUpgraded`
+    /// left out as the derivation reads it) turns a subscription `expired` between two
+    /// consecutive candidate moments.
+    @Test(arguments: 40...52 as ClosedRange<UInt64>)
+    func expirationsAreTheEvaluationsTurns(seed: UInt64) throws {
+        let events = RandomHistory.events(seed: seed)
+        for (key, state) in try reduceAll(events) {
+            var unmarked = state
+            for id in unmarked.transactions.keys { unmarked.transactions[id]?.facts.isUpgraded = false }
+            var moments = Set<Int64>()
+            for version in state.transactions.values where version.facts.type == .autoRenewable {
+                let t = version.facts
+                moments.formUnion([t.purchaseDate, t.expiresDate, t.revocationDate].compactMap { $0 })
+            }
+            for versions in state.renewalInfos.values {
+                for v in versions { moments.formUnion([v.facts.signedDate, v.facts.gracePeriodExpiresDate].compactMap { $0 }) }
+            }
+            var expected = Set<String>()
+            var previous: [String: SubscriptionStatus] = [:]
+            for moment in moments.sorted() {
+                var statuses: [String: SubscriptionStatus] = [:]
+                for s in Evaluation.evaluate(unmarked, rules: testRules, at: moment).subscriptions {
+                    statuses[s.originalTransactionId] = s.status
+                    if s.status == .expired, let before = previous[s.originalTransactionId], [.active, .gracePeriod, .billingRetry].contains(before) {
+                        expected.insert("EXPIRATION:\(s.originalTransactionId):\(moment)")
+                    }
+                }
+                previous = statuses
+            }
+            let derived = LifecycleEvents.all(state: state, events: events, rules: testRules).filter { $0.type == .expiration }
+            #expect(Set(derived.map(\.id)) == expected, "customer \(key)")
+        }
+    }
 }

@@ -25,7 +25,7 @@ public enum LifecycleEvents {
     ///   - rules: The rules.
     ///   - now: The moment of reading, in ms since 1970.
     public static func due(
-        state: CustomerState, events: some Sequence<Event>, consumptionReasons: [String: String] = [:], rules: Rules,
+        state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String] = [:], rules: Rules,
         now: Int64
     ) -> [LifecycleEvent] {
         all(state: state, events: events, consumptionReasons: consumptionReasons, rules: rules).filter { $0.effectiveAt <= now }
@@ -40,7 +40,7 @@ public enum LifecycleEvents {
     /// Every lifecycle event of the data, whatever its `effectiveAt` (those
     /// after now are the ones time will bring), ordered by `effectiveAt`, then `id`.
     public static func all(
-        state: CustomerState, events: some Sequence<Event>, consumptionReasons: [String: String] = [:], rules: Rules
+        state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String] = [:], rules: Rules
     ) -> [LifecycleEvent] {
         var derivation = Derivation(state: state, events: events, consumptionReasons: consumptionReasons, rules: rules)
         derivation.subscriptions()
@@ -99,21 +99,26 @@ private struct Derivation {
     let state: CustomerState
     let rules: Rules
     let consumptionReasons: [String: String]
-    /// Every version of every transaction: the state's and the events'.
+    /// Every version (the state's and the events') of each transaction some version of which was revoked.
     var versions: [String: [TransactionFacts]] = [:]
-    /// The environments each transaction arrived in.
-    var environments: [String: Set<String>] = [:]
+    /// The environment each transaction arrived in (the first by name when several), for a
+    /// customer whose data came from several.
+    var environments: [String: String] = [:]
     /// CONSUMPTION_REQUEST and RESCIND_CONSENT notifications, by UUID.
     var notices: [String: (facts: NotificationFacts, environment: String?)] = [:]
     /// Each subscription's transactions, first to last.
     var subscriptionTransactions: [String: [TransactionFacts]] = [:]
     var found: [String: Found] = [:]
 
-    init(state: CustomerState, events: some Sequence<Event>, consumptionReasons: [String: String], rules: Rules) {
+    init(state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String], rules: Rules) {
         self.state = state
         self.rules = rules
         self.consumptionReasons = consumptionReasons
-        for version in state.transactions.values { versions[version.facts.transactionId, default: []].append(version.facts) }
+        // Which environment each transaction came in matters only for a customer of several.
+        let severalEnvironments = state.environments.environments.count > 1
+        // Every version is read only for transactions some version of which was revoked.
+        var revoked = Set<String>()
+        for version in state.transactions.values where version.facts.revocationDate != nil { revoked.insert(version.facts.transactionId) }
         for event in events {
             let environment = event.environment?.rawValue
             var carried: TransactionFacts? = nil
@@ -129,9 +134,23 @@ private struct Derivation {
             case .renewalInfo, .appTransaction, .usage: break
             }
             // Only this customer's transactions (the state says which): events of others may be given.
-            if let carried, state.transactions[carried.transactionId] != nil {
-                versions[carried.transactionId, default: []].append(carried)
-                if let environment { environments[carried.transactionId, default: []].insert(environment) }
+            guard let carried, state.transactions[carried.transactionId] != nil else { continue }
+            if carried.revocationDate != nil { revoked.insert(carried.transactionId) }
+            if severalEnvironments, let environment {
+                let id = carried.transactionId
+                if environments[id].map({ environment.utf8Precedes($0) }) ?? true { environments[id] = environment }
+            }
+        }
+        if !revoked.isEmpty {
+            for id in revoked { if let latest = state.transactions[id] { versions[id] = [latest.facts] } }
+            for event in events {
+                let carried: TransactionFacts?
+                switch event.body {
+                case .transaction(let t): carried = t.facts
+                case .notification(let n): carried = n.transaction?.facts
+                case .renewalInfo, .appTransaction, .usage: carried = nil
+                }
+                if let carried, versions[carried.transactionId] != nil { versions[carried.transactionId]?.append(carried) }
             }
         }
         for version in state.transactions.values where version.facts.type == .autoRenewable {
@@ -142,9 +161,7 @@ private struct Derivation {
 
     /// The environment a transaction came in (the first by name when several), else the customer's.
     func environment(of transactionId: String?) -> String? {
-        if let transactionId, let names = environments[transactionId], let first = names.min(by: { $0.utf8Precedes($1) }) {
-            return first
-        }
+        if let transactionId, let name = environments[transactionId] { return name }
         return state.environments.displayName
     }
 

@@ -81,6 +81,7 @@ enum Demo {
         }
 
         refundRequestAnswered(engine)
+        lifecycleShown(engine, customers: tour(DemoFixtures.text("demo/tour.json") ?? "[]").map(\.appTransactionId))
 
         // 3. Real Apple-signed data against the embedded Apple root.
         print("Real Apple-signed samples, verified against the embedded Apple Root CA - G3:")

@@ -16,6 +16,7 @@ enum Help {
           entitlements audit   [--db PATH] --config PATH [--expect-head SEQ:HASH] [--progress]
           entitlements history [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) [--until MS]
           entitlements changes [--db PATH] --config PATH [--since CURSOR] [--limit N] [--follow]
+          entitlements lifecycle [--db PATH] --config PATH [--since CURSOR] [--limit N] [--follow]
           entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
           entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
           entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
@@ -100,6 +101,7 @@ enum Help {
             """,
         "history": history,
         "changes": changes,
+        "lifecycle": lifecycle,
         "replay": """
             entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
 

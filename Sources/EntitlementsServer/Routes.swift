@@ -12,12 +12,14 @@ enum Route: Sendable, Hashable {
     /// `GET /customers/{id}/history`
     case history(String)
     case changes
+    /// `GET /lifecycle?since=&limit=` (contract section 12)
+    case lifecycle
     case health
 
     var method: String {
         switch self {
         case .notifications, .transactions: return "POST"
-        case .customerSearch, .customer, .history, .changes, .health: return "GET"
+        case .customerSearch, .customer, .history, .changes, .lifecycle, .health: return "GET"
         }
     }
 
@@ -31,6 +33,7 @@ enum Route: Sendable, Hashable {
         case "/transactions": self = .transactions
         case "/customers": self = .customerSearch
         case "/changes": self = .changes
+        case "/lifecycle": self = .lifecycle
         case "/health": self = .health
         default:
             let segments = path.split(separator: "/", omittingEmptySubsequences: false)

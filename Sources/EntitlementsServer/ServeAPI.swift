@@ -78,7 +78,8 @@ final class ServeAPI: Sendable {
         case .customer(let id): return customer(.appTransactionId(id), request)
         case .customerSearch: return customerSearch(request)
         case .history(let id): return history(id, request)
-        case .changes: return changes(request)
+        case .changes: return feed(request) { (since, limit) throws(EngineError) in try engine.changes(since: since, limit: limit).map { $0.json() } }
+        case .lifecycle: return feed(request) { (since, limit) throws(EngineError) in try engine.lifecycle(since: since, limit: limit).map { $0.json() } }
         case .health: return .json(200, Array(#"{"ok":true}"#.utf8))
         }
     }
@@ -244,9 +245,10 @@ final class ServeAPI: Sendable {
         }
     }
 
-    /// `GET /changes?since=C&limit=N`: the changes feed (contract section 8) as NDJSON,
-    /// what became due by now recorded first. Without `limit`, at most 10,000 lines (ask again from the last cursor).
-    private func changes(_ request: ServerRequest) -> ServerResponse {
+    /// `GET /changes?since=C&limit=N` and `GET /lifecycle?since=C&limit=N`: the changes feed
+    /// (contract section 8) or the lifecycle feed (section 12) as NDJSON, what became due by now
+    /// recorded first (by `read`). Without `limit`, at most 10,000 lines (ask again from the last cursor).
+    private func feed(_ request: ServerRequest, read: (Int64, Int) throws(EngineError) -> [JSONValue]) -> ServerResponse {
         guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
         for name in parameters.keys where name != "since" && name != "limit" {
             return Self.badRequest("unknown query parameter \(name.prefix(40)) (expected since, limit)")
@@ -266,10 +268,10 @@ final class ServeAPI: Sendable {
         queryGate.wait()
         defer { queryGate.signal() }
         do {
-            let records = try engine.changes(since: since, limit: limit)
+            let lines = try read(since, limit)
             var body: [UInt8] = []
-            for record in records {
-                JSONWriter.write(record.json(), into: &body)
+            for line in lines {
+                JSONWriter.write(line, into: &body)
                 body.append(0x0A)
             }
             return ServerResponse(status: 200, fields: [HTTPField(name: "Content-Type", value: "application/x-ndjson")], body: body)

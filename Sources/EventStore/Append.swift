@@ -34,7 +34,8 @@ extension EventStore {
     /// Appends a batch in one `BEGIN IMMEDIATE` transaction: new events, their
     /// facts, quarantined rejections, lookups, and the projections of every
     /// customer the batch touches, and the changes to their active entitlements
-    /// (the change feed, evaluated at `receivedAt`). Either all of it is
+    /// (the change feed, evaluated at `receivedAt`) and their lifecycle events
+    /// due by `receivedAt` (the lifecycle feed). Either all of it is
     /// committed or none: a crash can neither lose nor double a change.
     ///
     /// - Parameters:
@@ -129,10 +130,12 @@ extension EventStore {
             batch: batch, changes: changes, generation: engine.generation, rules: rules, owners: &owners, states: &states)
         try customersMerged(merges, states: states, rules: rules, now: receivedAt)
         let merged = Set(merges.flatMap { [$0.from, $0.into] })
-        for key in try affectedCustomers(batch: batch, changes: changes, owners: &owners) where !merged.contains(key) {
+        let affected = try affectedCustomers(batch: batch, changes: changes, owners: &owners)
+        for key in affected where !merged.contains(key) {
             let state = try states[key] ?? currentState(of: key)
             try recordChanges(of: key, state: state, rules: rules, now: receivedAt, cause: .event)
         }
+        try recordLifecycle(ofBatch: affected, merges: merges, states: states, rules: rules, now: receivedAt)
         for (index, event) in itemEvents {
             guard let owner = try owner(of: event, cache: &owners) else { continue }
             outcomes[index] = outcomes[index].naming(owner)

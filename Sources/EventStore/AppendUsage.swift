@@ -80,6 +80,7 @@ extension EventStore {
                 try project(key: key, events: [event], generation: generation, rules: rules)
                 var state = stored.state
                 try apply(event, to: &state, rules: rules)
+                try recordLifecycle(of: key, state: state, rules: rules, now: receivedAt)
                 return (.appended(seq: seq, state: state), .commit)
             }
         }

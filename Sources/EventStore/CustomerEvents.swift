@@ -7,19 +7,22 @@ extension EventStore {
     /// What a customer's history reads.
     /// - Throws: ``StoreError`` when the log cannot be read or a fact does not decode.
     public func events(of customer: CustomerKey) throws(StoreError) -> [Event] {
-        try mapped {
-            let statement = try connection.cached("SELECT seq, facts FROM event_facts WHERE customer_key = ? ORDER BY seq")
-            var events: [Event] = []
-            for key in try sources(of: customer) {
-                statement.reset()
-                try statement.bind(1, key)
-                while try statement.step() {
-                    let seq = statement.int64(0)
-                    events.append(try statement.withBlob(1) { bytes in try EventCodec.decode(bytes, seq: seq) })
-                }
-            }
+        try mapped { try loadEvents(of: customer) }
+    }
+
+    /// ``events(of:)`` inside the caller's transaction (the lifecycle feed reads them while it records).
+    func loadEvents(of customer: CustomerKey) throws -> [Event] {
+        let statement = try connection.cached("SELECT seq, facts FROM event_facts WHERE customer_key = ? ORDER BY seq")
+        var events: [Event] = []
+        for key in try sources(of: customer) {
             statement.reset()
-            return events.sorted { $0.seq < $1.seq }
+            try statement.bind(1, key)
+            while try statement.step() {
+                let seq = statement.int64(0)
+                events.append(try statement.withBlob(1) { bytes in try EventCodec.decode(bytes, seq: seq) })
+            }
         }
+        statement.reset()
+        return events.sorted { $0.seq < $1.seq }
     }
 }

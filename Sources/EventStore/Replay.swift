@@ -92,6 +92,10 @@ extension EventStore {
             try recordReplayChanges(
                 changedKeys: scanned.changedKeys, events: events, changes: changes, owners: &owners, rules: rules, now: now,
                 rulesChanged: rulesChanged)
+            // The lifecycle feed: events of the data the new generation knows that are not recorded yet.
+            try recordLifecycleAfterReplay(
+                keys: Set(scanned.changedKeys).union(try affectedCustomers(batch: events, changes: changes, owners: &owners)),
+                rules: rules, now: now)
             // Every event appended since the snapshot, facts or not.
             let appended = try connection.scalarInt("SELECT count(*) FROM events WHERE seq > \(scanned.snapshotSeq)") ?? count
             return (appended, .commit)

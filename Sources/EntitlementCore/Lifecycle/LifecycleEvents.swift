@@ -1,0 +1,399 @@
+/// A customer's lifecycle events (contract section 12) as a pure function of
+/// its data: the state (the latest version of every signed object, every
+/// renewal-info version) and its events (every version of every transaction
+/// as it was logged, and the notifications), and the rules.
+///
+/// The same data, in any order and with any duplicates, gives the same events:
+/// the state is order-independent, and of the events only the set of versions
+/// and notifications is read, never the order of arrival.
+///
+/// `CUSTOMER_MERGED` is not derived here: whether an `otid:` customer existed
+/// before its link arrived depends on the order of arrival, so the store
+/// records it at the merge.
+public enum LifecycleEvents {
+    /// How long after a CONSUMPTION_REQUEST the answer may be sent.
+    public static let consumptionAnswerWindow: Int64 = 12 * 3_600_000
+
+    /// Every lifecycle event of the data whose `effectiveAt` is at or before
+    /// `now`, ordered by `effectiveAt`, then `id`.
+    /// - Parameters:
+    ///   - state: The customer's state (everything known).
+    ///   - events: The customer's events, any order, duplicates allowed (events of
+    ///     other customers may be among them: only the state's transactions are read).
+    ///   - consumptionReasons: The `consumptionRequestReason` of CONSUMPTION_REQUEST
+    ///     notifications, by `notificationUUID` (the facts do not keep it).
+    ///   - rules: The rules.
+    ///   - now: The moment of reading, in ms since 1970.
+    public static func due(
+        state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String] = [:], rules: Rules,
+        now: Int64
+    ) -> [LifecycleEvent] {
+        all(state: state, events: events, consumptionReasons: consumptionReasons, rules: rules).filter { $0.effectiveAt <= now }
+    }
+
+    /// The earliest `effectiveAt` after `now` among `events` (when time alone
+    /// makes the next event due), or `nil`.
+    public static func nextDue(in events: [LifecycleEvent], after now: Int64) -> Int64? {
+        events.lazy.map(\.effectiveAt).filter { $0 > now }.min()
+    }
+
+    /// Every lifecycle event of the data, whatever its `effectiveAt` (those
+    /// after now are the ones time will bring), ordered by `effectiveAt`, then `id`.
+    public static func all(
+        state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String] = [:], rules: Rules
+    ) -> [LifecycleEvent] {
+        var derivation = Derivation(state: state, events: events, consumptionReasons: consumptionReasons, rules: rules)
+        derivation.subscriptions()
+        derivation.renewalInfos()
+        derivation.expirations()
+        derivation.purchases()
+        derivation.revocations()
+        derivation.notifications()
+        return derivation.found.values.map(\.event).sorted {
+            $0.effectiveAt != $1.effectiveAt ? $0.effectiveAt < $1.effectiveAt : $0.id.utf8Precedes($1.id)
+        }
+    }
+
+    /// `periodType` of a transaction (contract section 12).
+    public static func periodType(of transaction: TransactionFacts) -> String {
+        if transaction.offerDiscountType == "FREE_TRIAL" { return "TRIAL" }
+        switch transaction.offerType {
+        case 1?: return "INTRO"
+        case 2?: return "PROMOTIONAL"
+        case 3?: return "OFFER_CODE"
+        case 4?: return "WIN_BACK"
+        default: return "NORMAL"
+        }
+    }
+
+    /// `reason` of an EXPIRATION, from the renewal info's `expirationIntent`.
+    public static func expirationReason(_ intent: Int64?) -> JSONValue {
+        switch intent {
+        case nil: return .null
+        case 1?: return "VOLUNTARY"
+        case 2?: return "BILLING_ERROR"
+        case 3?: return "PRICE_INCREASE"
+        case 4?: return "PRODUCT_UNAVAILABLE"
+        default: return "UNKNOWN"
+        }
+    }
+
+    /// `refundedAmount`: price x revocationPercentage / 100000, the price when no percentage is given.
+    static func refundedAmount(price: Int64?, percentage: Int64?) -> Int64? {
+        guard let price else { return nil }
+        guard let percentage else { return price }
+        let (product, overflow) = price.multipliedReportingOverflow(by: percentage)
+        return overflow ? price / 100_000 * percentage : product / 100_000
+    }
+}
+
+/// The work of ``LifecycleEvents/all(state:events:consumptionReasons:rules:)``.
+private struct Derivation {
+    /// An event and the `signedDate` of its source: between two derivations of the
+    /// same id, the later-signed source wins, then the greater line.
+    struct Found {
+        var event: LifecycleEvent
+        var signedDate: Int64
+    }
+
+    let state: CustomerState
+    let rules: Rules
+    let consumptionReasons: [String: String]
+    /// Every version (the state's and the events') of each transaction some version of which was revoked.
+    var versions: [String: [TransactionFacts]] = [:]
+    /// The environment each transaction arrived in (the first by name when several), for a
+    /// customer whose data came from several.
+    var environments: [String: String] = [:]
+    /// CONSUMPTION_REQUEST and RESCIND_CONSENT notifications, by UUID.
+    var notices: [String: (facts: NotificationFacts, environment: String?)] = [:]
+    /// Each subscription's transactions, first to last.
+    var subscriptionTransactions: [String: [TransactionFacts]] = [:]
+    var found: [String: Found] = [:]
+
+    init(state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String], rules: Rules) {
+        self.state = state
+        self.rules = rules
+        self.consumptionReasons = consumptionReasons
+        // Which environment each transaction came in matters only for a customer of several.
+        let severalEnvironments = state.environments.environments.count > 1
+        // Every version is read only for transactions some version of which was revoked.
+        var revoked = Set<String>()
+        for version in state.transactions.values where version.facts.revocationDate != nil { revoked.insert(version.facts.transactionId) }
+        for event in events {
+            let environment = event.environment?.rawValue
+            var carried: TransactionFacts? = nil
+            switch event.body {
+            case .transaction(let t): carried = t.facts
+            case .notification(let n):
+                carried = n.transaction?.facts
+                let about =
+                    n.type == .consumptionRequest
+                    ? n.transaction.map { state.transactions[$0.facts.transactionId] != nil } ?? false
+                    : n.type == .rescindConsent && (n.appTransactionId ?? n.appTransaction?.facts.appTransactionId) == state.key
+                if about { notices[n.notificationUUID] = (n, environment) }
+            case .renewalInfo, .appTransaction, .usage: break
+            }
+            // Only this customer's transactions (the state says which): events of others may be given.
+            guard let carried, state.transactions[carried.transactionId] != nil else { continue }
+            if carried.revocationDate != nil { revoked.insert(carried.transactionId) }
+            if severalEnvironments, let environment {
+                let id = carried.transactionId
+                if environments[id].map({ environment.utf8Precedes($0) }) ?? true { environments[id] = environment }
+            }
+        }
+        if !revoked.isEmpty {
+            for id in revoked { if let latest = state.transactions[id] { versions[id] = [latest.facts] } }
+            for event in events {
+                let carried: TransactionFacts?
+                switch event.body {
+                case .transaction(let t): carried = t.facts
+                case .notification(let n): carried = n.transaction?.facts
+                case .renewalInfo, .appTransaction, .usage: carried = nil
+                }
+                if let carried, versions[carried.transactionId] != nil { versions[carried.transactionId]?.append(carried) }
+            }
+        }
+        for version in state.transactions.values where version.facts.type == .autoRenewable {
+            subscriptionTransactions[version.facts.originalTransactionId, default: []].append(version.facts)
+        }
+        for otid in subscriptionTransactions.keys { subscriptionTransactions[otid]?.sort { SubscriptionEvaluation.precedes($0, $1) } }
+    }
+
+    /// The environment a transaction came in (the first by name when several), else the customer's.
+    func environment(of transactionId: String?) -> String? {
+        if let transactionId, let name = environments[transactionId] { return name }
+        return state.environments.displayName
+    }
+
+    /// Keeps `event`, unless the same id is derived from a later-signed source.
+    mutating func add(_ event: LifecycleEvent, signedDate: Int64) {
+        if let existing = found[event.id] {
+            guard existing.event != event else { return }
+            if existing.signedDate > signedDate { return }
+            if existing.signedDate == signedDate {
+                func text(_ e: LifecycleEvent) -> String { JSONWriter.string(.object(e.line(entitlements: [], recordedAt: 0))) }
+                guard text(existing.event).utf8Precedes(text(event)) else { return }
+            }
+        }
+        found[event.id] = Found(event: event, signedDate: signedDate)
+    }
+
+    /// An event about transaction `t`.
+    func event(_ type: LifecycleEventType, id: String, about t: TransactionFacts?, otid: String?, extra: JSONObject, at: Int64)
+        -> LifecycleEvent
+    {
+        LifecycleEvent(
+            id: id, type: type, customerKey: state.key, originalTransactionId: t?.originalTransactionId ?? otid,
+            transactionId: t?.transactionId, productId: t?.productId, environment: environment(of: t?.transactionId),
+            price: t?.price, currency: t?.currency, extra: extra, effectiveAt: at)
+    }
+
+    /// SUBSCRIPTION_STARTED, RENEWAL and PRODUCT_CHANGE.
+    mutating func subscriptions() {
+        for (otid, transactions) in subscriptionTransactions {
+            for (index, t) in transactions.enumerated() {
+                let periodType = LifecycleEvents.periodType(of: t)
+                guard index > 0 else {
+                    add(
+                        event(
+                            .subscriptionStarted, id: "SUBSCRIPTION_STARTED:" + t.transactionId, about: t, otid: otid,
+                            extra: JSONObject([("periodType", .string(periodType))]), at: t.purchaseDate),
+                        signedDate: t.signedDate)
+                    continue
+                }
+                let previous = transactions[index - 1]
+                let conversion = LifecycleEvents.periodType(of: previous) == "TRIAL" && periodType != "TRIAL"
+                if previous.productId == t.productId {
+                    add(
+                        event(
+                            .renewal, id: "RENEWAL:" + t.transactionId, about: t, otid: otid,
+                            extra: JSONObject([("periodType", .string(periodType)), ("isTrialConversion", .bool(conversion))]),
+                            at: t.purchaseDate),
+                        signedDate: t.signedDate)
+                } else {
+                    add(
+                        event(
+                            .productChange, id: "PRODUCT_CHANGE:" + t.transactionId, about: t, otid: otid,
+                            extra: JSONObject([
+                                ("fromProductId", .string(previous.productId)), ("isTrialConversion", .bool(conversion)),
+                            ]), at: t.purchaseDate),
+                        signedDate: t.signedDate)
+                }
+            }
+        }
+    }
+
+    /// The subscription's transaction current at `at`: the latest bought by then
+    /// (an upgrade's new transaction is the latest purchase once bought), else the first.
+    func current(of otid: String, at: Int64) -> TransactionFacts? {
+        guard let transactions = subscriptionTransactions[otid] else { return nil }
+        return transactions.last { $0.purchaseDate <= at } ?? transactions.first
+    }
+
+    /// AUTO_RENEW_DISABLED, AUTO_RENEW_ENABLED and BILLING_ISSUE, from the renewal-info versions in order.
+    mutating func renewalInfos() {
+        for (otid, versions) in state.renewalInfos {
+            var autoRenew = true
+            var retrying = false
+            for version in versions {
+                let r = version.facts
+                let t = current(of: otid, at: r.signedDate)
+                if let status = r.autoRenewStatus, status != autoRenew {
+                    autoRenew = status
+                    let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
+                    let extra = status ? JSONObject() : JSONObject([("expirationIntent", r.expirationIntent.map(JSONValue.int) ?? .null)])
+                    add(
+                        event(type, id: "\(type.rawValue):\(otid):\(r.signedDate)", about: t, otid: otid, extra: extra, at: r.signedDate),
+                        signedDate: r.signedDate)
+                }
+                if r.isInBillingRetryPeriod && !retrying {
+                    add(
+                        event(
+                            .billingIssue, id: "BILLING_ISSUE:\(otid):\(r.signedDate)", about: t, otid: otid,
+                            extra: JSONObject([("gracePeriodExpiresDate", r.gracePeriodExpiresDate.map(JSONValue.int) ?? .null)]),
+                            at: r.signedDate),
+                        signedDate: r.signedDate)
+                }
+                retrying = r.isInBillingRetryPeriod
+            }
+        }
+    }
+
+    /// EXPIRATION: each moment a subscription's status (section 5) turns `expired`.
+    ///
+    /// Status changes only at a candidate moment of the subscription (a purchase,
+    /// an expiry, a revocation, a renewal info's `signedDate` or grace end), so
+    /// deciding it at each, in order, sees every turn. At each moment the status
+    /// is section 5's (``SubscriptionEvaluation/status(current:renewalInfo:at:)``)
+    /// of the latest transaction bought by then and the renewal info standing
+    /// then. `isUpgraded` is not read: a transaction marked upgraded by a later
+    /// version was current until its upgrade was bought (the latest purchase
+    /// wins once it is), so it does not make an earlier period current again.
+    mutating func expirations() {
+        for (otid, transactions) in subscriptionTransactions {
+            let versions = state.renewalInfos[otid] ?? []
+            var moments = Set<Int64>()
+            for t in transactions {
+                moments.insert(t.purchaseDate)
+                if let expires = t.expiresDate { moments.insert(expires) }
+                if let revoked = t.revocationDate { moments.insert(revoked) }
+            }
+            for version in versions {
+                moments.insert(version.facts.signedDate)
+                if let grace = version.facts.gracePeriodExpiresDate { moments.insert(grace) }
+            }
+            let ordered = moments.sorted()
+            // Transactions are sorted by purchaseDate first: those bought by a moment are a prefix.
+            var bought = -1
+            var standing = 0
+            var statuses: [(status: SubscriptionStatus, current: TransactionFacts)?] = []
+            statuses.reserveCapacity(ordered.count)
+            for moment in ordered {
+                while bought + 1 < transactions.count, transactions[bought + 1].purchaseDate <= moment { bought += 1 }
+                while standing + 1 < versions.count, versions[standing + 1].facts.signedDate <= moment { standing += 1 }
+                guard bought >= 0 else {
+                    statuses.append(nil)
+                    continue
+                }
+                let current = transactions[bought]
+                let renewal = versions.isEmpty ? nil : versions[standing].facts
+                statuses.append((SubscriptionEvaluation.status(current: current, renewalInfo: renewal, at: moment), current))
+            }
+            for index in ordered.indices where index > 0 {
+                guard let now = statuses[index], now.status == .expired, let before = statuses[index - 1]?.status,
+                    before == .active || before == .gracePeriod || before == .billingRetry
+                else { continue }
+                let moment = ordered[index]
+                // The reason: the renewal info standing just before the subscription leaves `expired` (or the latest).
+                let leaves = ordered.indices.dropFirst(index + 1).first { statuses[$0].map { $0.status != .expired } ?? false }
+                let until = leaves.map { ordered[$0] - 1 } ?? Int64.max
+                let reason = SubscriptionEvaluation.renewalInfo(in: versions, at: until)?.0
+                add(
+                    event(
+                        .expiration, id: "EXPIRATION:\(otid):\(moment)", about: now.current, otid: otid,
+                        extra: JSONObject([("reason", LifecycleEvents.expirationReason(reason?.expirationIntent))]), at: moment),
+                    signedDate: reason?.signedDate ?? moment)
+            }
+        }
+    }
+
+    /// PURCHASE: each consumable, non-consumable or non-renewing transaction.
+    mutating func purchases() {
+        for version in state.transactions.values {
+            let t = version.facts
+            switch t.type {
+            case .consumable, .nonConsumable, .nonRenewing:
+                add(
+                    event(
+                        .purchase, id: "PURCHASE:" + t.transactionId, about: t, otid: t.originalTransactionId,
+                        extra: JSONObject([("quantity", .int(t.quantity)), ("productType", .string(t.type.rawValue))]),
+                        at: t.purchaseDate),
+                    signedDate: t.signedDate)
+            case .autoRenewable, .unknown: continue
+            }
+        }
+    }
+
+    /// REFUND and FAMILY_REVOKE (each revocation date any version carried) and
+    /// REFUND_REVERSED (a version without revocation signed next after one with it).
+    mutating func revocations() {
+        for (id, all) in versions {
+            for t in all {
+                guard let revoked = t.revocationDate else { continue }
+                if t.ownership == .familyShared {
+                    add(
+                        event(.familyRevoke, id: "FAMILY_REVOKE:\(id):\(revoked)", about: t, otid: t.originalTransactionId, extra: JSONObject(), at: revoked),
+                        signedDate: t.signedDate)
+                } else {
+                    let extra = JSONObject([
+                        ("revocationType", t.revocationType.map { JSONValue.string($0.rawValue) } ?? .null),
+                        ("revocationPercentage", t.revocationPercentage.map(JSONValue.int) ?? .null),
+                        ("refundedAmount", LifecycleEvents.refundedAmount(price: t.price, percentage: t.revocationPercentage).map(JSONValue.int) ?? .null),
+                    ])
+                    add(
+                        event(.refund, id: "REFUND:\(id):\(revoked)", about: t, otid: t.originalTransactionId, extra: extra, at: revoked),
+                        signedDate: t.signedDate)
+                }
+            }
+            // By signedDate: whether that version is revoked (any copy signed then says so).
+            var revokedAt: [Int64: Bool] = [:]
+            var bySigned: [Int64: TransactionFacts] = [:]
+            for t in all {
+                revokedAt[t.signedDate] = (revokedAt[t.signedDate] ?? false) || t.revocationDate != nil
+                if t.revocationDate == nil { bySigned[t.signedDate] = t }
+            }
+            let signed = revokedAt.keys.sorted()
+            for (previous, next) in zip(signed, signed.dropFirst()) where revokedAt[previous] == true && revokedAt[next] == false {
+                guard let t = bySigned[next] else { continue }
+                add(
+                    event(.refundReversed, id: "REFUND_REVERSED:\(id):\(next)", about: t, otid: t.originalTransactionId, extra: JSONObject(), at: next),
+                    signedDate: next)
+            }
+        }
+    }
+
+    /// CONSUMPTION_REQUEST and CONSENT_RESCINDED, one per notification.
+    mutating func notifications() {
+        for (uuid, notice) in notices {
+            let n = notice.facts
+            switch n.type {
+            case .consumptionRequest:
+                let nested = n.transaction?.facts
+                let t = nested.flatMap { state.transactions[$0.transactionId]?.facts } ?? nested
+                var e = event(
+                    .consumptionRequest, id: "CONSUMPTION_REQUEST:" + uuid, about: t, otid: nil,
+                    extra: JSONObject([
+                        ("deadline", .int(n.signedDate + LifecycleEvents.consumptionAnswerWindow)),
+                        ("reason", consumptionReasons[uuid].map(JSONValue.string) ?? .null),
+                    ]), at: n.signedDate)
+                if let environment = notice.environment { e.environment = environment }
+                add(e, signedDate: n.signedDate)
+            case .rescindConsent:
+                var e = event(.consentRescinded, id: "CONSENT_RESCINDED:" + uuid, about: nil, otid: nil, extra: JSONObject(), at: n.signedDate)
+                if let environment = notice.environment { e.environment = environment }
+                add(e, signedDate: n.signedDate)
+            default: continue
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import EntitlementCore
+internal import EventStore
+
+extension Engine {
+    /// Records every lifecycle event that time has made due by `now` (default
+    /// now): an EXPIRATION not yet recorded, most often (contract section 12).
+    /// Costs one indexed read, and takes no write lock, when nothing is due.
+    /// - Returns: How many events were recorded.
+    /// - Throws: ``EngineError`` when the database cannot be written.
+    @discardableResult
+    public func recordDueLifecycle(now: Int64? = nil) throws(EngineError) -> Int {
+        let now = now ?? Self.now()
+        do {
+            // A reader first: nothing due, nothing locked.
+            guard try readers.withReader({ store throws(StoreError) in try store.hasDueLifecycle(now: now) }) else { return 0 }
+            return try store.withLock { store throws(StoreError) in try store.recordDueLifecycle(rules: configuration.rules, now: now) }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    /// The lifecycle events recorded after `cursor` (0: from the start), in the
+    /// order they were recorded, at most `limit`; what time has made due by now
+    /// is recorded first, so the feed is complete as of the moment it is read.
+    /// - Parameter now: The moment up to which time-driven events are recorded first (default now).
+    /// - Throws: ``EngineError`` when the database cannot be used.
+    public func lifecycle(since cursor: Int64 = 0, limit: Int? = nil, recordingDueAt now: Int64? = nil) throws(EngineError)
+        -> [LifecycleRecord]
+    {
+        try recordDueLifecycle(now: now)
+        do {
+            return try readers.withReader { store throws(StoreError) in try store.lifecycle(after: cursor, limit: limit) }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    /// The last lifecycle cursor recorded (0 before any event): a cursor above it is from the future.
+    public func lastLifecycleCursor() throws(EngineError) -> Int64 {
+        do {
+            return try readers.withReader { store throws(StoreError) in try store.lastLifecycleCursor() }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    /// Every lifecycle event of `customer`'s data as known now, recorded or not
+    /// (the pure function of section 12 applied to what the engine holds).
+    public func derivedLifecycle(of customer: CustomerKey) throws(EngineError) -> [LifecycleEvent] {
+        do {
+            return try readers.withReader { store throws(StoreError) in
+                try store.derivedLifecycle(of: try store.resolveCustomer(customer), rules: configuration.rules)
+            }
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    /// The lifecycle events recorded after `cursor`, on the engine's threads (see ``lifecycle(since:limit:recordingDueAt:)-(_,_,_)``).
+    public func lifecycle(since cursor: Int64 = 0, limit: Int? = nil) async throws(EngineError) -> [LifecycleRecord] {
+        try await onEngineThread { () throws(EngineError) in try self.lifecycle(since: cursor, limit: limit) }
+    }
+
+    /// The last lifecycle cursor recorded, on the engine's threads.
+    public func lastLifecycleCursor() async throws(EngineError) -> Int64 {
+        try await onEngineThread { () throws(EngineError) in try self.lastLifecycleCursor() }
+    }
+
+    /// The lifecycle feed from `cursor` on, as an `AsyncSequence` that never
+    /// ends on its own: it yields each event once recorded (time-driven ones at
+    /// most `pollInterval` late) until the task iterating it is cancelled.
+    public func lifecycleFeed(since cursor: Int64 = 0, pollInterval: Duration = .milliseconds(250)) -> LifecycleFeed {
+        LifecycleFeed(engine: self, cursor: cursor, pollInterval: pollInterval)
+    }
+}
+
+/// The lifecycle feed from a cursor, as an `AsyncSequence` (see ``Engine/lifecycleFeed(since:pollInterval:)``).
+///
+/// Each element is a ``LifecycleRecord``; iteration polls the database (one
+/// indexed read per poll when nothing is new) and ends when its task is
+/// cancelled. A database failure ends it with the error.
+public struct LifecycleFeed: AsyncSequence, Sendable {
+    public typealias Element = LifecycleRecord
+
+    let engine: Engine
+    let cursor: Int64
+    let pollInterval: Duration
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(engine: engine, cursor: cursor, pollInterval: pollInterval)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let engine: Engine
+        var cursor: Int64
+        let pollInterval: Duration
+        var buffer: [LifecycleRecord] = []
+
+        public mutating func next() async throws -> LifecycleRecord? {
+            while buffer.isEmpty {
+                if Task.isCancelled { return nil }
+                let engine = self.engine
+                let cursor = self.cursor
+                buffer = try await engine.lifecycle(since: cursor, limit: 1_000)
+                if buffer.isEmpty {
+                    do { try await Task.sleep(for: pollInterval) } catch { return nil }
+                }
+            }
+            let record = buffer.removeFirst()
+            cursor = record.cursor
+            return record
+        }
+    }
+}

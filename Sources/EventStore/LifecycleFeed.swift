@@ -1,0 +1,201 @@
+import EntitlementCore
+
+extension EventStore {
+    /// Records, in the current transaction, every lifecycle event of `key`'s data
+    /// (contract section 12) whose `effectiveAt` is at or before `now` and whose id
+    /// is not recorded yet, and keeps the next moment one becomes due by time alone.
+    ///
+    /// - Parameters:
+    ///   - key: The customer.
+    ///   - state: Its state now; `nil` for a customer that no longer answers under
+    ///     this key (merged away): nothing is recorded and nothing is due.
+    /// - Returns: How many events were recorded.
+    @discardableResult
+    func recordLifecycle(of key: CustomerKey, state: CustomerState?, rules: Rules, now: Int64) throws -> Int {
+        guard let state else {
+            try saveLifecycleDue(of: key, next: nil)
+            return 0
+        }
+        let events = try loadEvents(of: key)
+        let all = LifecycleEvents.all(state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules)
+        var recorded = 0
+        for event in all where event.effectiveAt <= now {
+            if try recordLifecycleEvent(event, rules: rules, now: now) { recorded += 1 }
+        }
+        try saveLifecycleDue(of: key, next: LifecycleEvents.nextDue(in: all, after: now))
+        return recorded
+    }
+
+    /// Records one event unless its id is recorded already.
+    /// - Returns: Whether it was recorded now.
+    func recordLifecycleEvent(_ event: LifecycleEvent, rules: Rules, now: Int64) throws -> Bool {
+        let known = try connection.cached("SELECT 1 FROM lifecycle WHERE id = ?")
+        try known.bind(1, event.id)
+        let exists = try known.step()
+        known.reset()
+        guard !exists else { return false }
+        let insert = try connection.cached(
+            "INSERT OR IGNORE INTO lifecycle (id, customer_key, type, effective_at, recorded_at, fields) VALUES (?, ?, ?, ?, ?, ?)")
+        defer { insert.reset() }
+        try insert.bind(1, event.id)
+        try insert.bind(2, event.customerKey)
+        try insert.bind(3, event.type.rawValue)
+        try insert.bind(4, event.effectiveAt)
+        try insert.bind(5, now)
+        try insert.bind(6, JSONWriter.string(event.storedValues(entitlements: event.entitlements(under: rules))))
+        try insert.step()
+        return true
+    }
+
+    /// Keeps (or forgets, when `nil`) the next moment an event of `key` becomes due.
+    private func saveLifecycleDue(of key: CustomerKey, next: Int64?) throws {
+        // Most batches leave it as it was: a read, no write.
+        let load = try connection.cached("SELECT next_due_at FROM lifecycle_due WHERE customer_key = ?")
+        try load.bind(1, key)
+        let stored: Int64? = try load.step() ? load.int64(0) : nil
+        load.reset()
+        guard stored != next else { return }
+        if let next {
+            let save = try connection.cached("INSERT OR REPLACE INTO lifecycle_due (customer_key, next_due_at) VALUES (?, ?)")
+            defer { save.reset() }
+            try save.bind(1, key)
+            try save.bind(2, next)
+            try save.step()
+        } else {
+            let delete = try connection.cached("DELETE FROM lifecycle_due WHERE customer_key = ?")
+            defer { delete.reset() }
+            try delete.bind(1, key)
+            try delete.step()
+        }
+    }
+
+    /// The `consumptionRequestReason` of each CONSUMPTION_REQUEST among `events`, by
+    /// notificationUUID, read from the logged body (the facts do not keep it).
+    private func consumptionReasons(in events: [Event]) throws -> [String: String] {
+        var reasons: [String: String] = [:]
+        for event in events {
+            guard case .notification(let n) = event.body, n.type == .consumptionRequest else { continue }
+            let read = try connection.cached(
+                "SELECT json_extract(body, '$.data.consumptionRequestReason') FROM events WHERE seq = ? AND body IS NOT NULL")
+            defer { read.reset() }
+            try read.bind(1, event.seq)
+            if try read.step(), let reason = read.string(0) { reasons[n.notificationUUID] = reason }
+        }
+        return reasons
+    }
+
+    /// Records the lifecycle of a batch, in its transaction: `CUSTOMER_MERGED` for
+    /// each `otid:` customer merged into an appTransactionId, then the events of
+    /// every customer the batch touched.
+    /// - Parameter states: the states the batch wrote, by customer.
+    func recordLifecycle(
+        ofBatch keys: [CustomerKey], merges: [CustomerMerge], states: [CustomerKey: CustomerState], rules: Rules, now: Int64
+    ) throws {
+        for merge in merges where merge.from.hasPrefix("otid:") && !merge.into.hasPrefix("otid:") {
+            let otid = String(merge.from.dropFirst(5))
+            let survivor = try states[merge.into] ?? currentState(of: merge.into)
+            let event = LifecycleEvent(
+                id: "CUSTOMER_MERGED:\(merge.from):\(merge.into)", type: .customerMerged, customerKey: merge.into,
+                originalTransactionId: otid, environment: survivor?.environments.displayName,
+                extra: JSONObject([("from", .string(merge.from))]), effectiveAt: try link(of: otid)?.signedDate ?? now)
+            _ = try recordLifecycleEvent(event, rules: rules, now: now)
+        }
+        var seen = Set<CustomerKey>()
+        for key in keys + merges.flatMap({ [$0.from, $0.into] }) where seen.insert(key).inserted {
+            try recordLifecycle(of: key, state: try states[key] ?? currentState(of: key), rules: rules, now: now)
+        }
+    }
+
+    /// Records the lifecycle after a replay's swap, in its transaction: of every
+    /// customer when the feed had not followed this database from its start (then
+    /// it has), else of `keys` (the customers whose state changed). Ids recorded
+    /// before are skipped: replaying the same events records nothing.
+    func recordLifecycleAfterReplay(keys: some Sequence<CustomerKey>, rules: Rules, now: Int64) throws {
+        let complete = (try connection.scalarInt("SELECT complete FROM lifecycle_feed_state WHERE id = 1") ?? 1) != 0
+        guard !complete else {
+            for key in Set(keys).sorted() { try recordLifecycle(of: key, state: try currentState(of: key), rules: rules, now: now) }
+            return
+        }
+        let scan = try connection.prepare(
+            "SELECT customer_key, state FROM projections WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) ORDER BY customer_key")
+        // Streamed: the scan reads projections while the loop writes other tables.
+        while try scan.step() {
+            let key = scan.string(0) ?? ""
+            let state = try scan.withBlob(1) { bytes in try StateCodec.decode(bytes) }
+            try recordLifecycle(of: key, state: state, rules: rules, now: now)
+        }
+        scan.reset()
+        try connection.execute("UPDATE lifecycle_feed_state SET complete = 1 WHERE id = 1")
+    }
+
+    /// Whether some customer has a lifecycle event that time has made due by `now`,
+    /// not recorded yet. A read of one index entry.
+    public func hasDueLifecycle(now: Int64) throws(StoreError) -> Bool {
+        try mapped {
+            let statement = try connection.cached("SELECT 1 FROM lifecycle_due WHERE next_due_at <= ? LIMIT 1")
+            defer { statement.reset() }
+            try statement.bind(1, now)
+            return try statement.step()
+        }
+    }
+
+    /// Records every lifecycle event that time has made due by `now` (an
+    /// EXPIRATION, most often), in one transaction; begins none when nothing is due.
+    /// - Returns: How many events were recorded.
+    public func recordDueLifecycle(rules: Rules, now: Int64) throws(StoreError) -> Int {
+        guard try hasDueLifecycle(now: now) else { return 0 }
+        return try mapped {
+            try connection.write { () throws -> (Int, Connection.Completion) in
+                let due = try connection.cached(
+                    "SELECT customer_key FROM lifecycle_due WHERE next_due_at <= ? ORDER BY next_due_at, customer_key")
+                try due.bind(1, now)
+                var keys: [CustomerKey] = []
+                while try due.step() { keys.append(due.string(0) ?? "") }
+                due.reset()
+                var recorded = 0
+                for key in keys { recorded += try recordLifecycle(of: key, state: try currentState(of: key), rules: rules, now: now) }
+                return (recorded, .commit)
+            }
+        }
+    }
+
+    /// The lifecycle events recorded after `cursor`, in order, at most `limit`.
+    public func lifecycle(after cursor: Int64, limit: Int? = nil) throws(StoreError) -> [LifecycleRecord] {
+        try mapped {
+            let statement = try connection.cached(
+                "SELECT cursor, id, type, customer_key, effective_at, recorded_at, fields FROM lifecycle WHERE cursor > ? ORDER BY cursor LIMIT ?")
+            defer { statement.reset() }
+            try statement.bind(1, cursor)
+            try statement.bind(2, Int64(limit ?? -1))
+            var records: [LifecycleRecord] = []
+            while try statement.step() {
+                let cursor = statement.int64(0)
+                guard let text = statement.string(6), let values = try? JSONParser().parse(text),
+                    let type = LifecycleEventType(rawValue: statement.string(2) ?? ""),
+                    let record = LifecycleRecord(
+                        cursor: cursor, id: statement.string(1) ?? "", type: type, appTransactionId: statement.string(3) ?? "",
+                        effectiveAt: statement.int64(4), recordedAt: statement.int64(5), storedValues: values)
+                else {
+                    throw StoreError(code: .unreadable, message: "the lifecycle event at cursor \(cursor) cannot be read back")
+                }
+                records.append(record)
+            }
+            return records
+        }
+    }
+
+    /// The last lifecycle cursor recorded (0 before any event).
+    public func lastLifecycleCursor() throws(StoreError) -> Int64 {
+        try mapped { try connection.scalarInt("SELECT coalesce(max(cursor), 0) FROM lifecycle") ?? 0 }
+    }
+
+    /// Every lifecycle event of `customer`'s data as known now, recorded or not
+    /// (the pure function of section 12, for tests and audits).
+    public func derivedLifecycle(of customer: CustomerKey, rules: Rules) throws(StoreError) -> [LifecycleEvent] {
+        try mapped {
+            guard let state = try currentState(of: customer) else { return [] }
+            let events = try loadEvents(of: customer)
+            return LifecycleEvents.all(state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules)
+        }
+    }
+}

@@ -15,5 +15,6 @@ extension SchemaMigrations {
         m012_compact_log,
         m013_chain_digest,
         m014_reported_answers_codec,
+        m016_webhook_deliveries,
     ]
 }

@@ -1,0 +1,369 @@
+import AppStoreVerification
+import EntitlementCore
+internal import EventStore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Pushes the feeds to the configured webhook endpoints (contract section 12): at least
+/// once, in feed order per endpoint and feed, each line POSTed and signed (Standard
+/// Webhooks), a failing line retried on the endpoint's schedule while the lines after it
+/// wait, and given up on (marked failed) 24 hours after its first attempt.
+///
+/// Where each endpoint stands is written to the database after every attempt, so a
+/// deliverer that is stopped, or killed, resumes where it was: a line may be delivered
+/// twice, never skipped. One deliverer works on a database at a time: it holds a lease in
+/// the database, renewed while it delivers, and another waits for it.
+///
+/// It works on a thread and a database connection of its own, and never holds a write
+/// lock while it waits on the network: a slow receiver stalls neither ingest nor queries.
+///
+/// ```swift
+/// let deliverer = try WebhookDeliverer(engine: engine)
+/// deliverer.start()          // delivers until stopped
+/// ...
+/// deliverer.stop()
+/// ```
+public final class WebhookDeliverer: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Seconds a receiver has to answer 2xx, the whole exchange included.
+        public var requestTimeout: Double = 10
+        /// The most of a response read (its head and the start of its body); a longer one is a failed attempt.
+        public var maximumResponseBytes = 80 << 10
+        /// How long the lease lasts unless renewed (ms); it is renewed a third of the way through.
+        public var leaseDuration: Int64 = 30_000
+        /// How often new lines are looked for, and a held lease asked for again (ms).
+        public var pollInterval: Int64 = 250
+        /// Lines read from a feed at a time.
+        public var batch = 100
+        /// A PEM file of CA certificates to trust instead of the system's (tests, private CAs).
+        public var trustedCertificatesFile: String? = nil
+        /// Now, in milliseconds since 1970 (tests move it).
+        public var clock: @Sendable () -> Int64 = { Engine.now() }
+        /// Called after every attempt (on the deliverer's thread).
+        public var onAttempt: (@Sendable (WebhookAttempt) -> Void)? = nil
+
+        public init() {}
+    }
+
+    public let engine: Engine
+    public let endpoints: [WebhookEndpoint]
+    public let options: Options
+    /// Who this deliverer is in the lease: host, process, and a random part.
+    public let holder: String
+
+    private let store: EventStore
+    private let client: HTTPClient
+    /// One pass at a time, on the store.
+    private let work = NSLock()
+    private let condition = NSCondition()
+    private var stopping = false
+    private var running = false
+    private var finished = true
+    private var lastRenewal: Int64? = nil
+
+    /// - Parameter endpoints: default, the engine's configured ones.
+    /// - Throws: ``EngineError`` when the database or the trust store cannot be opened.
+    public init(engine: Engine, endpoints: [WebhookEndpoint]? = nil, options: Options = Options()) throws(EngineError) {
+        self.engine = engine
+        self.endpoints = endpoints ?? engine.configuration.webhooks
+        self.options = options
+        holder = "\(Self.hostName()) \(getpid()) \(UUID().uuidString.prefix(8).lowercased())"
+        do {
+            store = try EventStore(path: engine.databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .existing)
+        } catch {
+            throw EngineError(error)
+        }
+        var http = HTTPClient.Options()
+        http.timeout = options.requestTimeout
+        http.maximumResponseBytes = options.maximumResponseBytes
+        http.trustedCertificatesFile = options.trustedCertificatesFile
+        do { client = try HTTPClient(options: http) } catch {
+            throw EngineError(code: .configuration, message: "webhooks: \(error.description)")
+        }
+    }
+
+    deinit { try? store.releaseWebhookLease(holder: holder) }
+
+    // MARK: Passes
+
+    /// Waits for the lease (another deliverer of the database goes first), then makes one
+    /// attempt at every line due now, endpoint by endpoint: each goes on through its
+    /// lines until one fails (that one waits for its retry); a retry not yet due is left
+    /// for later. Keeps the lease (released by ``stop()`` or ``release()``).
+    /// - Returns: What was attempted, delivered and failed.
+    /// - Throws: ``EngineError`` when the database cannot be used.
+    public func deliverDue() throws(EngineError) -> WebhookDeliveryReport {
+        while true {
+            if try acquireLease() { break }
+            if waitForStop(milliseconds: options.pollInterval) { return WebhookDeliveryReport() }
+        }
+        return try pass()
+    }
+
+    /// Gives the lease up (another deliverer may start at once).
+    public func release() {
+        work.lock()
+        defer { work.unlock() }
+        try? store.releaseWebhookLease(holder: holder)
+        lastRenewal = nil
+    }
+
+    /// One pass over every endpoint and feed, holding the lease.
+    private func pass() throws(EngineError) -> WebhookDeliveryReport {
+        work.lock()
+        defer { work.unlock() }
+        var report = WebhookDeliveryReport()
+        let now = options.clock()
+        var recorded = Set<WebhookFeed>()
+        for endpoint in endpoints {
+            for feed in endpoint.feeds {
+                guard let reader = WebhookFeedReaders.reader(for: feed) else { continue }
+                if recorded.insert(feed).inserted { try reader.recordDue(engine: engine, now: now) }
+                if isStopping { return report }
+                try deliver(endpoint: endpoint, reader: reader, report: &report)
+            }
+        }
+        return report
+    }
+
+    /// Goes through `endpoint`'s lines of one feed until one fails, nothing is left, or the lease is lost.
+    private func deliver(endpoint: WebhookEndpoint, reader: any WebhookFeedReader, report: inout WebhookDeliveryReport) throws(EngineError) {
+        let name = endpoint.url.absoluteString
+        do {
+            var position = try store.webhookPosition(endpoint: name, feed: reader.feed.rawValue)
+            if let next = position.nextAttemptAt, next > options.clock() { return }
+            var skipped = false
+            defer {
+                if skipped { try? store.saveWebhookPosition(position, at: options.clock()) }
+            }
+            while !isStopping {
+                let lines = try reader.lines(after: position.deliveredCursor, limit: options.batch, store: store)
+                if lines.isEmpty { return }
+                for line in lines {
+                    guard endpoint.accepts(line) else {
+                        position.deliveredCursor = line.cursor
+                        skipped = true
+                        continue
+                    }
+                    // Never deliver without the lease: renew it (or find it lost) first.
+                    guard try renewLease() else { return }
+                    let start = options.clock()
+                    let outcome = send(line, to: endpoint, timestamp: start / 1000)
+                    let now = options.clock()
+                    report.attempts += 1
+                    let failed: WebhookFailedLine?
+                    switch outcome {
+                    case .delivered:
+                        report.delivered += 1
+                        position.recordDelivery(of: line)
+                        failed = nil
+                    case .failed(let reason):
+                        report.failedAttempts += 1
+                        failed = position.recordFailure(of: line, reason: reason, startedAt: start, at: now, schedule: endpoint.retrySchedule)
+                        if failed != nil { report.markedFailed += 1 }
+                    }
+                    try store.saveWebhookPosition(position, failedLine: failed, at: now)
+                    skipped = false
+                    options.onAttempt?(WebhookAttempt(url: name, line: line, outcome: outcome, at: now, markedFailed: failed != nil))
+                    if case .failed = outcome, failed == nil { return }
+                    if isStopping { return }
+                }
+            }
+        } catch let error as EngineError {
+            throw error
+        } catch let error as StoreError {
+            throw EngineError(error)
+        } catch {
+            throw EngineError(code: "DATABASE_ERROR", message: "\(error)")
+        }
+    }
+
+    /// One POST of `line`: a 2xx within the timeout is a delivery; anything else
+    /// (another status, a redirect, which is not followed, a timeout, a reset) is not.
+    func send(_ line: WebhookLine, to endpoint: WebhookEndpoint, timestamp: Int64) -> WebhookAttempt.Outcome {
+        var headers = endpoint.signer.headers(id: line.id, timestamp: timestamp, body: line.body)
+        headers.append(("Content-Type", "application/json"))
+        headers.append(("User-Agent", "entitlements/\(Engine.version)"))
+        let request = HTTPRequest(method: "POST", url: endpoint.url, headers: headers, body: line.body)
+        do {
+            let response = try client.send(request)
+            if (200..<300).contains(response.status) { return .delivered(status: response.status) }
+            return .failed("HTTP \(response.status)")
+        } catch {
+            return .failed(error.description)
+        }
+    }
+
+    // MARK: Running on its own thread
+
+    /// Delivers on a thread of its own until ``stop()``: waits for the lease, then passes
+    /// over the endpoints every ``Options/pollInterval``, renewing the lease.
+    public func start() {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !running else { return }
+        running = true
+        finished = false
+        stopping = false
+        Thread { [self] in
+            EngineThreads.label("entitlements.webhooks")
+            loop()
+            condition.lock()
+            finished = true
+            condition.broadcast()
+            condition.unlock()
+        }.start()
+    }
+
+    /// Stops delivering: the attempt in flight ends (within the request timeout), the
+    /// position is saved, the lease released; returns once the thread has ended.
+    public func stop() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while running && !finished { condition.wait() }
+        running = false
+        condition.unlock()
+        release()
+    }
+
+    private func loop() {
+        while !isStopping {
+            do {
+                if try acquireLease() { _ = try pass() }
+            } catch {
+                // The database failed (busy, full): said once per failure, tried again at the next poll.
+                FileHandle.standardError.write(Data("entitlements: webhooks: \(error.description)\n".utf8))
+            }
+            if waitForStop(milliseconds: options.pollInterval) { break }
+        }
+    }
+
+    private var isStopping: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopping
+    }
+
+    /// Waits up to `milliseconds`; whether the deliverer is stopping.
+    private func waitForStop(milliseconds: Int64) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        let until = Date(timeIntervalSinceNow: Double(milliseconds) / 1000)
+        while !stopping {
+            if !condition.wait(until: until) { break }
+        }
+        return stopping
+    }
+
+    // MARK: The lease
+
+    /// Takes or renews the lease.
+    private func acquireLease() throws(EngineError) -> Bool {
+        work.lock()
+        defer { work.unlock() }
+        return try takeLease()
+    }
+
+    /// Renews the lease when a third of it has passed (the caller holds `work`).
+    private func renewLease() throws(EngineError) -> Bool {
+        if let last = lastRenewal, options.clock() - last < options.leaseDuration / 3 { return true }
+        return try takeLease()
+    }
+
+    private func takeLease() throws(EngineError) -> Bool {
+        let now = options.clock()
+        do {
+            let held = try store.acquireWebhookLease(holder: holder, now: now, duration: options.leaseDuration, isGone: Self.isGone)
+            lastRenewal = held ? now : nil
+            return held
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    /// Whether the lease's `holder` is a process of this host that has ended (killed or
+    /// crashed before it released the lease): its lease is taken over at once.
+    static func isGone(_ holder: String) -> Bool {
+        let parts = holder.split(separator: " ")
+        guard parts.count == 3, String(parts[0]) == hostName(), let pid = Int32(parts[1]), pid > 0 else { return false }
+        if pid == getpid() { return false }
+        return kill(pid, 0) != 0 && errno == ESRCH
+    }
+
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "localhost" }
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        let name = String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: " ", with: "_")
+        return name.isEmpty ? "localhost" : name
+    }
+}
+
+/// What one pass did.
+public struct WebhookDeliveryReport: Sendable, Equatable {
+    /// POSTs made.
+    public var attempts = 0
+    /// Of them, answered 2xx.
+    public var delivered = 0
+    /// Of them, not (retried later, or marked failed).
+    public var failedAttempts = 0
+    /// Lines given up on (24 hours after their first attempt).
+    public var markedFailed = 0
+    /// Whether every attempt succeeded (`deliver --once` exits 0).
+    public var allSucceeded: Bool { failedAttempts == 0 }
+
+    public init() {}
+}
+
+/// One attempt at one line (``WebhookDeliverer/Options/onAttempt``).
+public struct WebhookAttempt: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        case delivered(status: Int)
+        case failed(String)
+    }
+
+    public var url: String
+    public var line: WebhookLine
+    public var outcome: Outcome
+    public var at: Int64
+    /// Whether the line was given up on after this attempt.
+    public var markedFailed: Bool
+}
+
+extension WebhookPosition {
+    /// `line` was delivered: the endpoint goes on after it.
+    mutating func recordDelivery(of line: WebhookLine) {
+        deliveredCursor = line.cursor
+        failingCursor = nil
+        failingSince = nil
+        attempts = 0
+        nextAttemptAt = nil
+        lastError = nil
+    }
+
+    /// An attempt at `line`, begun at `start`, failed at `now`: the next is scheduled, or,
+    /// when the schedule's 24 hours are up, the line is marked failed and the endpoint goes on.
+    /// - Returns: The line marked failed, if it was.
+    mutating func recordFailure(
+        of line: WebhookLine, reason: String, startedAt start: Int64, at now: Int64, schedule: WebhookRetrySchedule
+    ) -> WebhookFailedLine? {
+        if failingCursor != line.cursor {
+            failingCursor = line.cursor
+            failingSince = start
+            attempts = 0
+        }
+        attempts += 1
+        lastError = reason
+        let first = failingSince ?? now
+        if let next = schedule.nextAttempt(afterFailure: attempts, at: now, firstAttempt: first) {
+            nextAttemptAt = next
+            return nil
+        }
+        let failed = WebhookFailedLine(cursor: line.cursor, webhookId: line.id, firstAttemptAt: first, attempts: attempts, lastError: reason)
+        recordDelivery(of: line)
+        return failed
+    }
+}

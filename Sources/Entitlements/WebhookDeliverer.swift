@@ -39,7 +39,8 @@ public final class WebhookDeliverer: @unchecked Sendable {
         public var batch = 100
         /// A PEM file of CA certificates to trust instead of the system's (tests, private CAs).
         public var trustedCertificatesFile: String? = nil
-        /// Now, in milliseconds since 1970 (tests move it).
+        /// Now, in milliseconds since 1970, for the schedule and the lease (tests move it);
+        /// the `webhook-timestamp` header always reads the wall clock.
         public var clock: @Sendable () -> Int64 = { Engine.now() }
         /// Called after every attempt (on the deliverer's thread).
         public var onAttempt: (@Sendable (WebhookAttempt) -> Void)? = nil
@@ -150,7 +151,8 @@ public final class WebhookDeliverer: @unchecked Sendable {
                     // Never deliver without the lease: renew it (or find it lost) first.
                     guard try renewLease() else { return }
                     let start = options.clock()
-                    let outcome = send(line, to: endpoint, timestamp: start / 1000)
+                    // The header's timestamp is the wall clock's, whatever clock schedules retries.
+                    let outcome = send(line, to: endpoint, timestamp: Engine.now() / 1000)
                     let now = options.clock()
                     report.attempts += 1
                     let failed: WebhookFailedLine?

@@ -1,0 +1,138 @@
+import EntitlementCore
+@testable import Entitlements
+import EventStore
+import Foundation
+import Synchronization
+import TestPKI
+import Testing
+
+/// Delivery of the changes feed to a real receiver on loopback that verifies every
+/// signature with the `standardwebhooks` package (contract section 12).
+@Suite(.serialized) struct WebhookDeliveryTests {
+    static let secret = "whsec_" + Data((0..<32).map { UInt8($0 * 7 % 256) }).base64EncodedString()
+
+    /// An engine holding the changes of a randomized history.
+    static func engineWithChanges(seed: UInt64) throws -> (Engine, [ChangeRecord]) {
+        let engine = try E2E.engine()
+        try ingest(seed: seed, into: engine)
+        return (engine, try engine.changes())
+    }
+
+    /// Ingests a randomized history in small batches, time passing between them, so that
+    /// purchases and expiries make many changes.
+    static func ingest(seed: UInt64, into engine: Engine) throws {
+        var random = E2ERandom(seed: seed)
+        let documents = ReplayEqualsIngestTests.history(seed: seed)
+        var clock = TestPayloads.january2025 - 86_400_000
+        var index = 0
+        while index < documents.count {
+            let count = random.int(1..<4)
+            _ = try engine.ingest(documents[index..<min(documents.count, index + count)].map(InputBytes.init), receivedAt: clock)
+            index += count
+            try engine.recordDueChanges(now: clock)
+            clock += Int64(random.int(0..<12)) * 86_400_000 + Int64(random.int(0..<86_400_000))
+        }
+    }
+
+    static func endpoint(_ receiver: WebhookReceiver, schedule: [Int64] = [50, 100]) -> WebhookEndpoint {
+        WebhookEndpoint(
+            url: URL(string: receiver.url)!, signer: WebhookSigner(secret: secret)!, feeds: [.changes],
+            retrySchedule: WebhookRetrySchedule(delays: schedule))
+    }
+
+    /// Every line arrives, in order, signed, through 500s, a receiver that hangs past the
+    /// timeout, and a receiver stopped and started again; lines recorded while delivering
+    /// follow; the position ends at the last cursor.
+    @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))
+    func everyLineArrivesInOrderThroughFailuresAHangAndARestart() throws {
+        let (engine, changes) = try Self.engineWithChanges(seed: 41)
+        try #require(changes.count >= 8, "the history gives \(changes.count) changes")
+        let cursors = changes.map(\.cursor)
+        let receiver = try WebhookReceiver(secret: Self.secret)
+        try receiver.setControl([
+            "fail": ["changes:\(cursors[1])": 2, "changes:\(cursors[5])": 1],
+            "hang": ["changes:\(cursors[3])": 1], "hangSeconds": 5,
+        ])
+        var options = WebhookDeliverer.Options()
+        options.pollInterval = 20
+        options.requestTimeout = 1
+        let deliverer = try WebhookDeliverer(engine: engine, endpoints: [Self.endpoint(receiver)], options: options)
+        deliverer.start()
+        defer { deliverer.stop() }
+
+        // Half of the lines, then the receiver goes away and comes back on its port.
+        let half = cursors[cursors.count / 2]
+        #expect(receiver.wait { WebhookReceiver.allDelivered($0, cursors.filter { $0 <= half }) })
+        receiver.stop()
+        let failing = { (try? engine.webhookStatusFor(url: receiver.url))?.failingCursor != nil }
+        let deadline = Date().addingTimeInterval(60)
+        while !failing() && Date() < deadline && !WebhookReceiver.allDelivered(receiver.records(), cursors) { usleep(10_000) }
+        try receiver.start()
+        #expect(receiver.wait { WebhookReceiver.allDelivered($0, cursors) })
+
+        // Lines recorded meanwhile are delivered too.
+        try Self.ingest(seed: 42, into: engine)
+        let all = try engine.changes().map(\.cursor)
+        #expect(all.count > cursors.count)
+        #expect(receiver.wait { WebhookReceiver.allDelivered($0, all) })
+        deliverer.stop()
+
+        let records = receiver.records()
+        #expect(WebhookReceiver.problems(records, expected: all) == [])
+        // The chosen answers happened: two 500s, a hang past the timeout, each followed by a delivery.
+        #expect(records.filter { $0.id == "changes:\(cursors[1])" }.map(\.action).prefix(3) == ["fail", "fail", "ok"])
+        #expect(records.filter { $0.id == "changes:\(cursors[3])" }.map(\.action).prefix(2) == ["hang", "ok"])
+        // Each body is the feed's line with "feed" added.
+        let lines = Dictionary(uniqueKeysWithValues: try engine.changes().map { ($0.cursor, WebhookLine(change: $0)) })
+        for record in records { #expect(Array(record.body.utf8) == lines[record.cursor ?? -1]?.body) }
+        let status = try engine.webhookStatusFor(url: receiver.url)
+        #expect(status?.deliveredCursor == all.last && status?.lag == 0 && status?.failingCursor == nil && status?.failedLines == 0)
+    }
+
+    /// A line that fails for 24 hours (a clock the test moves) is marked failed and the
+    /// endpoint goes on; a retry not yet due is not attempted.
+    @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))
+    func aLineFailingForTwentyFourHoursIsMarkedFailedAndTheEndpointGoesOn() throws {
+        let (engine, changes) = try Self.engineWithChanges(seed: 43)
+        try #require(changes.count >= 3)
+        let cursors = changes.map(\.cursor)
+        let receiver = try WebhookReceiver(secret: Self.secret)
+        try receiver.setControl(["fail": ["changes:\(cursors[1])": 1_000]])
+        let clock = Mutex(Engine.now())
+        var options = WebhookDeliverer.Options()
+        options.clock = { clock.withLock { $0 } }
+        let endpoint = Self.endpoint(receiver, schedule: [60_000])
+        let deliverer = try WebhookDeliverer(engine: engine, endpoints: [endpoint], options: options)
+        defer { deliverer.release() }
+
+        var report = try deliverer.deliverDue()
+        #expect(report.delivered == 1 && report.failedAttempts == 1 && !report.allSucceeded)
+        // Not due yet: nothing is attempted.
+        report = try deliverer.deliverDue()
+        #expect(report.attempts == 0 && report.allSucceeded)
+        // A minute later: one more failed attempt.
+        clock.withLock { $0 += 60_000 }
+        report = try deliverer.deliverDue()
+        #expect(report.attempts == 1 && report.failedAttempts == 1 && report.markedFailed == 0)
+        // 24 hours after the first attempt: marked failed, and the rest delivered.
+        clock.withLock { $0 += WebhookRetrySchedule.horizon }
+        report = try deliverer.deliverDue()
+        #expect(report.markedFailed == 1 && report.delivered == cursors.count - 2)
+        let records = receiver.records()
+        #expect(records.map(\.id) == ["changes:\(cursors[0])"] + Array(repeating: "changes:\(cursors[1])", count: 3) + cursors.dropFirst(2).map { "changes:\($0)" })
+        #expect(records.allSatisfy { $0.verified })
+        let status = try #require(try engine.webhookStatusFor(url: receiver.url))
+        #expect(status.failedLines == 1 && status.deliveredCursor == cursors.last && status.lag == 0)
+    }
+}
+
+extension Engine {
+    /// The changes-feed status of the endpoint at `url` (test helper: the deliverer's
+    /// endpoints need not be the configuration's).
+    func webhookStatusFor(url: String) throws -> WebhookStatus? {
+        try readers.withReader { store throws(StoreError) in
+            let position = try store.webhookPosition(endpoint: url, feed: "changes")
+            return WebhookStatus(position: position, feed: .changes, lastCursor: try store.lastChangeCursor())
+        }
+    }
+}

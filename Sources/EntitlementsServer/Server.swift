@@ -12,6 +12,8 @@ public final class Server: Sendable {
     public struct Options: Sendable {
         public var limits: ServerLimits
         public var quarantine: QuarantineBound
+        /// How the configured webhooks are delivered while the server runs.
+        public var webhooks = WebhookDeliverer.Options()
 
         public init(maxBodyBytes: Int) {
             limits = ServerLimits(maxBodyBytes: maxBodyBytes, reservedConnections: [ServeAPI.webhookPool: 8, ServeAPI.tokenPool: 8])
@@ -44,7 +46,7 @@ public final class Server: Sendable {
         if let bound = settings.maxConnectionsPerClient { options.limits.maxConnectionsPerClient = bound }
         self.engine = engine
         do {
-            deliverer = engine.configuration.webhooks.isEmpty ? nil : try WebhookDeliverer(engine: engine)
+            deliverer = engine.configuration.webhooks.isEmpty ? nil : try WebhookDeliverer(engine: engine, options: options.webhooks)
         } catch {
             throw ServerError(code: .webhooksFailed, message: error.description)
         }

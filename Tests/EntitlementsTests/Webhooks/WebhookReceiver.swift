@@ -58,6 +58,8 @@ final class WebhookReceiver: @unchecked Sendable {
                     with open(record, "a") as f:
                         f.write(json.dumps({"id": mid, "verified": verified, "error": error, "action": action, "attempt": n, "body": body.decode()}) + "\n")
                         f.flush()
+                if plan.get("delayMs"):
+                    time.sleep(plan["delayMs"] / 1000.0)
                 if action == "hang":
                     time.sleep(float(plan.get("hangSeconds", 5)))
                     self.close_connection = True
@@ -155,7 +157,8 @@ final class WebhookReceiver: @unchecked Sendable {
     }
 
     /// What to answer: `fail` and `hang` map a webhook-id to how many of its first attempts
-    /// (since the server started) get a 500, or no answer for `hangSeconds`.
+    /// (since the server started) get a 500, or no answer for `hangSeconds`; `delayMs`
+    /// slows every answer.
     func setControl(_ plan: JSONValue) throws {
         let temporary = folder.appendingPathComponent("control.tmp")
         try Data(JSONWriter.string(plan).utf8).write(to: temporary)

@@ -29,8 +29,8 @@ public final class WebhookDeliverer: @unchecked Sendable {
     public struct Options: Sendable {
         /// Seconds a receiver has to answer 2xx, the whole exchange included.
         public var requestTimeout: Double = 10
-        /// The most of a response read (its head and the start of its body); a longer one is a failed attempt.
-        public var maximumResponseBytes = 80 << 10
+        /// The most of a response read, head and body: its status counts, the rest is not read.
+        public var maximumResponseBytes = 64 << 10
         /// How long the lease lasts unless renewed (ms); it is renewed a third of the way through.
         public var leaseDuration: Int64 = 30_000
         /// How often new lines are looked for, and a held lease asked for again (ms).
@@ -79,6 +79,7 @@ public final class WebhookDeliverer: @unchecked Sendable {
         var http = HTTPClient.Options()
         http.timeout = options.requestTimeout
         http.maximumResponseBytes = options.maximumResponseBytes
+        http.headOnlyPastLimit = true
         http.trustedCertificatesFile = options.trustedCertificatesFile
         do { client = try HTTPClient(options: http) } catch {
             throw EngineError(code: .configuration, message: "webhooks: \(error.description)")

@@ -41,7 +41,7 @@ import Testing
     }
 
     /// Every line arrives, in order, signed, through 500s, a receiver that hangs past the
-    /// timeout, and a receiver stopped and started again; lines recorded while delivering
+    /// timeout, a redirect, a 2xx with a huge body, and a receiver stopped and started again; lines recorded while delivering
     /// follow; the position ends at the last cursor.
     @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))
     func everyLineArrivesInOrderThroughFailuresAHangAndARestart() throws {
@@ -52,6 +52,7 @@ import Testing
         try receiver.setControl([
             "fail": ["changes:\(cursors[1])": 2, "changes:\(cursors[5])": 1],
             "hang": ["changes:\(cursors[3])": 1], "hangSeconds": 5,
+            "redirect": ["changes:\(cursors[6])": 1], "big": ["changes:\(cursors[7])": 1],
         ])
         var options = WebhookDeliverer.Options()
         options.pollInterval = 20
@@ -82,6 +83,9 @@ import Testing
         // The chosen answers happened: two 500s, a hang past the timeout, each followed by a delivery.
         #expect(records.filter { $0.id == "changes:\(cursors[1])" }.map(\.action).prefix(3) == ["fail", "fail", "ok"])
         #expect(records.filter { $0.id == "changes:\(cursors[3])" }.map(\.action).prefix(2) == ["hang", "ok"])
+        // A redirect is not followed: a failed attempt. A 2xx is a delivery, however long its body (read no further than 64 KiB).
+        #expect(records.filter { $0.id == "changes:\(cursors[6])" }.map(\.action).prefix(2) == ["redirect", "ok"])
+        #expect(records.filter { $0.id == "changes:\(cursors[7])" }.map(\.action).prefix(2) == ["big"])
         // Each body is the feed's line with "feed" added.
         let lines = Dictionary(uniqueKeysWithValues: try engine.changes().map { ($0.cursor, WebhookLine(change: $0)) })
         for record in records { #expect(Array(record.body.utf8) == lines[record.cursor ?? -1]?.body) }

@@ -16,12 +16,13 @@ final class WebhookReceiver: @unchecked Sendable {
         var id: String
         var verified: Bool
         var error: String?
-        /// "ok" (answered 204), "fail" (500) or "hang" (no answer for a while).
+        /// "ok" (answered 204), "fail" (500), "hang" (no answer for a while), "redirect"
+        /// (307), or "big" (200 with 8 MiB of body).
         var action: String
         var attempt: Int
         var body: String
         var cursor: Int64? { id.hasPrefix("changes:") ? Int64(id.dropFirst("changes:".count)) : nil }
-        var delivered: Bool { action == "ok" }
+        var delivered: Bool { action == "ok" || action == "big" }
     }
 
     static let script = #"""
@@ -55,6 +56,8 @@ final class WebhookReceiver: @unchecked Sendable {
                     action = "ok"
                     if n <= plan.get("fail", {}).get(mid, 0): action = "fail"
                     elif n <= plan.get("hang", {}).get(mid, 0): action = "hang"
+                    elif n <= plan.get("redirect", {}).get(mid, 0): action = "redirect"
+                    elif n <= plan.get("big", {}).get(mid, 0): action = "big"
                     with open(record, "a") as f:
                         f.write(json.dumps({"id": mid, "verified": verified, "error": error, "action": action, "attempt": n, "body": body.decode()}) + "\n")
                         f.flush()
@@ -62,6 +65,24 @@ final class WebhookReceiver: @unchecked Sendable {
                     time.sleep(plan["delayMs"] / 1000.0)
                 if action == "hang":
                     time.sleep(float(plan.get("hangSeconds", 5)))
+                    self.close_connection = True
+                    return
+                if action == "redirect":
+                    self.send_response(307)
+                    self.send_header("Location", "/elsewhere")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if action == "big":
+                    # A 2xx with a body far past what the deliverer reads.
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(8 << 20))
+                    self.end_headers()
+                    try:
+                        for _ in range(128):
+                            self.wfile.write(b"x" * (64 << 10))
+                    except Exception:
+                        pass
                     self.close_connection = True
                     return
                 self.send_response(500 if action == "fail" else 204)
@@ -157,8 +178,8 @@ final class WebhookReceiver: @unchecked Sendable {
     }
 
     /// What to answer: `fail` and `hang` map a webhook-id to how many of its first attempts
-    /// (since the server started) get a 500, or no answer for `hangSeconds`; `delayMs`
-    /// slows every answer.
+    /// (since the server started) get a 500, no answer for `hangSeconds`, a redirect
+    /// (`redirect`) or a 200 with a huge body (`big`); `delayMs` slows every answer.
     func setControl(_ plan: JSONValue) throws {
         let temporary = folder.appendingPathComponent("control.tmp")
         try Data(JSONWriter.string(plan).utf8).write(to: temporary)

@@ -54,28 +54,40 @@ public final class WebhookDeliverer: @unchecked Sendable {
     /// Who this deliverer is in the lease: host, process, and a random part.
     public let holder: String
 
-    private let store: EventStore
+    /// The connection that holds the lease (under `leaseLock`).
+    private let leaseStore: EventStore
+    private let leaseLock = NSLock()
+    /// Until when the lease is ours, as last taken or renewed (under `leaseLock`).
+    private var leaseUntil: Int64? = nil
+    /// One connection per endpoint, each used under its lock: a slow endpoint holds up no other.
+    private let endpointStores: [EventStore]
+    private let endpointLocks: [NSLock]
     private let client: HTTPClient
-    /// One pass at a time, on the store.
-    private let work = NSLock()
     private let condition = NSCondition()
     private var stopping = false
     private var running = false
-    private var finished = true
-    private var lastRenewal: Int64? = nil
+    private var threadsRunning = 0
 
     /// - Parameter endpoints: default, the engine's configured ones.
     /// - Throws: ``EngineError`` when the database or the trust store cannot be opened.
     public init(engine: Engine, endpoints: [WebhookEndpoint]? = nil, options: Options = Options()) throws(EngineError) {
         self.engine = engine
-        self.endpoints = endpoints ?? engine.configuration.webhooks
+        let endpoints = endpoints ?? engine.configuration.webhooks
+        self.endpoints = endpoints
         self.options = options
         holder = "\(Self.hostName()) \(getpid()) \(UUID().uuidString.prefix(8).lowercased())"
+        func open() throws(StoreError) -> EventStore {
+            try EventStore(path: engine.databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .existing)
+        }
         do {
-            store = try EventStore(path: engine.databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .existing)
+            leaseStore = try open()
+            var stores: [EventStore] = []
+            for _ in endpoints { stores.append(try open()) }
+            endpointStores = stores
         } catch {
             throw EngineError(error)
         }
+        endpointLocks = endpoints.map { _ in NSLock() }
         var http = HTTPClient.Options()
         http.timeout = options.requestTimeout
         http.maximumResponseBytes = options.maximumResponseBytes
@@ -86,7 +98,7 @@ public final class WebhookDeliverer: @unchecked Sendable {
         }
     }
 
-    deinit { try? store.releaseWebhookLease(holder: holder) }
+    deinit { try? leaseStore.releaseWebhookLease(holder: holder) }
 
     // MARK: Passes
 
@@ -98,40 +110,52 @@ public final class WebhookDeliverer: @unchecked Sendable {
     /// - Throws: ``EngineError`` when the database cannot be used.
     public func deliverDue() throws(EngineError) -> WebhookDeliveryReport {
         while true {
-            if try acquireLease() { break }
+            if try ensureLease() { break }
             if waitForStop(milliseconds: options.pollInterval) { return WebhookDeliveryReport() }
         }
-        return try pass()
-    }
-
-    /// Gives the lease up (another deliverer may start at once).
-    public func release() {
-        work.lock()
-        defer { work.unlock() }
-        try? store.releaseWebhookLease(holder: holder)
-        lastRenewal = nil
-    }
-
-    /// One pass over every endpoint and feed, holding the lease.
-    private func pass() throws(EngineError) -> WebhookDeliveryReport {
-        work.lock()
-        defer { work.unlock() }
+        try recordDue()
         var report = WebhookDeliveryReport()
-        let now = options.clock()
-        var recorded = Set<WebhookFeed>()
-        for endpoint in endpoints {
-            for feed in endpoint.feeds {
-                guard let reader = WebhookFeedReaders.reader(for: feed) else { continue }
-                if recorded.insert(feed).inserted { try reader.recordDue(engine: engine, now: now) }
-                if isStopping { return report }
-                try deliver(endpoint: endpoint, reader: reader, report: &report)
-            }
+        for index in endpoints.indices {
+            if isStopping { break }
+            try deliver(endpoint: index, report: &report)
         }
         return report
     }
 
+    /// Gives the lease up (another deliverer may start at once).
+    public func release() {
+        leaseLock.lock()
+        defer { leaseLock.unlock() }
+        try? leaseStore.releaseWebhookLease(holder: holder)
+        leaseUntil = nil
+    }
+
+    /// Records what time has made due in each feed an endpoint takes, so that the feeds are complete as of now.
+    private func recordDue() throws(EngineError) {
+        let now = options.clock()
+        var recorded = Set<WebhookFeed>()
+        for endpoint in endpoints {
+            for feed in endpoint.feeds where recorded.insert(feed).inserted {
+                try WebhookFeedReaders.reader(for: feed)?.recordDue(engine: engine, now: now)
+            }
+        }
+    }
+
+    /// Goes through the endpoint's feeds, on its own connection.
+    private func deliver(endpoint index: Int, report: inout WebhookDeliveryReport) throws(EngineError) {
+        endpointLocks[index].lock()
+        defer { endpointLocks[index].unlock() }
+        for feed in endpoints[index].feeds {
+            guard let reader = WebhookFeedReaders.reader(for: feed) else { continue }
+            if isStopping { return }
+            try deliver(endpoint: endpoints[index], reader: reader, store: endpointStores[index], report: &report)
+        }
+    }
+
     /// Goes through `endpoint`'s lines of one feed until one fails, nothing is left, or the lease is lost.
-    private func deliver(endpoint: WebhookEndpoint, reader: any WebhookFeedReader, report: inout WebhookDeliveryReport) throws(EngineError) {
+    private func deliver(
+        endpoint: WebhookEndpoint, reader: any WebhookFeedReader, store: EventStore, report: inout WebhookDeliveryReport
+    ) throws(EngineError) {
         let name = endpoint.url.absoluteString
         do {
             var position = try store.webhookPosition(endpoint: name, feed: reader.feed.rawValue)
@@ -150,7 +174,7 @@ public final class WebhookDeliverer: @unchecked Sendable {
                         continue
                     }
                     // Never deliver without the lease: renew it (or find it lost) first.
-                    guard try renewLease() else { return }
+                    guard try ensureLease() else { return }
                     let start = options.clock()
                     // The header's timestamp is the wall clock's, whatever clock schedules retries.
                     let outcome = send(line, to: endpoint, timestamp: Engine.now() / 1000)
@@ -199,49 +223,68 @@ public final class WebhookDeliverer: @unchecked Sendable {
         }
     }
 
-    // MARK: Running on its own thread
+    // MARK: Running on threads of its own
 
-    /// Delivers on a thread of its own until ``stop()``: waits for the lease, then passes
-    /// over the endpoints every ``Options/pollInterval``, renewing the lease.
+    /// Delivers until ``stop()``, on threads of its own: one per endpoint (a slow receiver
+    /// holds up no other endpoint), each passing over its feeds every
+    /// ``Options/pollInterval`` while this deliverer holds the lease, and one that takes and
+    /// renews the lease and records what time has made due.
     public func start() {
         condition.lock()
         defer { condition.unlock() }
         guard !running else { return }
         running = true
-        finished = false
         stopping = false
+        threadsRunning = endpoints.count + 1
+        spawn("entitlements.webhooks") { [self] in
+            while !isStopping {
+                do throws(EngineError) {
+                    if try ensureLease() { try recordDue() }
+                } catch {
+                    complain(error)
+                }
+                if waitForStop(milliseconds: options.pollInterval) { break }
+            }
+        }
+        for index in endpoints.indices {
+            spawn("entitlements.webhooks.\(index)") { [self] in
+                while !isStopping {
+                    if hasLease {
+                        var report = WebhookDeliveryReport()
+                        do throws(EngineError) { try deliver(endpoint: index, report: &report) } catch { complain(error) }
+                    }
+                    if waitForStop(milliseconds: options.pollInterval) { break }
+                }
+            }
+        }
+    }
+
+    private func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
         Thread { [self] in
-            EngineThreads.label("entitlements.webhooks")
-            loop()
+            EngineThreads.label(name)
+            body()
             condition.lock()
-            finished = true
+            threadsRunning -= 1
             condition.broadcast()
             condition.unlock()
         }.start()
     }
 
-    /// Stops delivering: the attempt in flight ends (within the request timeout), the
-    /// position is saved, the lease released; returns once the thread has ended.
+    /// A database failure (busy, full): said, and tried again at the next poll.
+    private func complain(_ error: any Error) {
+        FileHandle.standardError.write(Data("entitlements: webhooks: \(error)\n".utf8))
+    }
+
+    /// Stops delivering: the attempts in flight end (within the request timeout), the
+    /// positions are saved, the lease released; returns once the threads have ended.
     public func stop() {
         condition.lock()
         stopping = true
         condition.broadcast()
-        while running && !finished { condition.wait() }
+        while threadsRunning > 0 { condition.wait() }
         running = false
         condition.unlock()
         release()
-    }
-
-    private func loop() {
-        while !isStopping {
-            do {
-                if try acquireLease() { _ = try pass() }
-            } catch {
-                // The database failed (busy, full): said once per failure, tried again at the next poll.
-                FileHandle.standardError.write(Data("entitlements: webhooks: \(error.description)\n".utf8))
-            }
-            if waitForStop(milliseconds: options.pollInterval) { break }
-        }
     }
 
     private var isStopping: Bool {
@@ -263,26 +306,27 @@ public final class WebhookDeliverer: @unchecked Sendable {
 
     // MARK: The lease
 
-    /// Takes or renews the lease.
-    private func acquireLease() throws(EngineError) -> Bool {
-        work.lock()
-        defer { work.unlock() }
-        return try takeLease()
+    /// Whether the lease was ours when last taken or renewed, and has not run out since.
+    private var hasLease: Bool {
+        leaseLock.lock()
+        defer { leaseLock.unlock() }
+        return leaseUntil.map { $0 > options.clock() } ?? false
     }
 
-    /// Renews the lease when a third of it has passed (the caller holds `work`).
-    private func renewLease() throws(EngineError) -> Bool {
-        if let last = lastRenewal, options.clock() - last < options.leaseDuration / 3 { return true }
-        return try takeLease()
-    }
-
-    private func takeLease() throws(EngineError) -> Bool {
+    /// Takes the lease, or renews it once a third of it has passed; whether it is ours.
+    /// Called before every attempt, so an attempt always begins with two thirds of the
+    /// lease ahead of it (longer than the request timeout, by default).
+    private func ensureLease() throws(EngineError) -> Bool {
+        leaseLock.lock()
+        defer { leaseLock.unlock() }
         let now = options.clock()
+        if let until = leaseUntil, until - now > options.leaseDuration * 2 / 3 { return true }
         do {
-            let held = try store.acquireWebhookLease(holder: holder, now: now, duration: options.leaseDuration, isGone: Self.isGone)
-            lastRenewal = held ? now : nil
+            let held = try leaseStore.acquireWebhookLease(holder: holder, now: now, duration: options.leaseDuration, isGone: Self.isGone)
+            leaseUntil = held ? now + options.leaseDuration : nil
             return held
         } catch {
+            leaseUntil = nil
             throw EngineError(error)
         }
     }

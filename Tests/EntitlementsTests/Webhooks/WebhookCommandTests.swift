@@ -40,8 +40,8 @@ import Glibc
         process.executableURL = E2E.binary
         process.arguments = arguments
         let name = UUID().uuidString.prefix(6)
-        FileManager.default.createFile(atPath: folder.appendingPathComponent("out-\(name)").path, contents: nil)
-        FileManager.default.createFile(atPath: folder.appendingPathComponent("err-\(name)").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: folder.appendingPathComponent("out-\(name)").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: folder.appendingPathComponent("err-\(name)").path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: folder.appendingPathComponent("out-\(name)"))
         process.standardError = try FileHandle(forWritingTo: folder.appendingPathComponent("err-\(name)"))
         try process.run()

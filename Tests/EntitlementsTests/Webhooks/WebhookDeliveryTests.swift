@@ -93,6 +93,29 @@ import Testing
         #expect(status?.deliveredCursor == all.last && status?.lag == 0 && status?.failingCursor == nil && status?.failedLines == 0)
     }
 
+    /// Each endpoint has its own thread and connection: one whose receiver hangs holds
+    /// up no other.
+    @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))
+    func aHangingEndpointHoldsUpNoOther() throws {
+        let (engine, changes) = try Self.engineWithChanges(seed: 44)
+        let cursors = changes.map(\.cursor)
+        try #require(!cursors.isEmpty)
+        let slow = try WebhookReceiver(secret: Self.secret)
+        let fast = try WebhookReceiver(secret: Self.secret)
+        try slow.setControl(["hang": ["changes:\(cursors[0])": 1], "hangSeconds": 120])
+        var options = WebhookDeliverer.Options()
+        options.pollInterval = 20
+        let deliverer = try WebhookDeliverer(engine: engine, endpoints: [Self.endpoint(slow), Self.endpoint(fast)], options: options)
+        deliverer.start()
+        #expect(slow.wait { !$0.isEmpty })
+        #expect(fast.wait { WebhookReceiver.allDelivered($0, cursors) })
+        // The slow one is still in its first attempt (the request timeout is 10 s).
+        #expect(slow.records().map(\.action) == ["hang"])
+        slow.stop()
+        deliverer.stop()
+        #expect(WebhookReceiver.problems(fast.records(), expected: cursors) == [])
+    }
+
     /// A line that fails for 24 hours (a clock the test moves) is marked failed and the
     /// endpoint goes on; a retry not yet due is not attempted.
     @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))

@@ -160,9 +160,12 @@ public final class WebhookDeliverer: @unchecked Sendable {
         do {
             var position = try store.webhookPosition(endpoint: name, feed: reader.feed.rawValue)
             if let next = position.nextAttemptAt, next > options.clock() { return }
+            // What is stored, as last read or written here: a position moved meanwhile by a
+            // redelivery is not overwritten (this pass ends, and the next reads it).
+            var stored = position
             var skipped = false
             defer {
-                if skipped { try? store.saveWebhookPosition(position, at: options.clock()) }
+                if skipped { _ = try? store.saveWebhookPosition(position, expected: stored, at: options.clock()) }
             }
             while !isStopping {
                 let lines = try reader.lines(after: position.deliveredCursor, limit: options.batch, store: store)
@@ -191,9 +194,11 @@ public final class WebhookDeliverer: @unchecked Sendable {
                         failed = position.recordFailure(of: line, reason: reason, startedAt: start, at: now, schedule: endpoint.retrySchedule)
                         if failed != nil { report.markedFailed += 1 }
                     }
-                    try store.saveWebhookPosition(position, failedLine: failed, at: now)
                     skipped = false
+                    let saved = try store.saveWebhookPosition(position, failedLine: failed, expected: stored, at: now)
                     options.onAttempt?(WebhookAttempt(url: name, line: line, outcome: outcome, at: now, markedFailed: failed != nil))
+                    guard saved else { return }
+                    stored = position
                     if case .failed = outcome, failed == nil { return }
                     if isStopping { return }
                 }

@@ -51,10 +51,28 @@ extension EventStore {
 
     /// Stores `position` (replacing what was there), and with it, when given, a line
     /// marked failed, in one transaction.
-    public func saveWebhookPosition(_ position: WebhookPosition, failedLine: WebhookFailedLine? = nil, at time: Int64) throws(StoreError) {
+    /// - Parameter expected: when given, the position as its writer last read it: if the
+    ///   stored one has moved since (a redelivery was asked for), nothing is written.
+    /// - Returns: Whether it was written.
+    @discardableResult
+    public func saveWebhookPosition(
+        _ position: WebhookPosition, failedLine: WebhookFailedLine? = nil, expected: WebhookPosition? = nil, at time: Int64
+    ) throws(StoreError) -> Bool {
         try requireWritable()
-        try mapped {
-            try connection.write {
+        return try mapped {
+            try connection.write { () throws -> (Bool, Connection.Completion) in
+                if let expected {
+                    let check = try connection.cached(
+                        "SELECT delivered_cursor, failing_cursor, attempts FROM webhook_positions WHERE endpoint = ? AND feed = ?")
+                    try check.bind(1, position.endpoint)
+                    try check.bind(2, position.feed)
+                    var stored: (Int64, Int64?, Int64) = (0, nil, 0)
+                    if try check.step() { stored = (check.int64(0), check.optionalInt64(1), check.int64(2)) }
+                    check.reset()
+                    guard stored == (expected.deliveredCursor, expected.failingCursor, Int64(expected.attempts)) else {
+                        return (false, .rollback)
+                    }
+                }
                 let save = try connection.cached(
                     "INSERT OR REPLACE INTO webhook_positions (endpoint, feed, delivered_cursor, failing_cursor, failing_since, attempts, next_attempt_at, last_error, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 )
@@ -84,7 +102,7 @@ extension EventStore {
                     try insert.bind(8, line.lastError)
                     _ = try insert.step()
                 }
-                return ((), .commit)
+                return (true, .commit)
             }
         }
     }

@@ -116,6 +116,31 @@ import Testing
         #expect(WebhookReceiver.problems(fast.records(), expected: cursors) == [])
     }
 
+    /// A redelivery asked for while the deliverer runs is taken up (never overwritten by
+    /// the position the deliverer had): every line arrives again, in order.
+    @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))
+    func aRedeliveryWhileDeliveringSendsTheFeedAgain() throws {
+        let receiver = try WebhookReceiver(secret: Self.secret)
+        var configuration = E2E.configuration()
+        configuration.webhooks = [Self.endpoint(receiver)]
+        let engine = try Engine(configuration: configuration, databasePath: E2E.folder().appendingPathComponent("r.sqlite").path)
+        try Self.ingest(seed: 45, into: engine)
+        let cursors = try engine.changes().map(\.cursor)
+        try #require(cursors.count >= 2)
+        var options = WebhookDeliverer.Options()
+        options.pollInterval = 20
+        let deliverer = try WebhookDeliverer(engine: engine, options: options)
+        deliverer.start()
+        defer { deliverer.stop() }
+        #expect(receiver.wait { WebhookReceiver.allDelivered($0, cursors) })
+        let first = receiver.records().count
+        try engine.redeliverWebhooks(url: receiver.url, feed: .changes, since: cursors[0])
+        #expect(receiver.wait { WebhookReceiver.allDelivered(Array($0.dropFirst(first)), Array(cursors.dropFirst())) })
+        let again = receiver.records().dropFirst(first).compactMap(\.cursor)
+        #expect(again == Array(cursors.dropFirst()))
+        #expect(try engine.webhookStatus().first?.lag == 0)
+    }
+
     /// A line that fails for 24 hours (a clock the test moves) is marked failed and the
     /// endpoint goes on; a retry not yet due is not attempted.
     @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))

@@ -84,3 +84,40 @@ import Glibc
         second.release()
     }
 }
+
+/// Positions in `webhook_positions`: saved, read back, and never overwritten over a
+/// redelivery asked for meanwhile.
+@Suite struct WebhookPositionStoreTests {
+    @Test func aPositionIsSavedWithItsFailedLinesAndNotOverwrittenOnceMoved() throws {
+        let store = try WebhookLeaseTests.store()
+        var position = try store.webhookPosition(endpoint: "https://a.example.com/", feed: "changes")
+        #expect(position == WebhookPosition(endpoint: "https://a.example.com/", feed: "changes"))
+        let read = position
+        position.deliveredCursor = 7
+        position.failingCursor = 8
+        position.failingSince = 100
+        position.attempts = 2
+        position.nextAttemptAt = 200
+        position.lastError = "HTTP 500"
+        #expect(try store.saveWebhookPosition(position, expected: read, at: 150))
+        #expect(try store.webhookPosition(endpoint: "https://a.example.com/", feed: "changes") == position)
+        // Moved by someone else (a redelivery): a writer that read it before does not overwrite it.
+        var redelivered = position
+        redelivered.deliveredCursor = 0
+        redelivered.failingCursor = nil
+        redelivered.attempts = 0
+        #expect(try store.saveWebhookPosition(redelivered, at: 160))
+        var stale = position
+        stale.deliveredCursor = 8
+        #expect(try !store.saveWebhookPosition(stale, expected: position, at: 170))
+        #expect(try store.webhookPosition(endpoint: "https://a.example.com/", feed: "changes").deliveredCursor == 0)
+        // A line marked failed is kept, and counted.
+        let failed = WebhookFailedLine(cursor: 8, webhookId: "changes:8", firstAttemptAt: 100, attempts: 30, lastError: "TIMEOUT")
+        var next = redelivered
+        next.deliveredCursor = 8
+        #expect(try store.saveWebhookPosition(next, failedLine: failed, expected: redelivered, at: 180))
+        #expect(try store.webhookFailedLines(endpoint: "https://a.example.com/", feed: "changes") == [failed])
+        #expect(try store.webhookPosition(endpoint: "https://a.example.com/", feed: "changes").failedLines == 1)
+        #expect(try store.webhookPosition(endpoint: "https://a.example.com/", feed: "lifecycle").failedLines == 0)
+    }
+}

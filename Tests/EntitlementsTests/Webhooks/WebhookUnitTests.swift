@@ -121,6 +121,21 @@ import Testing
         #expect(run.stderr.contains("webhooks[0].secret"), "\(run.stderr)")
     }
 
+    /// The library's async entry points, on an engine with an endpoint and nothing to send.
+    @Test func theAsyncEntryPointsAnswer() async throws {
+        var configuration = E2E.configuration()
+        configuration.webhooks = [WebhookEndpoint(url: URL(string: "http://127.0.0.1:9/hook")!, signer: WebhookSigner(secret: Self.secret)!)]
+        let engine = try Engine(configuration: configuration, databasePath: E2E.folder().appendingPathComponent("a.sqlite").path)
+        let report = try await engine.deliverWebhooks()
+        #expect(report == WebhookDeliveryReport())
+        let status = try await engine.webhookStatus()
+        #expect(status.map(\.feed) == [.lifecycle, .changes])
+        #expect(status.allSatisfy { $0.deliveredCursor == 0 && $0.failedLines == 0 })
+        #expect(status[0].lastCursor == nil && status[1].lastCursor == 0 && status[1].lag == 0)
+        try await engine.redeliverWebhooks(url: "http://127.0.0.1:9/hook", feed: .changes, since: 0)
+        await #expect(throws: EngineError.self) { try await engine.redeliverWebhooks(url: "http://127.0.0.1:9/other", feed: .changes, since: 0) }
+    }
+
     // MARK: The retry schedule
 
     @Test func theStandardScheduleRetriesThenHourlyUntilTwentyFourHours() {

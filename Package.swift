@@ -70,14 +70,33 @@ let package = Package(
         // The README's embedding example: `import Entitlements` alone, async API, Encodable answers (run by the tests).
         .executableTarget(name: "entitlements-example", dependencies: ["Entitlements"]),
 
-        .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore"]),
-        .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "TestPKI", "DemoFixtures", "COpenSSL"]),
-        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore", "SchemaMigrations"]),
+        // What the test targets share: the signing PKI and configurations (Scenario, E2E), scratch
+        // workspaces, the `entitlements` binary and a runner for it, generated histories, the hostile
+        // corpus, a loopback HTTP client, SplitMix64. Tests only: no product depends on it.
+        .target(
+            name: "TestSupport", dependencies: ["EntitlementCore", "Entitlements", "EventStore", "JSONAndBase64", "TestPKI"],
+            path: "Tests/TestSupport"),
+
+        // One test target per target; each declares exactly the modules it imports.
+        .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore", "TestSupport"]),
+        .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "EntitlementCore", "TestPKI", "COpenSSL", "TestSupport"]),
+        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore", "SchemaMigrations", "TestSupport"]),
         .testTarget(
             name: "AppStoreServerAPITests",
-            dependencies: ["AppStoreServerAPI", "Entitlements", "EntitlementCore", "EventStore", "TestPKI", "COpenSSL", "CLibSSL"]),
+            dependencies: ["AppStoreServerAPI", "Entitlements", "EntitlementCore", "EventStore", "TestPKI", "COpenSSL", "CLibSSL", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "EntitlementsServer", "EventStore", "HTTPServer", "TestPKI", "DemoFixtures"]),
+        // The library: ingest, query, identity, verification parts, as server apps call it.
+        .testTarget(
+            name: "EntitlementsTests",
+            dependencies: ["Entitlements", "EntitlementCore", "AppStoreVerification", "EventStore", "SchemaMigrations", "TestPKI", "TestSupport"]),
+        // `serve`'s routes, limits and load, on a real engine and a loopback socket.
+        .testTarget(
+            name: "EntitlementsServerTests",
+            dependencies: ["EntitlementsServer", "Entitlements", "EntitlementCore", "HTTPServer", "TestPKI", "TestSupport"]),
+        // The command line end to end: runs the built `entitlements` binary (`swift test` builds it).
+        .testTarget(
+            name: "EntitlementsCLITests",
+            dependencies: ["Entitlements", "EntitlementCore", "AppStoreVerification", "EventStore", "DemoFixtures", "TestPKI", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

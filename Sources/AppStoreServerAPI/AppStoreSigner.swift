@@ -1,4 +1,4 @@
-import Foundation
+import JSONAndBase64
 
 /// Makes what the App Store asks a server to sign with its In-App Purchase key: the App
 /// Store Server API's bearer token, promotional offer and introductory-offer eligibility
@@ -34,7 +34,7 @@ public struct AppStoreSigner: Sendable {
 
     /// The JWS header every App Store signed request carries.
     var headerJSON: String {
-        CompactJSON.object([("alg", .string("ES256")), ("kid", .string(keyId)), ("typ", .string("JWT"))])
+        JSONWriter.asciiString(["alg": "ES256", "kid": .string(keyId), "typ": "JWT"])
     }
 
     /// A bearer token for the App Store Server API: claims `iss`, `iat`, `exp` (`iat` + 300),
@@ -59,7 +59,7 @@ public struct AppStoreSigner: Sendable {
     public func promotionalOffer(
         productId: String, offerIdentifier: String, transactionId: String?, nonce: String, issuedAt: Int64
     ) -> String {
-        var claims: [(String, CompactJSON.Value)] = [("productId", .string(productId)), ("offerIdentifier", .string(offerIdentifier))]
+        var claims: [(key: String, value: JSONValue)] = [("productId", .string(productId)), ("offerIdentifier", .string(offerIdentifier))]
         if let transactionId { claims.append(("transactionId", .string(transactionId))) }
         return jws(claims + commonClaims(audience: "promotional-offer", nonce: nonce, issuedAt: issuedAt))
     }
@@ -87,7 +87,7 @@ public struct AppStoreSigner: Sendable {
         let message = Self.promotionalOfferV1Message(
             bundleId: bundleId, keyId: keyId, productId: productId, offerId: offerId, appAccountToken: appAccountToken,
             nonce: nonce, timestamp: timestamp)
-        let signature = Data(key.signDER(Array(message.utf8))).base64EncodedString()
+        let signature = Base64.encodeStandardPadded(key.signDER(Array(message.utf8)))
         return PromotionalOfferV1Signature(keyId: keyId, nonce: nonce, timestamp: timestamp, signature: signature)
     }
 
@@ -104,13 +104,13 @@ public struct AppStoreSigner: Sendable {
     /// contains it makes the signed text ambiguous, so callers refuse such fields.
     public static let fieldSeparator: Unicode.Scalar = "\u{2063}"
 
-    private func commonClaims(audience: String, nonce: String, issuedAt: Int64) -> [(String, CompactJSON.Value)] {
+    private func commonClaims(audience: String, nonce: String, issuedAt: Int64) -> [(key: String, value: JSONValue)] {
         [("bid", .string(bundleId)), ("iss", .string(issuerId)), ("aud", .string(audience)), ("iat", .int(issuedAt)), ("nonce", .string(nonce))]
     }
 
-    private func jws(_ claims: [(String, CompactJSON.Value)]) -> String {
-        let signingInput = Base64URL.encode(Array(headerJSON.utf8)) + "." + Base64URL.encode(Array(CompactJSON.object(claims).utf8))
-        return signingInput + "." + Base64URL.encode(key.signES256(Array(signingInput.utf8)))
+    private func jws(_ claims: [(key: String, value: JSONValue)]) -> String {
+        let signingInput = Base64.encodeURL(Array(headerJSON.utf8)) + "." + Base64.encodeURL(Array(JSONWriter.asciiString(.object(JSONObject(claims))).utf8))
+        return signingInput + "." + Base64.encodeURL(key.signES256(Array(signingInput.utf8)))
     }
 }
 
@@ -121,13 +121,4 @@ public struct PromotionalOfferV1Signature: Sendable, Equatable {
     public var timestamp: Int64
     /// Base64 of the DER ECDSA signature.
     public var signature: String
-}
-
-/// base64url without padding (RFC 7515 section 2).
-public enum Base64URL {
-    public static func encode(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        while text.hasSuffix("=") { text.removeLast() }
-        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
-    }
 }

@@ -186,16 +186,11 @@ public struct SigningKeyError: Error, Sendable, Equatable, CustomStringConvertib
 
 /// OpenSSL's error queue as text.
 enum OpenSSLError {
-    /// Empties the calling thread's OpenSSL error queue and returns its entries, joined.
+    /// Empties the calling thread's OpenSSL error queue and returns its entries, joined
+    /// (COpenSSL's `copenssl_error_drain`).
     static func drain() -> String {
-        var reasons: [String] = []
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            reasons.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        return reasons.isEmpty ? "no detail from OpenSSL" : reasons.joined(separator: "; ")
+        var buffer = [CChar](repeating: 0, count: 4096)
+        _ = copenssl_error_drain(&buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -36,7 +36,7 @@ public struct WebhookSigner: Sendable {
     public func signature(id: String, timestamp: Int64, body: [UInt8]) -> String {
         var message = Array("\(id).\(timestamp).".utf8)
         message += body
-        return "v1," + Self.base64(Self.hmacSHA256(key: key, message: message))
+        return "v1," + Base64.encodeStandardPadded(Self.hmacSHA256(key: key, message: message))
     }
 
     /// The three Standard Webhooks headers of one delivery.
@@ -62,12 +62,5 @@ public struct WebhookSigner: Sendable {
         }
         guard done != nil, length == 32 else { fatalError("OpenSSL: HMAC-SHA256 failed: \(OpenSSLError.drain())") }
         return output
-    }
-
-    /// Standard base64 with padding (RFC 4648 section 4), from the one base64url encoder.
-    static func base64(_ bytes: [UInt8]) -> String {
-        var text = String(Base64.encodeURL(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        while text.utf8.count % 4 != 0 { text += "=" }
-        return text
     }
 }

@@ -32,6 +32,33 @@ static inline long copenssl_bio_get_mem_data(BIO *b, char **pp) { return BIO_get
 
 static inline int copenssl_x509_extension_count(X509 *x) { return X509_get_ext_count(x); }
 
+/* The one reader of OpenSSL's error queue as text (the signer, the API client's TLS and
+   the test PKI use it): empties the calling thread's queue and writes its entries, oldest
+   first, joined by "; ", into `out` (NUL-terminated, cut to `capacity`), or
+   "no detail from OpenSSL" when the queue was empty. Returns how many entries there were. */
+static inline int copenssl_error_drain(char *out, size_t capacity) {
+    size_t used = 0;
+    int count = 0;
+    unsigned long code;
+    if (capacity > 0) out[0] = 0;
+    while ((code = ERR_get_error()) != 0) {
+        char entry[256];
+        ERR_error_string_n(code, entry, sizeof entry);
+        const char *parts[2] = { count > 0 ? "; " : "", entry };
+        for (int p = 0; p < 2; p++) {
+            for (const char *c = parts[p]; *c && used + 1 < capacity; c++) out[used++] = *c;
+        }
+        if (capacity > 0) out[used] = 0;
+        count++;
+    }
+    if (count == 0) {
+        const char *none = "no detail from OpenSSL";
+        for (const char *c = none; *c && used + 1 < capacity; c++) out[used++] = *c;
+        if (capacity > 0) out[used] = 0;
+    }
+    return count;
+}
+
 /* SHA-256 with its state in a plain struct the caller owns: a state after a prefix
    can be copied and continued (the same block functions EVP uses, SHA-NI included,
    without EVP's context allocation per digest). Deprecated in OpenSSL 3 in favour of

@@ -34,6 +34,7 @@ public final class AppStoreSync: Sendable {
     public static let historyWindowMargin: Int64 = 60 * 1000
 
     /// - Parameters:
+    ///   - engine: the engine that ingests what the API returns.
     ///   - client: the API client (``client(for:environment:transport:sleep:)``).
     ///   - environment: the environment `client` reaches; by default the configuration's first.
     ///   - clock: now, in milliseconds since 1970.
@@ -51,8 +52,10 @@ public final class AppStoreSync: Sendable {
     /// - Throws: ``EngineError`` with `CONFIGURATION` (no `appStoreServerAPI` section, an
     ///   environment the API does not serve), a key error code (`KEY_NOT_FOUND`, ...) or an
     ///   HTTP client error code.
-    /// - Parameter environment: one of the configuration's environments (a production server
-    ///   that also accepts Sandbox syncs each separately); by default the first.
+    /// - Parameters:
+    ///   - engine: the engine that ingests what the API returns, and whose configuration names the key.
+    ///   - environment: one of the configuration's environments (a production server
+    ///     that also accepts Sandbox syncs each separately); by default the first.
     public convenience init(engine: Engine, environment: AppStoreEnvironment? = nil) throws(EngineError) {
         let configuration = engine.configuration
         let client = try Self.client(for: configuration, environment: environment, transport: nil)
@@ -114,8 +117,12 @@ public final class AppStoreSync: Sendable {
     /// ``historyWindowMargin``) to now, every page
     /// ingested; on success with no item rejected the end is kept as the next start (a
     /// rejected item is fetched again by the next sync). Pages that would never end (a
-    /// `paginationToken` given twice, more than ``maxPages``) stop it with `PAGINATION_LOOP`.
-    /// - Parameter page: called after each page is committed.
+    /// `paginationToken` given twice, more pages than `appStoreServerAPI.maxPages`) stop it
+    /// with `PAGINATION_LOOP`.
+    /// - Parameters:
+    ///   - start: the first moment asked for, in milliseconds since 1970; `nil` for the default.
+    ///   - onlyFailures: ask only for notifications Apple failed to deliver.
+    ///   - page: called after each page is committed.
     public func notifications(start: Int64?, onlyFailures: Bool, page: (SyncPage) -> Void) -> SyncOutcome {
         var totals = SyncTotals()
         let end = clock()
@@ -182,8 +189,11 @@ public final class AppStoreSync: Sendable {
     /// All Subscription Statuses and Get App Transaction Info, each page ingested; the
     /// revision reached is stored after each page, up to the first page with a rejected
     /// item (the next sync fetches that page again). A `revision` that does not advance
-    /// while `hasMore`, or more than ``maxPages`` pages, stops it with `PAGINATION_LOOP`.
-    /// - Parameter id: any transaction id of the customer, or its appTransactionId.
+    /// while `hasMore`, or more pages than `appStoreServerAPI.maxPages`, stops it with
+    /// `PAGINATION_LOOP`.
+    /// - Parameters:
+    ///   - id: any transaction id of the customer, or its appTransactionId.
+    ///   - page: called after each page is committed.
     public func customer(_ id: String, page: (SyncPage) -> Void) -> SyncOutcome {
         var totals = SyncTotals()
         let idKey = "history:\(environmentName):id:\(id)"

@@ -27,8 +27,13 @@ public struct EngineConfiguration: Sendable {
     /// (``VerifierConfiguration/keyTableAfter``); `nil` never builds one. Not part of the
     /// configuration file: the default suits a command line and a server alike.
     public var keyTableAfter: Int? = VerifierConfiguration.keyTableDefault
+    /// How long a write waits for another writer's lock before the attempt counts as busy
+    /// (and is retried), in milliseconds; also bounds each of the retries when opening.
+    /// Configuration file: `busyTimeoutMilliseconds`, optional.
+    public var busyTimeoutMilliseconds: Int = EngineConfiguration.defaultBusyTimeoutMilliseconds
 
     public static let defaultMaxInputBytes = 1 << 20
+    public static let defaultBusyTimeoutMilliseconds = 10_000
 
     public init(
         bundleId: String, appAppleId: Int64? = nil, environment: AppStoreEnvironment, environments: [AppStoreEnvironment]? = nil,
@@ -63,7 +68,10 @@ public struct EngineConfiguration: Sendable {
         guard case .object(let object) = json else {
             throw ConfigurationError(field: nil, message: "the configuration must be a JSON object")
         }
-        let known: Set<String> = ["bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "appStoreServerAPI", "serve", "webhooks"]
+        let known: Set<String> = [
+            "bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "busyTimeoutMilliseconds", "appStoreServerAPI",
+            "serve", "webhooks",
+        ]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
         }
@@ -115,6 +123,13 @@ public struct EngineConfiguration: Sendable {
         case let other?:
             throw ConfigurationError(field: "maxInputBytes", message: "expected an integer from 1024 to 67108864, found \(JSONWriter.string(other))")
         }
+        var busyTimeoutMilliseconds = Self.defaultBusyTimeoutMilliseconds
+        switch object["busyTimeoutMilliseconds"] {
+        case nil: break
+        case .int(let timeout)? where timeout >= 1 && timeout <= 600_000: busyTimeoutMilliseconds = Int(timeout)
+        case let other?:
+            throw ConfigurationError(field: "busyTimeoutMilliseconds", message: "expected an integer from 1 to 600000, found \(JSONWriter.string(other))")
+        }
         guard let rulesJSON = object["rules"] else {
             throw ConfigurationError(field: "rules", message: "required: an object with version and products")
         }
@@ -124,6 +139,7 @@ public struct EngineConfiguration: Sendable {
             bundleId: bundleId, appAppleId: appAppleId, environment: environment, environments: environments,
             rootCertificatesDER: roots, rules: rules,
             maxInputBytes: maxInputBytes)
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         if let section = object["appStoreServerAPI"] { appStoreServerAPI = try .parse(section, baseDirectory: baseDirectory) }
         if let section = object["webhooks"] { webhooks = try WebhookEndpoint.parseList(section) }
     }
@@ -185,4 +201,9 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
         self.field = field
         self.message = message
     }
+}
+
+extension EngineConfiguration {
+    /// ``busyTimeoutMilliseconds`` as the store takes it (clamped to what SQLite can hold).
+    var storeBusyTimeout: Int32 { Int32(clamping: max(0, busyTimeoutMilliseconds)) }
 }

@@ -22,7 +22,10 @@ extension Engine {
     /// The changes recorded after `cursor` (0: from the start), in the order
     /// they were recorded, at most `limit`; what time has brought about by now
     /// is recorded first, so the feed is complete as of the moment it is read.
-    /// - Parameter now: The moment up to which time-driven changes are recorded first (default now).
+    /// - Parameters:
+    ///   - cursor: the cursor of the last change already read; 0 for the start.
+    ///   - limit: the most changes returned; `nil` for all.
+    ///   - now: the moment up to which time-driven changes are recorded first (default now).
     /// - Throws: ``EngineError`` when the database cannot be used.
     public func changes(since cursor: Int64 = 0, limit: Int? = nil, recordingDueAt now: Int64? = nil) throws(EngineError)
         -> [ChangeRecord]

@@ -142,7 +142,7 @@ extension Engine {
     }
 
     /// Records a Send Consumption Information request made and Apple's answer (an
-    /// accepted answer takes the request off ``pendingConsumptionRequests(now:)``).
+    /// accepted answer takes the request off `pendingConsumptionRequests(now:)`).
     /// - Throws: ``EngineError`` when the database cannot be written.
     public func recordConsumptionAnswer(_ answer: StoredConsumptionAnswer) throws(EngineError) {
         do {

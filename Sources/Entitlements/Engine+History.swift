@@ -1,7 +1,7 @@
 import EntitlementCore
 internal import EventStore
 
-/// The answer of ``Engine/history(_:until:)``.
+/// The answer of `Engine.history(_:until:)`.
 public enum HistoryAnswer: Sendable, Encodable {
     /// The customer's timeline, oldest first (empty when nothing had happened by `until`).
     case lines(appTransactionId: CustomerKey, [HistoryLine])
@@ -28,8 +28,10 @@ public enum HistoryAnswer: Sendable, Encodable {
 extension Engine {
     /// A customer's timeline up to `until` (default now): every moment at which
     /// the answer changed, and why (contract section 7), under the configuration's rules.
-    /// - Parameter subject: The customer, by appTransactionId (or `otid:` alias),
-    ///   originalTransactionId or transactionId (an app account token names no one customer: `notFound`).
+    /// - Parameters:
+    ///   - subject: The customer, by appTransactionId (or `otid:` alias), originalTransactionId
+    ///     or transactionId (an app account token names no one customer: `notFound`).
+    ///   - until: the last moment of the timeline, in milliseconds since 1970; `nil` for now.
     /// - Throws: ``EngineError`` when the database cannot be read.
     public func history(_ subject: CustomerQuery, until: Int64? = nil) throws(EngineError) -> HistoryAnswer {
         let until = until ?? Self.now()

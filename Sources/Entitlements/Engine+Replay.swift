@@ -4,7 +4,15 @@ internal import EventStore
 
 extension Engine {
     /// Rebuilds every projection from the log under the configuration's rules.
-    /// See ``EventStore/replay(rules:rulesJSON:now:collectDiff:chunkSize:progress:)`` for the guarantees.
+    ///
+    /// The rebuild reads one snapshot of the log on a connection of its own and builds the
+    /// next generation beside the current one; ingests go on meanwhile, and the events they
+    /// append are caught up with before the new generation takes over in one transaction.
+    /// The state it gives is exactly the state ingesting the same events one by one gives.
+    /// - Parameters:
+    ///   - diff: collect the customers whose active entitlements change (``ReplayReport/diffs``).
+    ///   - now: the moment the before-and-after answers are compared at; `nil` for now.
+    ///   - progress: called every few thousand events.
     public func replay(
         diff: Bool = false, now: Int64? = nil, progress: (ReplayProgress) -> Void = { _ in }
     ) throws(EngineError) -> ReplayReport {
@@ -13,7 +21,9 @@ extension Engine {
             // batches, so ingests on the engine's write connection carry on meanwhile (the
             // swap applies what they appended). It never holds the engine's lock. It never
             // creates the database, and a read-only engine refuses it (DATABASE_READ_ONLY).
-            let store = try EventStore(path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode == .readOnly ? .readOnly : .existing)
+            let store = try EventStore(
+                path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode == .readOnly ? .readOnly : .existing,
+                busyTimeoutMilliseconds: configuration.storeBusyTimeout)
             let report = try store.replay(
                 rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,
                 progress: progress)

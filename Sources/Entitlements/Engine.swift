@@ -33,6 +33,8 @@ public final class Engine: Sendable {
     /// Opens the database at `databasePath` as `mode` allows.
     ///
     /// - Parameters:
+    ///   - configuration: the app, the trusted roots, the environments and the rules.
+    ///   - databasePath: the SQLite file of the log.
     ///   - mode: ``DatabaseMode/create`` (the default) creates the database when it
     ///     does not exist and applies pending migrations, for an engine that records
     ///     (ingest, usage, serve, sync); ``DatabaseMode/existing`` writes an existing
@@ -50,7 +52,9 @@ public final class Engine: Sendable {
         self.rulesJSON = JSONWriter.string(configuration.rules.canonicalJSON)
         documentVerifier = try DocumentVerifier(configuration: configuration)
         do {
-            let opened = try EventStore(path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode.storeMode)
+            let opened = try EventStore(
+                path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode.storeMode,
+                busyTimeoutMilliseconds: configuration.storeBusyTimeout)
             // Before anything is read or written: the database must be this app's (section 2).
             // A read-only engine only checks; the binding is recorded by the next writer.
             try opened.bind(bundleId: configuration.bundleId, environments: configuration.environments, now: Self.now())
@@ -63,7 +67,7 @@ public final class Engine: Sendable {
                     rules: configuration.rules, rulesJSON: rulesJSON, now: Self.now(), collectDiff: false)
             }
             store = LockedStore(opened)
-            readers = ReaderPool(path: databasePath)
+            readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout)
         } catch {
             throw EngineError(error)
         }

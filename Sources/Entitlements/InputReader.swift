@@ -9,12 +9,14 @@ import Darwin
 /// its full size recorded), so hostile input cannot exhaust memory. A line that
 /// runs on past the limit plus ``lookAhead`` (`/dev/zero` never ends one) is
 /// handed over at once, marked as larger than that (to be rejected), and the
-/// rest of it is skipped up to its line end.
+/// rest of it is skipped up to its line end. A line that still has not ended
+/// after ``longestSkip`` more bytes is taken never to end: the reader gives the
+/// input up (``gaveUp``) and reads no more of it.
 ///
 /// A line ends at LF, CRLF or a lone CR (files written with classic Mac line
 /// ends); a UTF-8 byte order mark before a document is the document parser's
 /// to skip (``InputDocument``).
-public struct InputReader {
+package struct InputReader {
     let fd: Int32
     let limit: Int
     let ownsDescriptor: Bool
@@ -27,16 +29,27 @@ public struct InputReader {
     var lineNumber = 0
     /// The rest of a line already handed over as too long is being skipped.
     var skipping = false
+    /// Bytes of the line being skipped read so far.
+    var skipped = 0
+    /// A line ran on past the limit, ``lookAhead`` and ``longestSkip`` without ending:
+    /// the input was given up, and ``nextBatch(maxLines:)`` returns `nil` from then on.
+    public private(set) var gaveUp = false
     /// The last line ended with CR: an LF right after it is part of that line end.
     var afterCR = false
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
 
     /// How far past the limit a line is read to learn its size, before it is
     /// handed over as too long without reading further.
-    public static let lookAhead = 1 << 20
+    package static let lookAhead = 1 << 20
+
+    /// How much more of a line handed over as too long is skipped, looking for its
+    /// end, before the input is given up: a line that runs this far is taken never to
+    /// end (`/dev/zero`), not to be followed by more input worth reading. Zeros are
+    /// skipped at hundreds of MB/s, so this is a fraction of a second.
+    public static let longestSkip = 1 << 28
 
     /// Reads standard input.
-    public init(standardInputWithLimit limit: Int) {
+    package init(standardInputWithLimit limit: Int) {
         self.fd = 0
         self.limit = limit
         self.ownsDescriptor = false
@@ -44,7 +57,7 @@ public struct InputReader {
     }
 
     /// Opens a file. Returns `nil` when it cannot be opened.
-    public init?(path: String, limit: Int) {
+    package init?(path: String, limit: Int) {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { return nil }
         self.fd = fd
@@ -66,15 +79,16 @@ public struct InputReader {
     }
 
     /// Closes the file, if this reader opened it.
-    public func close() {
+    package func close() {
         if ownsDescriptor { _ = Glibc.close(fd) }
     }
 
     /// The complete lines available now, up to `maxLines`, waiting only when none
-    /// is: at least one line, or `nil` at the end of input. Empty lines are skipped.
+    /// is: at least one line, or `nil` at the end of input (or once it was given
+    /// up, ``gaveUp``). Empty lines are skipped.
     /// "Available now" is all that can be read without waiting: a file gives full
     /// batches, a stream what its writer has written so far.
-    public mutating func nextBatch(maxLines: Int) -> [InputBytes]? {
+    package mutating func nextBatch(maxLines: Int) -> [InputBytes]? {
         var lines: [InputBytes] = []
         // (Not while the rest of a too-long line is skipped: `/dev/zero` never ends one,
         // and the line already handed over must be acknowledged.)
@@ -87,6 +101,7 @@ public struct InputReader {
             }
             drainLines(into: &lines, maxLines: maxLines)
             if !lines.isEmpty { continue }
+            if gaveUp { return nil }
             if atEnd {
                 // A last line without its newline, skipped when blank like any other blank line.
                 let blank = currentSize == current.count && current.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
@@ -107,7 +122,7 @@ public struct InputReader {
 
     /// Reads everything (for a file holding one JSON document): up to the
     /// limit, with the full size recorded.
-    public mutating func readAll() -> InputBytes {
+    package mutating func readAll() -> InputBytes {
         while !atEnd { fill(); consumeAll() }
         consumeAll()
         lineNumber = 1  // one document: document 1
@@ -174,9 +189,14 @@ public struct InputReader {
             // Find the next line end (LF or CR) from readIndex.
             let end = Self.lineEnd(in: buffer, from: readIndex)
             if skipping {
+                skipped += end - readIndex
                 readIndex = end
-                if end == buffer.count { return }
+                if end == buffer.count {
+                    if skipped > Self.longestSkip { gaveUp = true }
+                    return
+                }
                 skipping = false
+                skipped = 0
                 lineNumber += 1
                 afterCR = buffer[end] == 0x0D
                 readIndex = end + 1

@@ -14,10 +14,12 @@ final class ReaderPool: @unchecked Sendable {
     private var idle: [EventStore] = []
     private let path: String
     private let keep: Int
+    private let busyTimeoutMilliseconds: Int32
 
-    init(path: String, keep: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)) {
+    init(path: String, keep: Int = max(2, ProcessInfo.processInfo.activeProcessorCount), busyTimeoutMilliseconds: Int32) {
         self.path = path
         self.keep = keep
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
     }
 
     /// Runs `body` with a connection no other caller is using.
@@ -37,7 +39,9 @@ final class ReaderPool: @unchecked Sendable {
             if let available {
                 reader = available
             } else {
-                reader = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .readOnly)
+                reader = try EventStore(
+                    path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .readOnly,
+                    busyTimeoutMilliseconds: busyTimeoutMilliseconds)
                 try reader.prepareForQueries()
             }
             let result: Result<T, StoreError>

@@ -265,14 +265,13 @@ public final class WebhookDeliverer: @unchecked Sendable {
     }
 
     private func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        Thread { [self] in
-            EngineThreads.label(name)
+        WorkerThread.detach(name: name) { [self] in
             body()
             condition.lock()
             threadsRunning -= 1
             condition.broadcast()
             condition.unlock()
-        }.start()
+        }
     }
 
     /// A database failure (busy, full): said, and tried again at the next poll.

@@ -1,5 +1,6 @@
-/// Strict base64 decoding, shared by the verifier and the store, for JWS segments (base64url, no padding) and `x5c` certificates
-/// (standard alphabet, with padding).
+/// Strict base64, the one encoder and decoder of the package: JWS segments (base64url, no
+/// padding) and `x5c` certificates (standard alphabet, with padding), for the verifier, the
+/// store, the API client's signer and the test PKI.
 ///
 /// Strict means: no whitespace, no characters outside the alphabet, padding only where the
 /// variant requires it, and unused trailing bits must be zero, so that every byte string has
@@ -110,9 +111,32 @@ public enum Base64 {
     /// encoding ``decodeURL(_:)-(UnsafeBufferPointer<UInt8>)`` accepts for them,
     /// so decoding a segment and encoding the bytes again gives the segment back.
     public static func encodeURL(_ bytes: UnsafeRawBufferPointer) -> String {
+        encode(bytes, alphabet: urlAlphabet, padded: false)
+    }
+
+    /// The length of the unpadded base64url encoding of `count` bytes.
+    public static func encodedLengthURL(_ count: Int) -> Int {
+        count / 3 * 4 + (count % 3 == 0 ? 0 : count % 3 + 1)
+    }
+
+    /// Encodes `bytes` as unpadded base64url.
+    public static func encodeURL(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { encodeURL($0) }
+    }
+
+    /// Encodes `bytes` as standard base64 with `=` padding (RFC 4648 section 4): the one
+    /// encoding ``decodeStandardPadded(_:)-(String)`` accepts for them (`x5c`
+    /// certificates, the V1 promotional offer signature).
+    public static func encodeStandardPadded(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { encode($0, alphabet: standardAlphabet, padded: true) }
+    }
+
+    /// The one encoder behind both variants: `alphabet` is 64 characters; `padded`
+    /// fills the last quad with `=`.
+    private static func encode(_ bytes: UnsafeRawBufferPointer, alphabet: [UInt8], padded: Bool) -> String {
         let count = bytes.count
-        let outputCount = encodedLengthURL(count)
-        return urlAlphabet.withUnsafeBufferPointer { alphabet in
+        let outputCount = padded ? (count + 2) / 3 * 4 : encodedLengthURL(count)
+        return alphabet.withUnsafeBufferPointer { alphabet in
             String(unsafeUninitializedCapacity: outputCount) { output in
                 var i = 0
                 var o = 0
@@ -131,28 +155,27 @@ public enum Base64 {
                     output[o] = alphabet[Int(a >> 2)]
                     output[o + 1] = alphabet[Int(a << 4 & 0x3F)]
                     o += 2
+                    if padded {
+                        output[o] = UInt8(ascii: "=")
+                        output[o + 1] = UInt8(ascii: "=")
+                        o += 2
+                    }
                 case 2:
                     let a = bytes[i], b = bytes[i + 1]
                     output[o] = alphabet[Int(a >> 2)]
                     output[o + 1] = alphabet[Int((a << 4 | b >> 4) & 0x3F)]
                     output[o + 2] = alphabet[Int(b << 2 & 0x3F)]
                     o += 3
+                    if padded {
+                        output[o] = UInt8(ascii: "=")
+                        o += 1
+                    }
                 default:
                     break
                 }
                 return o
             }
         }
-    }
-
-    /// The length of the unpadded base64url encoding of `count` bytes.
-    public static func encodedLengthURL(_ count: Int) -> Int {
-        count / 3 * 4 + (count % 3 == 0 ? 0 : count % 3 + 1)
-    }
-
-    /// Encodes `bytes` as unpadded base64url.
-    public static func encodeURL(_ bytes: [UInt8]) -> String {
-        bytes.withUnsafeBytes { encodeURL($0) }
     }
 
     private static func makeTable(_ alphabet: String) -> [UInt8] {
@@ -162,6 +185,7 @@ public enum Base64 {
     }
 
     private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let standardAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let urlTable = makeTable("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
     private static let standardTable = makeTable("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
     private static let urlQuads = makeQuads(urlTable)

@@ -34,9 +34,9 @@ final class Material: @unchecked Sendable {
 enum OpenSSL {
     static func check(_ condition: Bool, _ what: String) {
         if !condition {
-            let code = ERR_get_error()
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
+            // COpenSSL's one reader of the error queue (the whole queue, joined).
+            var buffer = [CChar](repeating: 0, count: 4096)
+            _ = copenssl_error_drain(&buffer, buffer.count)
             let reason = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             fatalError("TestPKI: OpenSSL \(what) failed: \(reason)")
         }

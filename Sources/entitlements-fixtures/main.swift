@@ -2,11 +2,52 @@ import EntitlementCore
 import Foundation
 import TestPKI
 
-/// entitlements-fixtures: (re)writes `Fixtures/demo` from the test PKI in `Fixtures/pki`
-/// (created on first run). Run from the package root: `swift run entitlements-fixtures`.
-let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-let pkiFolder = root.appendingPathComponent("Fixtures/pki")
-let demoFolder = root.appendingPathComponent("Fixtures/demo")
+/// entitlements-fixtures: (re)writes `DIR/demo` from the test PKI in `DIR/pki` (created
+/// on first run), where `DIR` is given by `--out` and nothing is written anywhere else.
+/// The repository's own: `swift run entitlements-fixtures --out Fixtures` from the package root.
+let usage = """
+    usage: entitlements-fixtures --out DIR
+
+    Writes the demo's signed histories to DIR/demo (histories.ndjson, config.json,
+    tour.json, test-root.pem), signed by the test PKI in DIR/pki: loaded when it is
+    there, else made and saved there first. Writes nothing outside DIR.
+    The repository's own fixtures: swift run entitlements-fixtures --out Fixtures
+
+    options:
+      --out DIR   the folder to write (required; created when missing)
+      -h, --help  print this text and exit
+
+    """
+
+/// Refuses the command line: the reason and the usage on standard error, exit status 2.
+func usageError(_ reason: String) -> Never {
+    FileHandle.standardError.write(Data(("entitlements-fixtures: " + reason + "\n\n" + usage).utf8))
+    exit(2)
+}
+
+var outPath: String? = nil
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "-h", "--help":
+        print(usage, terminator: "")
+        exit(0)
+    case "--out":
+        guard let value = arguments.popFirst(), !value.isEmpty else { usageError("--out needs a folder") }
+        outPath = value
+    case _ where argument.hasPrefix("--out="):
+        let value = String(argument.dropFirst("--out=".count))
+        guard !value.isEmpty else { usageError("--out needs a folder") }
+        outPath = value
+    default:
+        usageError("unknown argument \"\(argument)\"")
+    }
+}
+guard let outPath else { usageError("--out DIR is required (the repository's own: --out Fixtures)") }
+
+let root = URL(fileURLWithPath: outPath)
+let pkiFolder = root.appendingPathComponent("pki")
+let demoFolder = root.appendingPathComponent("demo")
 
 let pki: TestPKI
 if FileManager.default.fileExists(atPath: pkiFolder.appendingPathComponent(TestPKI.fileNames.root).path) {

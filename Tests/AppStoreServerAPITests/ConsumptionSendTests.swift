@@ -22,8 +22,8 @@ import TestPKI
             expiresDate: nil)
         let request = TestPayloads.notification(
             type: "CONSUMPTION_REQUEST", uuid: "66666666-0000-4000-8000-000000000001", signedDate: now - 3_600_000,
-            signedTransactionInfo: Scenario.pki.sign(purchase), consumptionRequestReason: "UNSATISFIED_WITH_PURCHASE")
-        let input = TestPayloads.body(signedPayload: Scenario.pki.sign(request)) + "\n"
+            signedTransactionInfo: SyncScenario.pki.sign(purchase), consumptionRequestReason: "UNSATISFIED_WITH_PURCHASE")
+        let input = TestPayloads.body(signedPayload: SyncScenario.pki.sign(request)) + "\n"
         try Data(input.utf8).write(to: fixture.folder.appendingPathComponent("request.ndjson"))
         let ingest = try Tool.entitlements(["ingest", "--config", fixture.configPath, "request.ndjson"], in: fixture.folder)
         #expect(ingest.status == 0, "\(ingest.stderr)")

@@ -2,15 +2,12 @@ import AppStoreServerAPI
 import EntitlementCore
 import Foundation
 import Testing
+import TestSupport
 
 /// Helpers of the App Store Server API tests: temporary folders, the `openssl` tool (an
 /// implementation independent of the code under test), JWS decoding.
 enum Tool {
-    static func folder(_ label: String = "asapi") -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
+    static func folder(_ label: String = "asapi") -> URL { Scenario.temporaryFolder(label) }
 
     struct Run {
         var status: Int32
@@ -113,17 +110,8 @@ enum Tool {
 }
 
 extension Tool {
-    /// The `entitlements` binary built beside the test bundle.
-    static var binary: String {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("entitlements")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
-            folder.deleteLastPathComponent()
-        }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent(".build/debug/entitlements").path
-    }
+    /// The `entitlements` binary (``EntitlementsBinary``).
+    static var binary: String { EntitlementsBinary.path }
 
     /// Runs `entitlements ARGUMENTS` in `folder`.
     static func entitlements(_ arguments: [String], in folder: URL) throws -> Run {

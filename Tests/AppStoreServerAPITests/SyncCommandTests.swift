@@ -37,7 +37,7 @@ import TestPKI
         #expect(fixture.mock.requests.allSatisfy { $0.tokenProblem == nil })
 
         // The same pages through `ingest`, by hand: the same database.
-        let ndjson = Scenario.notificationPages.joined().map { TestPayloads.body(signedPayload: $0) }.joined(separator: "\n") + "\n"
+        let ndjson = SyncScenario.notificationPages.joined().map { TestPayloads.body(signedPayload: $0) }.joined(separator: "\n") + "\n"
         try Data(ndjson.utf8).write(to: fixture.folder.appendingPathComponent("pages.ndjson"))
         let ingest = try Tool.entitlements(
             ["ingest", "--config", fixture.configPath, "--db", "by-hand.sqlite", "pages.ndjson"], in: fixture.folder)
@@ -72,7 +72,7 @@ import TestPKI
     @Test func syncCustomerAndSetAccountToken() throws {
         let fixture = try SyncFixture()
         fixture.serveCustomer()
-        let otid = Scenario.customerOriginal
+        let otid = SyncScenario.customerOriginal
         let run = try Tool.entitlements(["sync", "--config", fixture.configPath, "--customer", otid], in: fixture.folder)
         #expect(run.status == 0, "\(run.stderr)")
         let output = lines(run)
@@ -112,7 +112,7 @@ import TestPKI
     @Test func eachEnvironmentResumesOnItsOwn() throws {
         let fixture = try SyncFixture(environment: ["Sandbox", "Production"])
         fixture.serveCustomer()
-        let otid = Scenario.customerOriginal
+        let otid = SyncScenario.customerOriginal
         func firstHistoryRequest(_ arguments: [String]) throws -> String? {
             let before = fixture.mock.requests.count
             let run = try Tool.entitlements(["sync", "--config", fixture.configPath, "--customer", otid] + arguments, in: fixture.folder)
@@ -132,7 +132,7 @@ import TestPKI
         let fixture = try SyncFixture()
         fixture.serveCustomer()
         let run = try Tool.entitlements(
-            ["set-account-token", "--config", fixture.configPath, "--original-transaction-id", Scenario.customerOriginal,
+            ["set-account-token", "--config", fixture.configPath, "--original-transaction-id", SyncScenario.customerOriginal,
              "--app-account-token", "7e3fb20b-4cdb-47cc-936d-99d65f608138"], in: fixture.folder)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(!FileManager.default.fileExists(atPath: fixture.folder.appendingPathComponent("entitlements.sqlite").path))

@@ -56,7 +56,7 @@ import TestPKI
         let fixture = try SyncFixture()
         // Every page says hasMore with the same token (up to a bound, so that a sync that
         // does not notice ends, and fails this test, instead of running forever).
-        fixture.mock.handle(Self.bounded { _ in .json(Scenario.notificationPage(0)) })
+        fixture.mock.handle(Self.bounded { _ in .json(SyncScenario.notificationPage(0)) })
         let engine = try fixture.engine()
         let now = Engine.now()
         let outcome = try fixture.sync(engine, clock: { now }).notifications(start: nil, onlyFailures: false) { _ in }
@@ -93,8 +93,8 @@ import TestPKI
 
     @Test func aRevisionThatDoesNotAdvanceStopsTheCustomerSync() throws {
         let fixture = try SyncFixture()
-        let otid = Scenario.customerOriginal
-        let history = Self.bounded { _ in .json(Scenario.page(Array(Scenario.signedHistory[0..<20]), revision: "r1", hasMore: true)) }
+        let otid = SyncScenario.customerOriginal
+        let history = Self.bounded { _ in .json(SyncScenario.page(Array(SyncScenario.signedHistory[0..<20]), revision: "r1", hasMore: true)) }
         fixture.serveCustomer { request in
             // The history says hasMore with r1 again and again.
             request.path == "/inApps/v2/history/\(otid)" ? history(request) : nil
@@ -107,9 +107,9 @@ import TestPKI
 
     @Test func aHistoryPageWithoutARevisionWhileHasMoreIsMalformed() throws {
         let fixture = try SyncFixture()
-        let otid = Scenario.customerOriginal
+        let otid = SyncScenario.customerOriginal
         let history = Self.bounded { request in
-            if request.query["revision"] == nil { return .json(Scenario.historyPage(revision: nil)) }
+            if request.query["revision"] == nil { return .json(SyncScenario.historyPage(revision: nil)) }
             // hasMore, but the revision is gone: asking again with r1 would loop.
             return .json(["hasMore": true, "signedTransactions": []])
         }
@@ -147,7 +147,7 @@ import TestPKI
 
     @Test func theCommandReportsAPaginationLoopAndExitsOne() throws {
         let fixture = try SyncFixture()
-        fixture.mock.handle(Self.bounded { _ in .json(Scenario.notificationPage(0)) })
+        fixture.mock.handle(Self.bounded { _ in .json(SyncScenario.notificationPage(0)) })
         let run = try Tool.entitlements(["sync", "--config", fixture.configPath, "--db", "db.sqlite", "--notifications"], in: fixture.folder)
         #expect(run.status == 1, "\(run.stderr)")
         #expect(run.stderr.contains("PAGINATION_LOOP"), "\(run.stderr)")
@@ -165,8 +165,8 @@ import TestPKI
         let fixture = try SyncFixture()
         let forged = "eyJhbGciOiJFUzI1NiJ9.eyJub3RpZmljYXRpb25UeXBlIjoiUkVGVU5EIn0.AAAA"
         fixture.mock.handle { request in
-            guard request.query["paginationToken"] == nil else { return .json(Self.notificationPage(Scenario.notificationPages[1], token: nil)) }
-            return .json(Self.notificationPage(Scenario.notificationPages[0] + [forged], token: "token-1"))
+            guard request.query["paginationToken"] == nil else { return .json(Self.notificationPage(SyncScenario.notificationPages[1], token: nil)) }
+            return .json(Self.notificationPage(SyncScenario.notificationPages[0] + [forged], token: "token-1"))
         }
         let engine = try fixture.engine()
         let now = Engine.now()
@@ -193,15 +193,15 @@ import TestPKI
     /// though later pages are still ingested.
     @Test func aRejectedTransactionKeepsTheRevisionBeforeIt() throws {
         let fixture = try SyncFixture()
-        let otid = Scenario.customerOriginal
+        let otid = SyncScenario.customerOriginal
         let forged = "eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.AAAA"
         fixture.serveCustomer { request in
             guard request.path == "/inApps/v2/history/\(otid)" else { return nil }
             switch request.query["revision"] {
-            case nil: return .json(Scenario.page(Array(Scenario.signedHistory[0..<10]), revision: "r1", hasMore: true))
-            case "r1"?: return .json(Scenario.page(Array(Scenario.signedHistory[10..<20]) + [forged], revision: "r2", hasMore: true))
-            case "r2"?: return .json(Scenario.page(Array(Scenario.signedHistory[20..<25]), revision: "r3", hasMore: false))
-            default: return .json(Scenario.page([], revision: request.query["revision"]!, hasMore: false))
+            case nil: return .json(SyncScenario.page(Array(SyncScenario.signedHistory[0..<10]), revision: "r1", hasMore: true))
+            case "r1"?: return .json(SyncScenario.page(Array(SyncScenario.signedHistory[10..<20]) + [forged], revision: "r2", hasMore: true))
+            case "r2"?: return .json(SyncScenario.page(Array(SyncScenario.signedHistory[20..<25]), revision: "r3", hasMore: false))
+            default: return .json(SyncScenario.page([], revision: request.query["revision"]!, hasMore: false))
             }
         }
         let engine = try fixture.engine()

@@ -6,10 +6,12 @@ import Foundation
 import Synchronization
 import Testing
 import TestPKI
+import TestSupport
 
 /// Signed pages of a mock App Store: notifications, transaction history, statuses.
-enum Scenario {
-    static let pki = TestPKI()
+enum SyncScenario {
+    /// The suites' shared PKI (``Scenario/pki``).
+    static var pki: TestPKI { Scenario.pki }
     static let day: Int64 = 86_400_000
     static let start = TestPayloads.january2025
 
@@ -104,12 +106,8 @@ enum Scenario {
         "signedAppTransactionInfo": .string(pki.sign(TestPayloads.appTransaction(appTransactionId: "704000000000099999")))
     ]
 
-    static let rules: JSONValue = [
-        "version": "sync-1",
-        "products": [
-            "com.example.pro.monthly": ["entitlements": ["pro"]], "com.example.pro.yearly": ["entitlements": ["pro"]],
-        ],
-    ]
+    /// The demo configuration's rules, as version `sync-1`.
+    static let rules: JSONValue = Scenario.rulesJSON(version: "sync-1")
 }
 
 /// A mock App Store Server API and an engine configured to call it.
@@ -128,7 +126,7 @@ final class SyncFixture: @unchecked Sendable {
             publicKeyPEM: publicPEM, keyId: "2X9R4HXF34", issuerId: "57246542-96fe-1a63-e053-0824d011072a", bundleId: TestPayloads.bundleId)
         configPath = try Tool.writeConfig(
             in: folder, keyPath: "SubscriptionKey.p8", baseURL: mock.baseURL, bundleId: TestPayloads.bundleId, environment: environment,
-            rootPEM: Scenario.pki.rootPEM, rules: Scenario.rules)
+            rootPEM: SyncScenario.pki.rootPEM, rules: SyncScenario.rules)
         if keyId != "2X9R4HXF34" {
             let text = try String(contentsOfFile: configPath, encoding: .utf8).replacingOccurrences(of: "2X9R4HXF34", with: keyId)
             try Data(text.utf8).write(to: URL(fileURLWithPath: configPath))
@@ -156,9 +154,9 @@ final class SyncFixture: @unchecked Sendable {
             if let fault, let response = fault(request) { return response }
             guard request.method == "POST", request.path == "/inApps/v1/notifications/history" else { return MockResponse(status: 404) }
             switch request.query["paginationToken"] {
-            case nil: return .json(Scenario.notificationPage(0))
-            case "token-1"?: return .json(Scenario.notificationPage(1))
-            case "token-2"?: return .json(Scenario.notificationPage(2))
+            case nil: return .json(SyncScenario.notificationPage(0))
+            case "token-1"?: return .json(SyncScenario.notificationPage(1))
+            case "token-2"?: return .json(SyncScenario.notificationPage(2))
             default: return .error(400, code: 4_000_014, message: "Invalid pagination token error.")
             }
         }
@@ -167,11 +165,11 @@ final class SyncFixture: @unchecked Sendable {
     func serveCustomer(fault: (@Sendable (MockRequest) -> MockResponse?)? = nil) {
         mock.handle { request in
             if let fault, let response = fault(request) { return response }
-            let otid = Scenario.customerOriginal
+            let otid = SyncScenario.customerOriginal
             switch (request.method, request.path) {
-            case ("GET", "/inApps/v2/history/\(otid)"): return .json(Scenario.historyPage(revision: request.query["revision"]))
-            case ("GET", "/inApps/v1/subscriptions/\(otid)"): return .json(Scenario.statuses)
-            case ("GET", "/inApps/v1/transactions/appTransactions/\(otid)"): return .json(Scenario.appTransaction)
+            case ("GET", "/inApps/v2/history/\(otid)"): return .json(SyncScenario.historyPage(revision: request.query["revision"]))
+            case ("GET", "/inApps/v1/subscriptions/\(otid)"): return .json(SyncScenario.statuses)
+            case ("GET", "/inApps/v1/transactions/appTransactions/\(otid)"): return .json(SyncScenario.appTransaction)
             case ("PUT", "/inApps/v1/transactions/\(otid)/appAccountToken"): return MockResponse(status: 200)
             default: return .error(404, code: 4_040_010, message: "Transaction id not found.")
             }
@@ -212,7 +210,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
     }
     var customers: [String: String] = [:]
     for key in keys {
-        customers[key] = JSONWriter.string(try engine.query(.appTransactionId(key), at: Scenario.start + 400 * Scenario.day).json())
+        customers[key] = JSONWriter.string(try engine.query(.appTransactionId(key), at: SyncScenario.start + 400 * SyncScenario.day).json())
     }
     return (events, customers)
 }
@@ -243,7 +241,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         #expect(requests.allSatisfy { $0.tokenProblem == nil })
         #expect(Set(requests.compactMap { $0.headers["authorization"] }).count == 4, "a fresh token per request")
         for request in requests {
-            #expect(request.json?["startDate"] == .int(now - 180 * Scenario.day + AppStoreSync.historyWindowMargin))
+            #expect(request.json?["startDate"] == .int(now - 180 * SyncScenario.day + AppStoreSync.historyWindowMargin))
             #expect(request.json?["endDate"] == .int(now))
             #expect(request.json?["onlyFailures"] == nil)
             #expect(request.headers["content-type"] == "application/json")
@@ -252,7 +250,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         // The same pages ingested by hand give the same database.
         let byHand = try fixture.engine("by-hand.sqlite")
         for index in 0..<3 {
-            _ = try byHand.ingest(Scenario.notificationPages[index].map { InputBytes(TestPayloads.body(signedPayload: $0)) })
+            _ = try byHand.ingest(SyncScenario.notificationPages[index].map { InputBytes(TestPayloads.body(signedPayload: $0)) })
         }
         let synced = try contents(of: engine), manual = try contents(of: byHand)
         #expect(synced.events.count == 45)
@@ -275,7 +273,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         let fixture = try SyncFixture()
         fixture.serveNotifications()
         let engine = try fixture.engine()
-        let start = Engine.now() - 5 * Scenario.day
+        let start = Engine.now() - 5 * SyncScenario.day
         let outcome = try fixture.sync(engine).notifications(start: start, onlyFailures: true) { _ in }
         #expect(outcome.failure == nil)
         #expect(outcome.totals.appended == 45)
@@ -312,7 +310,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         let now = Engine.now()
         let retry = try fixture.sync(engine, clock: { now }).notifications(start: nil, onlyFailures: false) { _ in }
         #expect(retry.totals == SyncTotals(appended: 5, duplicate: 40, rejected: 0))
-        #expect(fixture.mock.requests.last?.json?["startDate"] == .int(now - 180 * Scenario.day + AppStoreSync.historyWindowMargin))
+        #expect(fixture.mock.requests.last?.json?["startDate"] == .int(now - 180 * SyncScenario.day + AppStoreSync.historyWindowMargin))
     }
 
     @Test func tooMany429sFailAfterThreeRetries() throws {
@@ -354,9 +352,9 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         fixture.serveCustomer()
         let engine = try fixture.engine()
         var pages: [SyncPage] = []
-        let outcome = try fixture.sync(engine).customer(Scenario.customerOriginal) { pages.append($0) }
+        let outcome = try fixture.sync(engine).customer(SyncScenario.customerOriginal) { pages.append($0) }
         #expect(outcome.failure == nil)
-        let otid = Scenario.customerOriginal
+        let otid = SyncScenario.customerOriginal
         #expect(
             pages.map(\.request) == [
                 "GET /inApps/v2/history/\(otid)", "GET /inApps/v2/history/\(otid)?revision=r1", "GET /inApps/v1/subscriptions/\(otid)",
@@ -368,7 +366,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         #expect(fixture.mock.requests.allSatisfy { $0.tokenProblem == nil && $0.body.isEmpty })
 
         let byHand = try fixture.engine("by-hand.sqlite")
-        for document in [Scenario.historyPage(revision: nil), Scenario.historyPage(revision: "r1"), Scenario.statuses, Scenario.appTransaction] {
+        for document in [SyncScenario.historyPage(revision: nil), SyncScenario.historyPage(revision: "r1"), SyncScenario.statuses, SyncScenario.appTransaction] {
             _ = try byHand.ingest([InputBytes(JSONWriter.string(document))])
         }
         let synced = try contents(of: engine), manual = try contents(of: byHand)
@@ -389,11 +387,11 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         fixture.serveCustomer()
         let sync = try fixture.sync(try fixture.engine())
         let pages = Mutex<[Int]>([])
-        let outcome = await sync.customer(Scenario.customerOriginal) { page in pages.withLock { $0.append(page.items) } }
+        let outcome = await sync.customer(SyncScenario.customerOriginal) { page in pages.withLock { $0.append(page.items) } }
         #expect(outcome.failure == nil)
         #expect(outcome.totals == SyncTotals(appended: 27, duplicate: 1, rejected: 0))
         #expect(pages.withLock { $0 } == [20, 5, 2, 1])
-        let again = await sync.customer(Scenario.customerOriginal)
+        let again = await sync.customer(SyncScenario.customerOriginal)
         #expect(again.totals == SyncTotals(appended: 0, duplicate: 3, rejected: 0), "from revision r2: an empty history page, statuses, app transaction")
     }
 
@@ -403,7 +401,7 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
             request.query["revision"] == "r1" ? .error(500, code: 5_000_001, message: "An unknown error occurred. Please try again.") : nil
         }
         let engine = try fixture.engine()
-        let outcome = try fixture.sync(engine).customer(Scenario.customerOriginal) { _ in }
+        let outcome = try fixture.sync(engine).customer(SyncScenario.customerOriginal) { _ in }
         #expect(outcome.totals.appended == 20)
         guard case .api(let error)? = outcome.failure else {
             Issue.record("expected an API failure")
@@ -412,9 +410,9 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         #expect(error.apiErrorCode == 5_000_001)
         fixture.serveCustomer()
         var pages: [SyncPage] = []
-        let resumed = try fixture.sync(engine).customer(Scenario.customerOriginal) { pages.append($0) }
+        let resumed = try fixture.sync(engine).customer(SyncScenario.customerOriginal) { pages.append($0) }
         #expect(resumed.failure == nil)
-        #expect(pages.first?.request == "GET /inApps/v2/history/\(Scenario.customerOriginal)?revision=r1")
+        #expect(pages.first?.request == "GET /inApps/v2/history/\(SyncScenario.customerOriginal)?revision=r1")
         #expect(try contents(of: engine).events.count == 27)
     }
 
@@ -422,12 +420,12 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         let fixture = try SyncFixture()
         fixture.serveCustomer()
         let outcome = try fixture.sync(try fixture.engine()).setAppAccountToken(
-            originalTransactionId: Scenario.customerOriginal, appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+            originalTransactionId: SyncScenario.customerOriginal, appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138")
         #expect(outcome.failure == nil)
         #expect(outcome.pages.map(\.status) == [200])
         let request = try #require(fixture.mock.requests.first)
         #expect(request.method == "PUT")
-        #expect(request.path == "/inApps/v1/transactions/\(Scenario.customerOriginal)/appAccountToken")
+        #expect(request.path == "/inApps/v1/transactions/\(SyncScenario.customerOriginal)/appAccountToken")
         #expect(request.json == ["appAccountToken": "7e3fb20b-4cdb-47cc-936d-99d65f608138"])
         #expect(request.tokenProblem == nil)
     }

@@ -3,6 +3,7 @@ import Testing
 @testable import AppStoreVerification
 import EntitlementCore
 import TestPKI
+import TestSupport
 
 /// Bad input never crashes, and is always refused with one of the documented codes.
 @Suite("Robustness")
@@ -69,8 +70,6 @@ struct RobustnessTests {
     }
 }
 
-/// The deterministic generator shared by the tests (TestPKI).
-typealias SplitMix64 = SeededRandom
 
 @Suite("OpenSSL hygiene")
 struct OpenSSLHygieneTests {

@@ -3,6 +3,7 @@ import Testing
 @testable import AppStoreVerification
 import EntitlementCore
 import TestPKI
+import TestSupport
 
 /// Shared material: PKI generation takes a few milliseconds, so tests reuse these.
 enum Shared {
@@ -31,10 +32,8 @@ enum Shared {
     }
 }
 
-/// The package root, found from this file's path (Tests/AppStoreVerificationTests/Support.swift).
-func packageRoot(_ file: String = #filePath) -> URL {
-    URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-}
+/// The package root (``Scenario/packageRoot``).
+func packageRoot() -> URL { Scenario.packageRoot }
 
 /// The JWS held by a real Apple sample (`Fixtures/real/<name>`), under its only key.
 func realSample(_ name: String) throws -> String {

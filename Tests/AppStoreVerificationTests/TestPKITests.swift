@@ -3,6 +3,7 @@ import Testing
 @testable import AppStoreVerification
 import EntitlementCore
 import TestPKI
+import TestSupport
 
 @Suite("TestPKI")
 struct TestPKITests {
@@ -39,7 +40,7 @@ struct TestPKITests {
     }
 
     @Test func saveAndLoadRoundTrip() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("testpki-\(UUID().uuidString)")
+        let folder = Scenario.temporaryFolder("testpki")
         defer { try? FileManager.default.removeItem(at: folder) }
         let pki = TestPKI(.leafValid(Validity(notBefore: 1_600_000_000_000, notAfter: 1_900_000_000_000)))
         try pki.save(to: folder)
@@ -57,7 +58,7 @@ struct TestPKITests {
     }
 
     @Test func loadingAnIncompleteFolderThrows() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("testpki-\(UUID().uuidString)")
+        let folder = Scenario.temporaryFolder("testpki")
         defer { try? FileManager.default.removeItem(at: folder) }
         #expect(throws: TestPKI.LoadError.self) { try TestPKI.load(from: folder) }
         try Shared.pki.save(to: folder)

@@ -1,5 +1,6 @@
 import EntitlementCore
 import Testing
+import TestSupport
 
 @Suite("Codecs")
 struct CodecTests {
@@ -250,28 +251,73 @@ struct CodecTests {
         try bytes.withUnsafeBytes { buffer throws(CodecError) in try Evaluation.evaluate(stateBytes: buffer, rules: testRules, at: Time.day(30)) }
     }
 
+    /// What decoding garbage came to: every input is either decoded or refused with a
+    /// ``CodecError`` (typed throws: nothing else can come out), and nothing traps.
+    struct GarbageOutcomes {
+        var inputs = 0
+        var decoded = 0
+        var refused = 0
+
+        /// Decodes `bytes` as a state, an event, and for evaluation at a moment; what
+        /// decodes must encode to bytes that decode to the same value.
+        mutating func check(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
+            inputs += 1
+            // Typed throws: a decoder can only refuse with a CodecError (here: nil).
+            let state: CustomerState?
+            do throws(CodecError) { state = try StateCodec.decode(bytes) } catch { state = nil }
+            if let state {
+                decoded += 1
+                let again = try? StateCodec.decode(StateCodec.encode(state))
+                #expect(again == state, "a decoded state does not survive its own encoding", sourceLocation: sourceLocation)
+            } else {
+                refused += 1
+            }
+            let view: CustomerView?
+            do { view = try CodecTests.evaluateForMoment(bytes) } catch {
+                #expect(error is CodecError, "evaluation refused with \(error)", sourceLocation: sourceLocation)
+                view = nil
+            }
+            if view != nil { decoded += 1 } else { refused += 1 }
+            let event: Event?
+            do throws(CodecError) { event = try EventCodec.decode(bytes, seq: 1) } catch { event = nil }
+            if let event {
+                decoded += 1
+                let again = try? EventCodec.decode(EventCodec.encode(event), seq: 1)
+                #expect(again == event, "a decoded event does not survive its own encoding", sourceLocation: sourceLocation)
+            } else {
+                refused += 1
+            }
+        }
+    }
+
     @Test func garbageNeverTraps() throws {
         var rng = SplitMix64(seed: 2026)
         // Random bytes, half of them behind a valid version byte (and event kind) to get past the first check.
+        var random = GarbageOutcomes()
         for round in 0..<20_000 {
             var bytes = (0..<rng.index(120)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             if round % 2 == 0 { bytes.insert(contentsOf: [round % 4 == 0 ? 1 : 2, UInt8(round % 8)], at: 0) }
-            if let state = try? StateCodec.decode(bytes) { _ = StateCodec.encode(state) }
-            _ = try? Self.evaluateForMoment(bytes)
-            if let event = try? EventCodec.decode(bytes, seq: 1) { _ = EventCodec.encode(event) }
+            random.check(bytes)
         }
+        // Every input came out one way or the other (three decoders each), and garbage is refused.
+        #expect(random.inputs == 20_000)
+        #expect(random.decoded + random.refused == 3 * random.inputs)
+        #expect(random.refused > 0)
         // Valid encodings with one byte changed.
+        var damaged = GarbageOutcomes()
         let states = try Self.randomStates(seeds: 6...8)
         let events = RandomHistory.events(seed: 9)
-        for sample in states.map(StateCodec.encode) + events.map(EventCodec.encode) {
+        let samples = states.map(StateCodec.encode) + events.map(EventCodec.encode)
+        for sample in samples {
             for index in sample.indices {
-                var damaged = sample
-                damaged[index] ^= UInt8.random(in: 1...255, using: &rng)
-                if let state = try? StateCodec.decode(damaged) { _ = StateCodec.encode(state) }
-                _ = try? Self.evaluateForMoment(damaged)
-                if let event = try? EventCodec.decode(damaged, seq: 1) { _ = EventCodec.encode(event) }
+                var bytes = sample
+                bytes[index] ^= UInt8.random(in: 1...255, using: &rng)
+                damaged.check(bytes)
             }
         }
+        #expect(damaged.inputs == samples.reduce(0) { $0 + $1.count })
+        #expect(damaged.decoded + damaged.refused == 3 * damaged.inputs)
+        #expect(damaged.refused > 0)
     }
 
     @Test func damageIsNamed() throws {

@@ -1,5 +1,6 @@
 import EntitlementCore
 import Testing
+import TestSupport
 
 /// State is a pure function of the *set* of events: any order, any duplicates.
 @Suite("Order independence")

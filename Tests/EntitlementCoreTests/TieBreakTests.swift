@@ -1,5 +1,6 @@
 import EntitlementCore
 import Testing
+import TestSupport
 
 /// Two versions of one signed object with the same `signedDate`: the greater
 /// raw JWS wins, and a reducer without the raws asks for them.

@@ -15,7 +15,7 @@ import Testing
         let again = try EventStore(path: path, hash: StoreFixtures.hash)
         #expect(try again.appliedMigrations() == all)
         #expect(try store.rawConnection.scalarString("PRAGMA journal_mode") == "wal")
-        #expect(try store.rawConnection.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
+        #expect(try store.rawConnection.scalarInt("PRAGMA synchronous") == 2)  // FULL: a commit is synced before it returns
     }
 
     /// The lookup rows a connection remembers as written are forgotten when their

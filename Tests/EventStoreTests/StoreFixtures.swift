@@ -1,14 +1,13 @@
 import EntitlementCore
 import EventStore
 import Foundation
+import TestSupport
 
 /// Unsigned verified inputs for store tests: the store trusts what it is handed,
 /// so these exercise storage without the verifier.
 enum StoreFixtures {
     static func temporaryDatabase() -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("store-tests-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder.appendingPathComponent("test.sqlite").path
+        Scenario.temporaryFolder("store-tests").appendingPathComponent("test.sqlite").path
     }
 
     /// A stand-in for SHA-256 (the store takes the hash function from its caller).

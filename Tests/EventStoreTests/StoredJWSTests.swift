@@ -1,34 +1,17 @@
 import EntitlementCore
 import EventStore
 import Testing
+import TestSupport
 
 /// The log keeps a JWS in parts (issue 16); the parts must give back the JWS
 /// byte for byte, or the hash chain computed over it would no longer match.
 @Suite struct StoredJWSTests {
-    /// A deterministic generator (SplitMix64), so a failure can be replayed by its seed.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func int(_ range: Range<Int>) -> Int { range.lowerBound + Int(next() % UInt64(range.count)) }
-        mutating func text(_ count: Int) -> String {
-            // ASCII, multi-byte UTF-8, and JSON escapes, as Apple's payloads may hold.
-            let pieces = ["a", "Z", "0", " ", "é", "日本", "\\\"", "\\n", "€", "-", "_", "😀"]
-            return (0..<count).map { _ in pieces[int(0..<pieces.count)] }.joined()
-        }
-    }
-
     static func jws(header: String, payload: String, signature: String) -> String {
         header + "." + Base64.encodeURL(Array(payload.utf8)) + "." + signature
     }
 
     @Test func base64urlEncodingIsTheInverseOfTheStrictDecoder() {
-        var random = Generator(state: 7)
+        var random = SplitMix64(seed: 7)
         for length in 0..<200 {
             let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
             let text = Base64.encodeURL(bytes)
@@ -38,7 +21,7 @@ import Testing
     }
 
     @Test func randomNotificationsSplitAndComeBackByteForByte() {
-        var random = Generator(state: 0x16)
+        var random = SplitMix64(seed: 0x16)
         for round in 0..<300 {
             let header = Base64.encodeURL(Array("{\"alg\":\"ES256\",\"x5c\":[\"\(random.text(random.int(0..<40)))\"]}".utf8))
             let nestedHeader = random.int(0..<2) == 0 ? header : Base64.encodeURL(Array("{\"alg\":\"ES256\",\"r\":\(round)}".utf8))
@@ -93,5 +76,13 @@ import Testing
             #expect(StoredJWS(jws: jws, nested: []) == nil, "\(jws)")
         }
         #expect(StoredJWS(jws: "aA." + payload + ".c2ln", nested: [])?.jws == "aA." + payload + ".c2ln")
+    }
+}
+
+extension SplitMix64 {
+    /// `count` pieces of text: ASCII, multi-byte UTF-8, and JSON escapes, as Apple's payloads may hold.
+    mutating func text(_ count: Int) -> String {
+        let pieces = ["a", "Z", "0", " ", "é", "日本", "\\\"", "\\n", "€", "-", "_", "😀"]
+        return (0..<count).map { _ in pieces[int(0..<pieces.count)] }.joined()
     }
 }

@@ -16,6 +16,25 @@ import Testing
         return done
     }
 
+    /// How long any one wait may take before the test fails instead of hanging (a loaded
+    /// two-core machine takes milliseconds for what is waited for here).
+    static let deadline: Double = 60
+
+    /// Waits until `condition` holds, polling; `false` once ``deadline`` seconds have passed.
+    static func eventually(_ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(deadline)
+        while !condition() {
+            if Date() > end { return false }
+            usleep(200)
+        }
+        return true
+    }
+
+    /// Waits for `semaphore`; `false` once ``deadline`` seconds have passed.
+    static func signaled(_ semaphore: DispatchSemaphore) -> Bool {
+        semaphore.wait(timeout: .now() + deadline) == .success
+    }
+
     @Test func aWaitingForegroundWriteGoesBeforeTheNextBackgroundTransaction() throws {
         let path = StoreFixtures.temporaryDatabase()
         _ = try EventStore(path: path, hash: StoreFixtures.hash)
@@ -30,11 +49,13 @@ import Testing
             _ = try! connection.write { () throws -> ((), Connection.Completion) in
                 try connection.execute("INSERT INTO writes (who) VALUES ('holder')")
                 holding.signal()
-                release.wait()
+                _ = release.wait(timeout: .now() + Self.deadline)
                 return ((), .commit)
             }
         }
-        holding.wait()
+        // Whatever happens below, the holder lets go, so no thread is left waiting.
+        defer { release.signal() }
+        try #require(Self.signaled(holding), "the holder never took the lock")
         // A foreground ingest asks for the lock (it announces itself, then waits)...
         let foreground = Self.onThread {
             let connection = try! Connection(path: path)
@@ -43,7 +64,7 @@ import Testing
                 return ((), .commit)
             }
         }
-        while WriterPriority.foregroundWriters(of: path) < 2 { usleep(200) }
+        try #require(Self.eventually { WriterPriority.foregroundWriters(of: path) >= 2 }, "the foreground writer never announced itself")
         // ...and a background batch arrives: it defers.
         let background = Self.onThread {
             let connection = try! Connection(path: path)
@@ -52,10 +73,12 @@ import Testing
                 return ((), .commit)
             }
         }
-        while WriterPriority.deferringWriters(of: path) < 1 { usleep(200) }
+        try #require(Self.eventually { WriterPriority.deferringWriters(of: path) >= 1 }, "the background writer never deferred")
         // The lock is let go: the foreground write takes it first.
         release.signal()
-        for done in [holder, background, foreground] { done.wait() }
+        for (name, done) in [("holder", holder), ("background", background), ("foreground", foreground)] {
+            try #require(Self.signaled(done), "the \(name) write did not finish")
+        }
 
         let order = try setup.prepare("SELECT who FROM writes ORDER BY id")
         var who: [String] = []
@@ -81,10 +104,10 @@ import Testing
                 return ((), .commit)
             }
         }
-        started.wait()
+        try #require(Self.signaled(started), "the writer never started")
         try holder.execute("INSERT INTO writes DEFAULT VALUES")
         try holder.execute("COMMIT")
-        writer.wait()
+        try #require(Self.signaled(writer), "the writer did not finish once the lock was free")
         #expect(try holder.scalarInt("SELECT count(*) FROM writes") == 2)
     }
 }

@@ -32,7 +32,8 @@ public final class Connection {
     }
 
     /// Opens (and creates, in ``Mode/readWrite``) the database at `path`; writers
-    /// in WAL mode with `synchronous = NORMAL`; all with a busy timeout.
+    /// in WAL mode with `synchronous = FULL` (a commit is on stable storage when it
+    /// returns); all with a busy timeout.
     public init(path: String, mode: Mode = .readWrite, busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
         var handle: OpaquePointer?
         let flags: Int32
@@ -73,7 +74,12 @@ public final class Connection {
             guard journal?.lowercased() == "wal" else {
                 throw SQLiteError(code: .error, message: "database at \(path) refused WAL mode (journal_mode is \(journal ?? "unknown"))")
             }
-            try execute("PRAGMA synchronous = NORMAL")
+            // FULL: every commit syncs the write-ahead log before it returns, so a commit
+            // that has returned survives a power cut or an OS crash, and an answer given
+            // after it acknowledges only what is on stable storage (contract section 18).
+            // NORMAL synced only at checkpoints: a power cut lost every commit since the
+            // last one. Writers commit a batch at a time, one sync for all it holds.
+            try execute("PRAGMA synchronous = FULL")
             // Debian builds SQLite with SECURE_DELETE on, which rewrites every page a
             // DELETE frees with zeros: a replay's removal of the previous projections
             // generation then writes it all once more. FAST still zeroes deleted content

@@ -1,4 +1,5 @@
 import EntitlementCore
+import TestSupport
 
 /// Random but repeatable histories of many kinds of events over a few
 /// customers, for property tests. Every event carries its raw JWS, as at ingest.
@@ -156,7 +157,7 @@ struct RandomHistory {
         beginPurchase(app)
         let product = rng.pick([Product.lifetime, Product.coins, Product.gems, Product.pass, Product.dayPass, Product.openPass])
         let purchase = Time.day(rng.int(0...40)) + rng.int(0...Time.day)
-        let quantity = Product.type(of: product) == "Consumable" ? rng.int(1...5) : 1
+        let quantity: Int64 = Product.type(of: product) == "Consumable" ? rng.int(1...5) : 1
         let base = transaction(
             id("3000"), product: product, purchase: purchase, signed: purchase + rng.int(0...1000), quantity: quantity,
             token: token(), app: carried(app))

@@ -5,6 +5,7 @@ import Foundation
 import SchemaMigrations
 import TestPKI
 import Testing
+import TestSupport
 
 /// Contract section 5, "Who the customer is", end to end: objects of an
 /// originalTransactionId linked to nothing form the customer `otid:<X>`; a
@@ -80,7 +81,7 @@ import Testing
         _ = try reference.ingest(documents.map(InputBytes.init))
         let expected = try view(reference, .appTransactionId(app))
         #expect(expected?.purchases.count == 1 && expected?.subscriptions.count == 1)
-        var random = E2ERandom(seed: 12)
+        var random = SplitMix64(seed: 12)
         for _ in 0..<6 {
             var order = documents + documents.filter { _ in random.int(0..<3) == 0 }
             random.shuffle(&order)

@@ -5,6 +5,7 @@ import Foundation
 import SchemaMigrations
 import TestPKI
 import Testing
+import TestSupport
 
 /// Contract section 2: several environments in one database, each event's
 /// environment, and a database bound to its app.

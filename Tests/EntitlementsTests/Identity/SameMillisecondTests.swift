@@ -3,6 +3,7 @@ import Entitlements
 import Foundation
 import TestPKI
 import Testing
+import TestSupport
 
 /// Contract sections 1, 3 and 5: versions signed in the same millisecond,
 /// documents carrying signed data the engine does not ingest, Get Notification

@@ -5,6 +5,7 @@ import EventStore
 import Foundation
 import Testing
 import TestPKI
+import TestSupport
 
 /// A batch verified with its signature checks put off and made at once
 /// (``DeferredSignatures``) gives every document exactly the items verifying it alone
@@ -12,7 +13,7 @@ import TestPKI
 /// could hide them (the outer one, a nested one, one over a payload that is also not JSON).
 @Suite struct DeferredVerificationTests {
     static func verifier(keyTableAfter: Int?) throws -> DocumentVerifier {
-        let workspace = try Reliability.Workspace(name: "deferred", maxInputBytes: Reliability.HostileCorpus.maxInputBytes)
+        let workspace = try Workspace(name: "deferred", maxInputBytes: HostileCorpus.maxInputBytes)
         var configuration = try EngineConfiguration.load(path: workspace.configPath)
         configuration.keyTableAfter = keyTableAfter
         return try DocumentVerifier(configuration: configuration)
@@ -35,8 +36,8 @@ import TestPKI
     }
 
     static func documents() -> [InputBytes] {
-        let pki = Reliability.pki
-        let history = Reliability.History.generate(lines: 48, seed: 0xDEF)
+        let pki = Scenario.pki
+        let history = History.generate(lines: 48, seed: 0xDEF)
         let transaction = pki.sign(TestPayloads.transaction(transactionId: "5550001"))
         let renewal = pki.sign(TestPayloads.renewalInfo())
         let notification = pki.sign(TestPayloads.notification(
@@ -62,7 +63,7 @@ import TestPKI
         ]
         for (offset, text) in crafted.enumerated() { texts.insert(text, at: min(texts.count, offset * 6 + 1)) }
         var documents = texts.map { InputBytes(bytes: Array($0.utf8)) }
-        let corpus = Reliability.HostileCorpus.build(pki: pki).filter { $0.environment == "Sandbox" && !$0.isHuge }
+        let corpus = HostileCorpus.build(pki: pki).filter { $0.environment == "Sandbox" && !$0.isHuge }
         for (offset, item) in corpus.enumerated() {
             documents.insert(InputBytes(bytes: item.input), at: min(documents.count, offset * 2 + 3))
         }
@@ -95,7 +96,7 @@ import TestPKI
 
     @Test("an engine whose keys use tables from the first signature ingests what one without tables does")
     func engineWithTablesIngestsTheSame() throws {
-        let workspace = try Reliability.Workspace(name: "deferred-engine", maxInputBytes: Reliability.HostileCorpus.maxInputBytes)
+        let workspace = try Workspace(name: "deferred-engine", maxInputBytes: HostileCorpus.maxInputBytes)
         let documents = Self.documents()
         var results: [[IngestResult]] = []
         for (name, keyTableAfter) in [("tables.sqlite", 0 as Int?), ("plain.sqlite", nil)] {
@@ -108,8 +109,8 @@ import TestPKI
             results.append(delivered)
         }
         #expect(results[0] == results[1])
-        let tables = try Reliability.Probe(workspace.path("tables.sqlite"))
-        let plain = try Reliability.Probe(workspace.path("plain.sqlite"))
+        let tables = try Probe(workspace.path("tables.sqlite"))
+        let plain = try Probe(workspace.path("plain.sqlite"))
         #expect(try tables.identities() == plain.identities())
         #expect(try tables.quarantineCount() == plain.quarantineCount())
     }

@@ -3,13 +3,12 @@ import Foundation
 import Synchronization
 import Testing
 import TestPKI
+import TestSupport
 
 /// `Engine.ingest(batches:workers:deliver:)` verifies batches side by side on its own
 /// threads and appends them in order (issue 16): whatever the lanes, every batch is
 /// delivered once, in the order read, and the log equals a one-batch-at-a-time ingest.
 @Suite struct IngestPipelineTests {
-    typealias Workspace = Reliability.Workspace
-    typealias History = Reliability.History
 
     @Test("1, 2 and 5 lanes: batches delivered once each, in order, and the same log as ingest one batch at a time",
           arguments: [1, 2, 5])
@@ -43,8 +42,8 @@ import TestPKI
         // The same log as one batch at a time.
         let reference = try workspace.engine("reference-\(workers).sqlite")
         for batch in batches { _ = try reference.ingest(batch) }
-        let probe = try Reliability.Probe(workspace.path("pipeline-\(workers).sqlite"))
-        let expected = try Reliability.Probe(workspace.path("reference-\(workers).sqlite"))
+        let probe = try Probe(workspace.path("pipeline-\(workers).sqlite"))
+        let expected = try Probe(workspace.path("reference-\(workers).sqlite"))
         #expect(try probe.identities() == expected.identities())
         #expect(try probe.quarantineCount() == expected.quarantineCount() && probe.quarantineCount() >= 1)
     }
@@ -62,13 +61,13 @@ import TestPKI
             try engine.ingest(batches: { batches.isEmpty ? nil : batches.removeFirst() }, workers: 2) { _ in
                 delivered += 1
                 if delivered == 2 {
-                    let probe = try? Reliability.Probe(workspace.path("failing.sqlite"))
+                    let probe = try? Probe(workspace.path("failing.sqlite"))
                     try? probe?.execute("CREATE TRIGGER no_more BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'stopped by the test'); END;")
                 }
             }
         }
         #expect(delivered == 2)
-        #expect(try Reliability.Probe(workspace.path("failing.sqlite")).eventCount() > 0)
+        #expect(try Probe(workspace.path("failing.sqlite")).eventCount() > 0)
     }
 
     @Test("memory stays bounded: at most 2 x workers + 3 batches are read and not yet delivered", arguments: [1, 2])

@@ -1,6 +1,7 @@
 import Entitlements
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +15,7 @@ import Glibc
     }
 
     @Test func aFileGivesFullBatches() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("batching-\(UUID().uuidString).ndjson").path
+        let path = Scenario.temporaryFolder("batching").appendingPathComponent("input.ndjson").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let text = (0..<1_000).map(Self.line).joined(separator: "\n") + "\n"
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))

@@ -2,14 +2,12 @@ import Entitlements
 import Foundation
 import Testing
 import TestPKI
+import TestSupport
 
 /// The library as a server embeds it: `async` methods that run on the engine's own
 /// threads, answers that are `Encodable` to exactly the command line's JSON, and
 /// audit and replay that never hold up an ingest.
 @Suite(.serialized) struct LibraryTests {
-    typealias Workspace = Reliability.Workspace
-    typealias History = Reliability.History
-    typealias Tool = Reliability.Tool
 
     /// Keys sorted at every level: the same JSON whatever order an encoder chose.
     static func canonical(_ value: JSONValue) -> JSONValue {
@@ -153,7 +151,7 @@ import TestPKI
 
     /// A line of events found in no other line, and the other lines.
     static func split(_ history: History) throws -> (late: String, others: [String]) {
-        func identities(_ line: Reliability.InputLine) -> [String] {
+        func identities(_ line: InputLine) -> [String] {
             line.items.compactMap { if case .event(let identity) = $0 { identity } else { nil } }
         }
         let index = try #require(history.lines.indices.last { index in
@@ -188,7 +186,7 @@ import TestPKI
         let (late, others) = try Self.split(History.generate(lines: 60, seed: 0x21))
         let engine = try workspace.engine("db.sqlite")
         _ = try await engine.ingest(others.map { InputBytes($0) })
-        let before = try Reliability.Probe(workspace.path("db.sqlite")).eventCount()
+        let before = try Probe(workspace.path("db.sqlite")).eventCount()
         let once = Once()
         let report = try await engine.audit(progress: { _ in
             if once.first() { once.record(Self.ingestCompletes(during: engine, document: late)) }

@@ -3,13 +3,12 @@ import Entitlements
 import Foundation
 import Testing
 import TestPKI
+import TestSupport
 
 /// The verifier hands the log the payload bytes it decoded (issue 16), so that the log
 /// does not decode every segment a second time: the parts stored from those bytes must
 /// be exactly the parts decoded afresh, and give back the JWS byte for byte.
 @Suite struct VerifiedPartsTests {
-    typealias Workspace = Reliability.Workspace
-    typealias History = Reliability.History
 
     /// Every verified item of a generated history (notifications with nested JWS, and bare JWS).
     static func verifiedInputs() throws -> [VerifiedInput] {

@@ -3,6 +3,7 @@ import EntitlementCore
 import EventStore
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import EntitlementCore
 @testable import Entitlements
 import EventStore
 import Foundation
+import TestSupport
 import Testing
 
 /// Webhooks (contract section 12) without a network: signing, the configuration's
@@ -105,20 +106,6 @@ import Testing
                 ["url": "https://a.example.com/hook", "secret": ok],
             ]) == "webhooks[2].url")
         #expect(Self.field([["url": "https://a.example.com/hook", "secret": ok]]) == "(accepted)")
-    }
-
-    /// The command line exits 2 for a bad webhook configuration, naming the field.
-    @Test func theCommandLineExitsTwoNamingTheField() throws {
-        let folder = E2E.folder()
-        let config = folder.appendingPathComponent("bad.json")
-        let json: JSONValue = [
-            "bundleId": "com.example.app", "environment": "Sandbox", "rules": ["version": "1", "products": [:]],
-            "webhooks": [["url": "https://a.example.com/hook", "secret": "nope"]],
-        ]
-        try Data(JSONWriter.string(json).utf8).write(to: config)
-        let run = try E2E.run(["deliver", "--once", "--db", folder.appendingPathComponent("db.sqlite").path, "--config", config.path])
-        #expect(run.status == 2)
-        #expect(run.stderr.contains("webhooks[0].secret"), "\(run.stderr)")
     }
 
     /// The library's async entry points, on an engine with an endpoint and nothing to send.

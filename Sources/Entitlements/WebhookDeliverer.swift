@@ -77,7 +77,9 @@ public final class WebhookDeliverer: @unchecked Sendable {
         self.options = options
         holder = "\(Self.hostName()) \(getpid()) \(UUID().uuidString.prefix(8).lowercased())"
         func open() throws(StoreError) -> EventStore {
-            try EventStore(path: engine.databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .existing)
+            try EventStore(
+                path: engine.databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .existing,
+                busyTimeoutMilliseconds: engine.configuration.storeBusyTimeout)
         }
         do {
             leaseStore = try open()

@@ -68,7 +68,11 @@ public final class WebhookDeliverer: @unchecked Sendable {
     private var running = false
     private var threadsRunning = 0
 
-    /// - Parameter endpoints: default, the engine's configured ones.
+    /// Opens the deliverer's database connections (one for the lease, one per endpoint).
+    /// - Parameters:
+    ///   - engine: The engine whose database holds the feeds and the positions.
+    ///   - endpoints: Where to deliver; default, the engine's configured ones.
+    ///   - options: Timeouts, the lease, how often to look for new lines.
     /// - Throws: ``EngineError`` when the database or the trust store cannot be opened.
     public init(engine: Engine, endpoints: [WebhookEndpoint]? = nil, options: Options = Options()) throws(EngineError) {
         self.engine = engine

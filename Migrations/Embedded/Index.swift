@@ -16,5 +16,6 @@ extension SchemaMigrations {
         m013_chain_digest,
         m014_reported_answers_codec,
         m015_lifecycle,
+        m016_webhook_deliveries,
     ]
 }

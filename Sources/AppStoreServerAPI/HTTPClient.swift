@@ -30,6 +30,9 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         public var maximumResponseBytes = 32 << 20
         /// A PEM file of CA certificates to trust instead of the system's (tests, private CAs).
         public var trustedCertificatesFile: String? = nil
+        /// When a response passes ``maximumResponseBytes`` after its head was read: answer
+        /// the head (status and headers, no body), reading no further, instead of failing.
+        public var headOnlyPastLimit = false
         public init() {}
     }
 
@@ -159,6 +162,7 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
             if count > 0 {
                 reader.append(buffer[0..<count])
                 if reader.received.count > options.maximumResponseBytes {
+                    if options.headOnlyPastLimit, let head = reader.headRead { return head }
                     throw HTTPClientError(.protocolError, "the response exceeds \(options.maximumResponseBytes) bytes")
                 }
             }

@@ -132,6 +132,9 @@ struct HTTPResponseReader {
 
     init(method: String) { self.method = method }
 
+    /// The status and headers, once they have been read (the body left empty).
+    var headRead: HTTPResponse? { head }
+
     mutating func append(_ bytes: ArraySlice<UInt8>) { received.append(contentsOf: bytes) }
 
     /// The response once `received` holds all of it; `atEOF` says the server closed the connection.

@@ -23,6 +23,8 @@ enum Help {
           entitlements serve   [--db PATH] --config PATH [--listen HOST:PORT]
           entitlements usage   [--db PATH] --config PATH --id ID (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) (--currency C --units N | --transaction-id T --consumed MILLIPERCENT) [--at MS]
           entitlements consumption [--db PATH] --config PATH (--transaction-id T [--send] ... | --pending)
+          entitlements deliver [--db PATH] --config PATH [--once]
+          entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
           entitlements demo
           entitlements --version
 
@@ -46,6 +48,8 @@ enum Help {
         "serve": ServeCommand.help,
         "usage": UsageCommand.help,
         "consumption": ConsumptionCommand.help,
+        "deliver": WebhooksCommand.deliverHelp,
+        "webhooks": WebhooksCommand.webhooksHelp,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 

@@ -52,7 +52,12 @@ enum ServeCommand {
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let server: Server
-        do { server = try Server(engine: engine, settings: settings) } catch {
+        var options = Server.Options(maxBodyBytes: engine.configuration.maxInputBytes)
+        options.webhooks.onAttempt = { attempt in
+            // Failed webhook attempts go to standard error beside the access log.
+            if case .failed = attempt.outcome { Output.error(JSONWriter.string(WebhooksCommand.line(attempt))) }
+        }
+        do { server = try Server(engine: engine, settings: settings, options: options) } catch {
             Output.error("entitlements serve: \(error.code): \(error.message)")
             return error.code == .tokenRequired ? .usage : .storage
         }

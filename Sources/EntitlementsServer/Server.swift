@@ -12,6 +12,8 @@ public final class Server: Sendable {
     public struct Options: Sendable {
         public var limits: ServerLimits
         public var quarantine: QuarantineBound
+        /// How the configured webhooks are delivered while the server runs.
+        public var webhooks = WebhookDeliverer.Options()
 
         public init(maxBodyBytes: Int) {
             limits = ServerLimits(maxBodyBytes: maxBodyBytes, reservedConnections: [ServeAPI.webhookPool: 8, ServeAPI.tokenPool: 8])
@@ -21,6 +23,8 @@ public final class Server: Sendable {
 
     public let engine: Engine
     let http: HTTPServer<Route>
+    /// Delivers the configured webhooks while the server runs (`nil` without any).
+    let deliverer: WebhookDeliverer?
     let api: ServeAPI
 
     /// The address listened on (with the port the system chose for port 0).
@@ -41,6 +45,11 @@ public final class Server: Sendable {
         if let bound = settings.maxConnections { options.limits.maxConnections = bound }
         if let bound = settings.maxConnectionsPerClient { options.limits.maxConnectionsPerClient = bound }
         self.engine = engine
+        do {
+            deliverer = engine.configuration.webhooks.isEmpty ? nil : try WebhookDeliverer(engine: engine, options: options.webhooks)
+        } catch {
+            throw ServerError(code: .webhooksFailed, message: error.description)
+        }
         let api = ServeAPI(engine: engine, token: settings.token, bound: options.quarantine)
         self.api = api
         http = try HTTPServer(
@@ -53,7 +62,9 @@ public final class Server: Sendable {
     /// Serves until stopped; then commits what is pending and checkpoints.
     /// - Throws: ``EngineError`` when the final checkpoint fails (everything acknowledged is committed regardless).
     public func run() throws(EngineError) {
+        deliverer?.start()
         http.run()
+        deliverer?.stop()
         api.batcher.finish()
         try engine.checkpoint()
     }
@@ -71,4 +82,6 @@ public final class Server: Sendable {
 extension ServerError.Code {
     /// `serve` refuses to listen beyond loopback without `serve.token`.
     public static let tokenRequired: ServerError.Code = "TOKEN_REQUIRED"
+    /// The webhook deliverer could not open its database connection or its trust store.
+    public static let webhooksFailed: ServerError.Code = "WEBHOOKS_FAILED"
 }

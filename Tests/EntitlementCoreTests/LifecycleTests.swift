@@ -1,5 +1,6 @@
 import EntitlementCore
 import Testing
+import TestSupport
 
 /// The lifecycle events of contract section 12, worked by hand, and their
 /// independence from the order of arrival.

@@ -33,7 +33,7 @@ import TestSupport
     /// reading again, record nothing.
     @Test(arguments: [UInt64(31), 32, 33, 34, 35])
     func recordedOnceWhateverTheOrder(seed: UInt64) throws {
-        var random = E2ERandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let history = ReplayEqualsIngestTests.history(seed: seed)
         var documents = history + history.filter { _ in random.int(0..<4) == 0 }
         random.shuffle(&documents)

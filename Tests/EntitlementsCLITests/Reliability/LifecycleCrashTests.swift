@@ -23,12 +23,12 @@ extension Reliability {
 
         @Test("ingest killed with SIGKILL mid-run: no recorded lifecycle id is lost or doubled; resumed, every event of the data is recorded")
         func killedIngestKeepsTheFeed() throws {
-            let seed = Reliability.seed(0x11FEC7C1E)
+            let seed = Scenario.seed(0x11FEC7C1E)
             let workspace = try Workspace(name: "lifecycle-crash")
             let history = History.generate(lines: parameter("RELIABILITY_LIFECYCLE_INPUTS", 600), seed: seed)
             let file = try workspace.write(lines: history.lines.map(\.text), to: "inputs.ndjson")
             let items = history.lines.reduce(0) { $0 + $1.items.count }
-            var rng = RNG(seed: seed ^ 0x5EED)
+            var rng = SplitMix64(seed: seed ^ 0x5EED)
             var seen: [String: String] = [:]
             var killedWhileRunning = 0
             for round in 0..<4 {

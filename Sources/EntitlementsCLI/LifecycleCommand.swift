@@ -1,73 +1,18 @@
 import EntitlementCore
 import Entitlements
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension Commands {
-    // MARK: lifecycle
-
-    /// `entitlements lifecycle`: the feed of what happened to each customer (contract section 12).
+    /// `entitlements lifecycle`: the feed of what happened to each customer (specification section 12).
     static func lifecycle(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
-        let arguments = try Arguments(args, command: "lifecycle", valued: ["--db", "--config", "--since", "--limit"], switches: ["--follow"])
-        if !arguments.positional.isEmpty {
-            throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "lifecycle")
-        }
-        var since: Int64 = 0
-        if let text = arguments.values["--since"] {
-            guard let value = Int64(text), value >= 0 else {
-                throw UsageError(message: "--since expects a cursor: a non-negative integer printed by an earlier line, got \"\(text)\"", command: "lifecycle")
-            }
-            since = value
-        }
-        var limit: Int? = nil
-        if let text = arguments.values["--limit"] {
-            guard let value = Int(text), value >= 1 else {
-                throw UsageError(message: "--limit expects a positive integer, got \"\(text)\"", command: "lifecycle")
-            }
-            limit = value
-        }
-        let follow = arguments.flags.contains("--follow")
-        if follow {
-            // Runs until interrupted: whatever mask the parent left, SIGINT and SIGTERM end it.
-            var signals = sigset_t()
-            sigemptyset(&signals)
-            sigaddset(&signals, SIGINT)
-            sigaddset(&signals, SIGTERM)
-            pthread_sigmask(SIG_UNBLOCK, &signals, nil)
-        }
-        let (loaded, code) = try loadEngine(arguments, command: "lifecycle", mode: .existing)
-        guard let engine = loaded else { return code }
-        do {
-            // Everything due is recorded before the cursor is checked and anything printed.
-            try engine.recordDueLifecycle()
-            let last = try engine.lastLifecycleCursor()
-            if since > last {
-                throw UsageError(message: "--since \(since) is from the future: the last cursor recorded is \(last)", command: "lifecycle")
-            }
-            var cursor = since
-            var printed = 0
-            while true {
-                let want = limit.map { $0 - printed }
-                let records = try engine.lifecycle(since: cursor, limit: want.map { min($0, 1_000) } ?? 1_000)
-                if !records.isEmpty {
-                    Output.lines(records.map { $0.json() })
-                    printed += records.count
-                    cursor = records[records.count - 1].cursor
-                }
-                if let limit, printed >= limit { break }
-                if records.count == 1_000 { continue }
-                guard follow else { break }
-                usleep(250_000)
-            }
-            return .success
-        } catch let error as EngineError {
-            return storageFailure("lifecycle", error)
-        } catch let error as UsageError {
-            throw error
-        } catch {
-            return .storage
-        }
+        try printFeed(
+            args,
+            Feed(
+                command: "lifecycle", recordDue: { engine throws(EngineError) in _ = try engine.recordDueLifecycle() },
+                lastCursor: { engine throws(EngineError) in try engine.lastLifecycleCursor() },
+                page: { engine, cursor, limit throws(EngineError) in
+                    let records = try engine.lifecycle(since: cursor, limit: limit)
+                    return (records.map { $0.json() }, records.last?.cursor)
+                }))
     }
 }
 

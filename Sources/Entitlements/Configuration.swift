@@ -20,6 +20,8 @@ public struct EngineConfiguration: Sendable {
     public var maxInputBytes: Int
     /// The App Store Server API's key and host (`sync`, `sign`, `set-account-token`); `nil` when not configured.
     public var appStoreServerAPI: AppStoreServerAPIConfiguration? = nil
+    /// Replicated acknowledgments through Litestream (contract section 15); `nil` when not configured.
+    public var replication: ReplicationConfiguration? = nil
     /// After how many signatures a known certificate's key has checked, the verifier builds
     /// a table of that key's multiples and checks later signatures with it at half the cost
     /// (``VerifierConfiguration/keyTableAfter``); `nil` never builds one. Not part of the
@@ -66,7 +68,7 @@ public struct EngineConfiguration: Sendable {
         guard case .object(let object) = json else {
             throw ConfigurationError(field: nil, message: "the configuration must be a JSON object")
         }
-        let known: Set<String> = ["bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "busyTimeoutMilliseconds", "appStoreServerAPI", "serve"]
+        let known: Set<String> = ["bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "busyTimeoutMilliseconds", "appStoreServerAPI", "serve", "replication"]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
         }
@@ -136,6 +138,7 @@ public struct EngineConfiguration: Sendable {
             maxInputBytes: maxInputBytes)
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         if let section = object["appStoreServerAPI"] { appStoreServerAPI = try .parse(section, baseDirectory: baseDirectory) }
+        if let section = object["replication"] { replication = try .parse(section, baseDirectory: baseDirectory) }
     }
 }
 

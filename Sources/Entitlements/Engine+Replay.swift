@@ -71,7 +71,9 @@ extension Engine {
     /// Committed batches are durable without it; the command line calls it
     /// before exiting, so a database file copied afterwards is complete.
     /// - Throws: ``EngineError`` when the database cannot be written.
+    /// With replication it does nothing: Litestream alone checkpoints (contract section 15).
     public func checkpoint() throws(EngineError) {
+        guard replication == nil else { return }
         do {
             try store.withLock { store throws(StoreError) in try store.checkpoint() }
         } catch {

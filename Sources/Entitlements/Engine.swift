@@ -26,6 +26,8 @@ public final class Engine: Sendable {
     let productWarnings = ProductWarnings()
     /// Threads on which the `async` API runs the work (started on first use).
     let threads = EngineThreads()
+    /// Confirms commits with Litestream before they are acknowledged; `nil` without replication.
+    let replication: ReplicationGate?
 
     /// How this engine opened its database.
     public let mode: DatabaseMode
@@ -50,6 +52,7 @@ public final class Engine: Sendable {
         self.databasePath = databasePath
         self.mode = mode
         self.rulesJSON = JSONWriter.string(configuration.rules.canonicalJSON)
+        replication = configuration.replication.map { ReplicationGate(settings: $0.litestream, databasePath: databasePath) }
         documentVerifier = try DocumentVerifier(configuration: configuration)
         do {
             let opened = try EventStore(
@@ -66,6 +69,8 @@ public final class Engine: Sendable {
                 _ = try opened.replay(
                     rules: configuration.rules, rulesJSON: rulesJSON, now: Self.now(), collectDiff: false)
             }
+            // With replication, Litestream alone checkpoints (contract section 15).
+            if configuration.replication != nil { try opened.leaveCheckpointsToReplication() }
             store = LockedStore(opened)
             readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout)
         } catch {

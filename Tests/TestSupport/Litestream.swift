@@ -34,6 +34,14 @@ package final class Litestream {
 
     package static var available: Bool { executable != nil }
 
+    /// The environment Litestream runs with: the tests', less `AWS_CA_BUNDLE`, with which
+    /// Litestream 0.5.17 cannot make its S3 client ("unable to add custom RootCAs HTTPClient").
+    static var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["AWS_CA_BUNDLE"] = nil
+        return environment
+    }
+
     private static func find() -> String? {
         let environment = ProcessInfo.processInfo.environment
         if let given = environment["LITESTREAM_BIN"], FileManager.default.isExecutableFile(atPath: given) { return given }
@@ -54,14 +62,41 @@ package final class Litestream {
         return nil
     }
 
-    /// Writes the litestream.yml for `databasePath` (absolute) with a file replica in
-    /// `folder/replica` and the control socket `folder/litestream.sock`. Not started yet.
-    package init(database databasePath: String, in folder: URL, syncInterval: String = "1s") throws {
+    /// Where the replica is.
+    package enum Replica {
+        /// A folder (`folder/replica`).
+        case file
+        /// A bucket on an S3-compatible server at `endpoint` (``MotoServer`` on loopback), under `prefix`.
+        case s3(endpoint: String, bucket: String, prefix: String)
+    }
+
+    /// Writes the litestream.yml for `databasePath` (absolute) with the replica (by default
+    /// a folder, `folder/replica`) and the control socket `folder/litestream.sock`. Not started yet.
+    package init(database databasePath: String, in folder: URL, replica: Replica = .file, syncInterval: String = "1s") throws {
         self.folder = folder
         self.databasePath = databasePath
         socketPath = folder.appendingPathComponent("litestream.sock").path
         replicaPath = folder.appendingPathComponent("replica").path
         configPath = folder.appendingPathComponent("litestream.yml").path
+        let replicaYAML: String
+        switch replica {
+        case .file:
+            replicaYAML = """
+                      type: file
+                      path: \(replicaPath)
+                """
+        case .s3(let endpoint, let bucket, let prefix):
+            replicaYAML = """
+                      type: s3
+                      bucket: \(bucket)
+                      path: \(prefix)
+                      endpoint: \(endpoint)
+                      region: us-east-1
+                      force-path-style: true
+                      access-key-id: test
+                      secret-access-key: test
+                """
+        }
         let yaml = """
             socket:
               enabled: true
@@ -69,8 +104,7 @@ package final class Litestream {
             dbs:
               - path: \(databasePath)
                 replica:
-                  type: file
-                  path: \(replicaPath)
+            \(replicaYAML)
                   sync-interval: \(syncInterval)
 
             """
@@ -86,6 +120,7 @@ package final class Litestream {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["replicate", "-config", configPath]
+        process.environment = Self.environment
         let logURL = folder.appendingPathComponent("litestream-\(UUID().uuidString.prefix(6)).log")
         FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let handle = try FileHandle(forWritingTo: logURL)
@@ -143,6 +178,7 @@ package final class Litestream {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        process.environment = Self.environment
         let outputURL = folder.appendingPathComponent("litestream-run-\(UUID().uuidString.prefix(6)).out")
         FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         let handle = try FileHandle(forWritingTo: outputURL)
@@ -168,5 +204,63 @@ extension Workspace {
         guard let close = text.lastIndex(of: "}") else { throw Faults.Failure(description: "the configuration is not an object") }
         text.replaceSubrange(close...close, with: ", \"replication\": \(section)}")
         try Data(text.utf8).write(to: configURL)
+    }
+}
+
+/// An S3-compatible server on loopback for the replication tests: moto's `moto_server`
+/// (`python3 -m pip install "moto[server]"`), started on a free port with one bucket.
+/// Where it is not installed, ``available`` is `false` and a notice says so.
+package final class MotoServer {
+    package let port: UInt16
+    package let bucket: String
+    private let process: Process
+
+    package static let executable: String? = {
+        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").map(String.init)
+        if let found = folders.map({ $0 + "/moto_server" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) { return found }
+        print("notice: moto_server is not installed (python3 -m pip install \"moto[server]\"): the S3 replica tests are skipped")
+        return nil
+    }()
+
+    package static var available: Bool { executable != nil }
+
+    package var endpoint: String { "http://127.0.0.1:\(port)" }
+
+    /// Starts moto_server on 127.0.0.1 and creates `bucket`, waiting (bounded) until it answers.
+    package init(bucket: String = "replica", in folder: URL, timeout: Double = 60) throws {
+        guard let executable = Self.executable else { throw Faults.Failure(description: "moto_server is not available") }
+        // A free port: the system picks it for a listener that is closed right away.
+        let (descriptor, port) = try LoopbackListener.open()
+        close(descriptor)
+        self.port = port
+        self.bucket = bucket
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-H", "127.0.0.1", "-p", "\(port)"]
+        let logURL = folder.appendingPathComponent("moto-\(port).log")
+        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: logURL)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        try process.run()
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline && process.isRunning {
+            if let created = try? RawClient.exchange(port: Int(port), "PUT", "/\(bucket)"), created.status == 200 { return }
+            usleep(50_000)
+        }
+        stop()
+        throw Faults.Failure(description: "moto_server did not start on port \(port): \(String(decoding: Tool.read(logURL.path), as: UTF8.self).suffix(500))")
+    }
+
+    deinit { stop() }
+
+    package func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 }

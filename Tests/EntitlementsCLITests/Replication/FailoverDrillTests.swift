@@ -6,12 +6,21 @@ import TestSupport
 
 /// The failover drill (contract section 15): `ingest` with replicated acknowledgments
 /// and Litestream are both killed with SIGKILL at a random moment under load; the
-/// database restored from the replica must audit clean and hold every acknowledged
-/// event. `scripts/failover-drill.sh` runs it with more trials.
+/// database restored from the replica (a folder, or a bucket on an S3-compatible server
+/// on loopback) must audit clean and hold every acknowledged event.
+/// `scripts/failover-drill.sh` runs it with more trials.
 @Suite("Failover drill", .serialized)
 struct FailoverDrillTests {
-    @Test("kill -9 of ingest and Litestream at random moments, restore from the file replica: no acknowledged line lost", .enabled(if: Litestream.available))
-    func acknowledgedLinesSurviveTheLossOfTheMachine() throws {
+    @Test(
+        "kill -9 of ingest and Litestream at random moments, restore from the replica: no acknowledged line lost",
+        .enabled(if: Litestream.available), arguments: ["file", "s3"])
+    func acknowledgedLinesSurviveTheLossOfTheMachine(replica kind: String) throws {
+        var moto: MotoServer? = nil
+        if kind == "s3" {
+            guard MotoServer.available else { return }
+            moto = try MotoServer(in: Scenario.temporaryFolder("moto"))
+        }
+        defer { moto?.stop() }
         let trials = parameter("REPLICATION_DRILL_TRIALS", 3)
         let lines = parameter("REPLICATION_DRILL_LINES", 400)
         let seed = Scenario.seed(0xD811)
@@ -25,7 +34,8 @@ struct FailoverDrillTests {
             let file = try workspace.write(lines: history.lines.map(\.text), to: "inputs.ndjson")
             let empty = try workspace.write(lines: [], to: "empty.ndjson")
             _ = try workspace.cli("ingest", db: "live.sqlite", [empty.path])
-            let litestream = try Litestream(database: workspace.path("live.sqlite"), in: workspace.folder)
+            let replica: Litestream.Replica = moto.map { .s3(endpoint: $0.endpoint, bucket: $0.bucket, prefix: "trial-\(trial)-\(UUID().uuidString.prefix(6))") } ?? .file
+            let litestream = try Litestream(database: workspace.path("live.sqlite"), in: workspace.folder, replica: replica)
             try litestream.start()
             defer { litestream.stop() }
             try workspace.addReplication(litestream.replicationSection(timeoutMs: 30_000))
@@ -58,8 +68,8 @@ struct FailoverDrillTests {
             #expect(lost.isEmpty, "trial \(trial): \(lost.count) acknowledged events lost: \(lost.prefix(3))")
             totalAcknowledged += acknowledged.count
             totalLost += lost.count
-            print("failover drill trial \(trial): killed after \(killAfter) lines, \(acknowledged.count) acknowledged events, \(onReplica.count) on the replica, \(lost.count) lost")
+            print("failover drill (\(kind)) trial \(trial): killed after \(killAfter) lines, \(acknowledged.count) acknowledged events, \(onReplica.count) on the replica, \(lost.count) lost")
         }
-        print("failover drill: \(trials) trials, \(totalAcknowledged) acknowledged events, \(totalLost) acknowledged-but-lost (seed \(seed))")
+        print("failover drill (\(kind)): \(trials) trials, \(totalAcknowledged) acknowledged events, \(totalLost) acknowledged-but-lost (seed \(seed))")
     }
 }

@@ -58,6 +58,8 @@ public final class Engine: Sendable {
             let opened = try EventStore(
                 path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode.storeMode,
                 busyTimeoutMilliseconds: configuration.storeBusyTimeout)
+            // With replication, Litestream alone checkpoints (contract section 15).
+            if configuration.replication != nil { try opened.leaveCheckpointsToReplication() }
             // Before anything is read or written: the database must be this app's (section 2).
             // A read-only engine only checks; the binding is recorded by the next writer.
             try opened.bind(bundleId: configuration.bundleId, environments: configuration.environments, now: Self.now())
@@ -69,8 +71,6 @@ public final class Engine: Sendable {
                 _ = try opened.replay(
                     rules: configuration.rules, rulesJSON: rulesJSON, now: Self.now(), collectDiff: false)
             }
-            // With replication, Litestream alone checkpoints (contract section 15).
-            if configuration.replication != nil { try opened.leaveCheckpointsToReplication() }
             store = LockedStore(opened)
             readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout)
         } catch {

@@ -21,11 +21,11 @@ struct FailoverDrillTests {
             moto = try MotoServer(in: Scenario.temporaryFolder("moto"))
         }
         defer { moto?.stop() }
-        let trials = parameter("REPLICATION_DRILL_TRIALS", 3)
+        let trials = parameter("REPLICATION_DRILL_TRIALS", 2)
         // The drill's control: the same runs without replicated acknowledgments, to show that
         // it can see a loss (acknowledged events missing from the replica are then expected).
         let control = parameter("REPLICATION_DRILL_CONTROL", 0) != 0
-        let lines = parameter("REPLICATION_DRILL_LINES", 400)
+        let lines = parameter("REPLICATION_DRILL_LINES", 300)
         let seed = Scenario.seed(0xD811)
         var rng = SplitMix64(seed: seed)
         let history = History.generate(lines: lines, seed: seed)

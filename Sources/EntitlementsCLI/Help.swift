@@ -22,6 +22,7 @@ enum Help {
           entitlements serve   [--db PATH] --config PATH [--listen HOST:PORT]
           entitlements usage   [--db PATH] --config PATH --id ID (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) (--currency C --units N | --transaction-id T --consumed MILLIPERCENT) [--at MS]
           entitlements consumption [--db PATH] --config PATH (--transaction-id T [--send] ... | --pending)
+          entitlements recover [--db PATH] --config PATH
           entitlements demo
           entitlements --version
 
@@ -45,6 +46,7 @@ enum Help {
         "serve": ServeCommand.help,
         "usage": UsageCommand.help,
         "consumption": ConsumptionCommand.help,
+        "recover": RecoverCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 

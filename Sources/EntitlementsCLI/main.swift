@@ -50,11 +50,12 @@ func run(_ argv: [String]) -> ExitCode {
         case "serve": return try ServeCommand.run(rest)
         case "usage": return try UsageCommand.run(rest)
         case "consumption": return try ConsumptionCommand.run(rest)
+        case "recover": return try RecoverCommand.run(rest)
         case "demo":
             if let extra = rest.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
             return Demo.run()
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, sign, sync, set-account-token, serve, usage, consumption, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, sign, sync, set-account-token, serve, usage, consumption, recover, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

@@ -122,7 +122,7 @@ package final class Litestream {
         process.arguments = ["replicate", "-config", configPath]
         process.environment = Self.environment
         let logURL = folder.appendingPathComponent("litestream-\(UUID().uuidString.prefix(6)).log")
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        guard FileManager.default.createFile(atPath: logURL.path, contents: nil) else { throw Faults.Failure(description: "cannot create \(logURL.path)") }
         let handle = try FileHandle(forWritingTo: logURL)
         process.standardOutput = handle
         process.standardError = handle
@@ -180,7 +180,7 @@ package final class Litestream {
         process.arguments = arguments
         process.environment = Self.environment
         let outputURL = folder.appendingPathComponent("litestream-run-\(UUID().uuidString.prefix(6)).out")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else { throw Faults.Failure(description: "cannot create \(outputURL.path)") }
         let handle = try FileHandle(forWritingTo: outputURL)
         defer { try? handle.close(); try? FileManager.default.removeItem(at: outputURL) }
         process.standardOutput = handle
@@ -238,7 +238,7 @@ package final class MotoServer {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["-H", "127.0.0.1", "-p", "\(port)"]
         let logURL = folder.appendingPathComponent("moto-\(port).log")
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        guard FileManager.default.createFile(atPath: logURL.path, contents: nil) else { throw Faults.Failure(description: "cannot create \(logURL.path)") }
         let handle = try FileHandle(forWritingTo: logURL)
         process.standardOutput = handle
         process.standardError = handle

@@ -15,4 +15,10 @@ static inline int csqlite_enable_defensive(sqlite3 *db) {
 static inline int csqlite_set_defensive(sqlite3 *db, int on) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, on, (int *)0);
 }
+
+/// Closing the last connection checkpoints the write-ahead log unless this is on (1):
+/// with replication, checkpoints are left to Litestream.
+static inline int csqlite_set_no_checkpoint_on_close(sqlite3 *db, int on) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on, (int *)0);
+}
 #endif

@@ -395,7 +395,7 @@ public final class AppStoreSync: Sendable {
             case .appended: totals.appended += 1
             case .duplicate: totals.duplicate += 1
             case .rejected: totals.rejected += 1
-            case .empty: break  // removed above
+            case .empty, .error: break  // removed above; not delivered (the ingest threw)
             }
         }
         page(SyncPage(request: request.description, status: response.status, items: results.count, results: results))

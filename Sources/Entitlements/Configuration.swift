@@ -22,6 +22,8 @@ public struct EngineConfiguration: Sendable {
     public var appStoreServerAPI: AppStoreServerAPIConfiguration? = nil
     /// The endpoints the feeds are pushed to (contract section 12); empty when none.
     public var webhooks: [WebhookEndpoint] = []
+    /// Replicated acknowledgments through Litestream (contract section 15); `nil` when not configured.
+    public var replication: ReplicationConfiguration? = nil
     /// After how many signatures a known certificate's key has checked, the verifier builds
     /// a table of that key's multiples and checks later signatures with it at half the cost
     /// (``VerifierConfiguration/keyTableAfter``); `nil` never builds one. Not part of the
@@ -70,7 +72,7 @@ public struct EngineConfiguration: Sendable {
         }
         let known: Set<String> = [
             "bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "busyTimeoutMilliseconds", "appStoreServerAPI",
-            "serve", "webhooks",
+            "serve", "webhooks", "replication",
         ]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
@@ -142,6 +144,7 @@ public struct EngineConfiguration: Sendable {
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         if let section = object["appStoreServerAPI"] { appStoreServerAPI = try .parse(section, baseDirectory: baseDirectory) }
         if let section = object["webhooks"] { webhooks = try WebhookEndpoint.parseList(section) }
+        if let section = object["replication"] { replication = try .parse(section, baseDirectory: baseDirectory) }
     }
 }
 

@@ -60,7 +60,13 @@ extension Engine {
         }
         defer { pipeline.stop() }
         while let (documents, verified) = pipeline.take() {
-            deliver(try append(documents, verified: verified, receivedAt: receivedAt))
+            do {
+                deliver(try append(documents, verified: verified, receivedAt: receivedAt))
+            } catch where error.code == .replicationTimeout {
+                // Committed, not acknowledged: each line says so, and nothing after it is appended.
+                deliver(Self.unacknowledged(documents, counts: verified.counts, error: error))
+                throw error
+            }
         }
     }
 
@@ -118,12 +124,14 @@ extension Engine {
     }
 
     /// Appends one batch; a busy database (another writer holding the lock past
-    /// the busy timeout) is retried as a whole, never reported as a failure.
+    /// the busy timeout) is retried as a whole, never reported as a failure. With
+    /// replication it returns once the replica holds the batch.
     func appendRetryingBusy(_ items: [AppendItem], receivedAt: Int64) throws(EngineError) -> [AppendOutcome] {
         var attempt = 0
         while true {
+            let outcomes: [AppendOutcome]
             do {
-                return try store.withLock { store throws(StoreError) in
+                outcomes = try store.withLock { store throws(StoreError) in
                     try store.append(items, rules: configuration.rules, rulesJSON: rulesJSON, receivedAt: receivedAt)
                 }
             } catch {
@@ -135,6 +143,8 @@ extension Engine {
                 }
                 throw EngineError(error)
             }
+            try confirmReplicated()
+            return outcomes
         }
     }
 }

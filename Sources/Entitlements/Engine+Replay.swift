@@ -24,6 +24,7 @@ extension Engine {
             let store = try EventStore(
                 path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode == .readOnly ? .readOnly : .existing,
                 busyTimeoutMilliseconds: configuration.storeBusyTimeout)
+            if replication != nil { try store.leaveCheckpointsToReplication() }
             let report = try store.replay(
                 rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,
                 progress: progress)
@@ -71,7 +72,9 @@ extension Engine {
     /// Committed batches are durable without it; the command line calls it
     /// before exiting, so a database file copied afterwards is complete.
     /// - Throws: ``EngineError`` when the database cannot be written.
+    /// With replication it does nothing: Litestream alone checkpoints (contract section 15).
     public func checkpoint() throws(EngineError) {
+        guard replication == nil else { return }
         do {
             try store.withLock { store throws(StoreError) in try store.checkpoint() }
         } catch {

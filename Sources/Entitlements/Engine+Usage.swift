@@ -99,8 +99,9 @@ extension Engine {
         }
         guard !request.id.isEmpty else { return .refused(UsageRefusal(code: "INVALID_USAGE", message: "the usage id must not be empty")) }
         let at = request.at ?? now ?? Self.now()
+        let answer: UsageAnswer
         do {
-            return try store.withLock { store throws(StoreError) -> UsageAnswer in
+            answer = try store.withLock { store throws(StoreError) -> UsageAnswer in
                 let customer: UsageCustomer
                 if let given = request.customer {
                     customer = given
@@ -138,6 +139,9 @@ extension Engine {
         } catch {
             throw EngineError(error)
         }
+        // A recorded usage (a duplicate too: its first commit may not have reached the replica).
+        if case .recorded = answer { try confirmReplicated() }
+        return answer
     }
 
     static func receipt(_ outcome: IngestResult.Outcome, _ usage: UsageFacts, state: CustomerState, rules: Rules) -> UsageReceipt {

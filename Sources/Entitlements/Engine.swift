@@ -26,6 +26,8 @@ public final class Engine: Sendable {
     let productWarnings = ProductWarnings()
     /// Threads on which the `async` API runs the work (started on first use).
     let threads = EngineThreads()
+    /// Confirms commits with Litestream before they are acknowledged; `nil` without replication.
+    let replication: ReplicationGate?
 
     /// How this engine opened its database.
     public let mode: DatabaseMode
@@ -50,11 +52,14 @@ public final class Engine: Sendable {
         self.databasePath = databasePath
         self.mode = mode
         self.rulesJSON = JSONWriter.string(configuration.rules.canonicalJSON)
+        replication = configuration.replication.map { ReplicationGate(settings: $0.litestream, databasePath: databasePath) }
         documentVerifier = try DocumentVerifier(configuration: configuration)
         do {
             let opened = try EventStore(
                 path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode.storeMode,
                 busyTimeoutMilliseconds: configuration.storeBusyTimeout)
+            // With replication, Litestream alone checkpoints (contract section 15).
+            if configuration.replication != nil { try opened.leaveCheckpointsToReplication() }
             // Before anything is read or written: the database must be this app's (section 2).
             // A read-only engine only checks; the binding is recorded by the next writer.
             try opened.bind(bundleId: configuration.bundleId, environments: configuration.environments, now: Self.now())

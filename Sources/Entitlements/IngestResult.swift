@@ -7,6 +7,8 @@ public struct IngestResult: Sendable, Hashable, JSONRepresentable {
         /// The document held no item (an empty history page): one line says so, so that
         /// acknowledgments stay one per document sent.
         case empty
+        /// Committed locally but not acknowledged (`REPLICATION_TIMEOUT`): send it again.
+        case error
     }
 
     public var outcome: Outcome
@@ -43,7 +45,7 @@ public struct IngestResult: Sendable, Hashable, JSONRepresentable {
             object["kind"] = kind.map { .string($0.rawValue) } ?? .null
             object["eventId"] = eventId.map { .string($0) } ?? .null
             object["appTransactionId"] = appTransactionId.map { .string($0) } ?? .null
-        case .rejected:
+        case .rejected, .error:
             object["error"] = ["code": .string(errorCode ?? "MALFORMED_INPUT"), "message": .string(errorMessage ?? "")]
         case .empty:
             break

@@ -25,6 +25,7 @@ enum Help {
           entitlements consumption [--db PATH] --config PATH (--transaction-id T [--send] ... | --pending)
           entitlements deliver [--db PATH] --config PATH [--once]
           entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
+          entitlements recover [--db PATH] --config PATH
           entitlements demo
           entitlements --version
 
@@ -50,6 +51,7 @@ enum Help {
         "consumption": ConsumptionCommand.help,
         "deliver": WebhooksCommand.deliverHelp,
         "webhooks": WebhooksCommand.webhooksHelp,
+        "recover": RecoverCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 

@@ -35,7 +35,9 @@ extension Commands {
             do throws(EngineError) {
                 switch input {
                 case .whole(let document):
-                    acknowledge(try engine.ingest([document], workers: workers))
+                    // Through the batches' path, so that an unreplicated document is answered line by line too.
+                    var pending: [InputBytes]? = [document]
+                    try engine.ingest(batches: { defer { pending = nil }; return pending }, workers: 1, deliver: acknowledge)
                 case .lines(let opened):
                     // A file or a live stream alike: the next batch is read and verified on the
                     // engine's threads while the one before is appended; each batch's lines are

@@ -1,0 +1,37 @@
+import EntitlementCore
+import Entitlements
+import Foundation
+import Testing
+import TestPKI
+
+/// `entitlements recover` on a database restored from a replica (contract section 15):
+/// audit, then Apple's notification history from the last receipt minus one hour.
+@Suite struct RecoverCommandTests {
+    @Test func auditsThenFetchesFromTheLastReceiptLessAnHour() throws {
+        let fixture = try SyncFixture()
+        fixture.serveNotifications()
+        // What the replica held: the first page, ingested by hand.
+        let firstPage = SyncScenario.notificationPages[0].map { TestPayloads.body(signedPayload: $0) }.joined(separator: "\n") + "\n"
+        try Data(firstPage.utf8).write(to: fixture.folder.appendingPathComponent("first.ndjson"))
+        let ingest = try Tool.entitlements(["ingest", "--config", fixture.configPath, "--db", "restored.sqlite", "first.ndjson"], in: fixture.folder)
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+        let last = try #require(try fixture.engine("restored.sqlite").lastReceivedAt())
+
+        let run = try Tool.entitlements(["recover", "--config", fixture.configPath, "--db", "restored.sqlite"], in: fixture.folder)
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n").compactMap { try? JSONParser().parse(String($0)) }
+        #expect(lines == [["audit": "ok", "startDate": .int(last - 3_600_000), "appended": 25, "duplicate": 20, "rejected": 0]])
+        #expect(fixture.mock.requests.first?.json?["startDate"] == .int(last - 3_600_000))
+        #expect(try fixture.engine("restored.sqlite").audit().events == 45)
+    }
+
+    @Test func aMissingDatabaseIsNotCreated() throws {
+        let fixture = try SyncFixture()
+        fixture.serveNotifications()
+        let run = try Tool.entitlements(["recover", "--config", fixture.configPath, "--db", "nowhere.sqlite"], in: fixture.folder)
+        #expect(run.status == 3)
+        #expect(run.stderr.contains("DATABASE_NOT_FOUND"))
+        #expect(!FileManager.default.fileExists(atPath: fixture.folder.appendingPathComponent("nowhere.sqlite").path))
+        #expect(fixture.mock.requests.isEmpty)
+    }
+}

@@ -17,12 +17,17 @@ final class LoopbackConnectProxy: @unchecked Sendable {
     private let listener: Int32
     private let target: UInt16
     private let refuse: String?
+    /// What the proxy answers CONNECT with instead of a status line, when set: `.silence`
+    /// (nothing, until the client closes) or `.endlessHead` (header lines past any bound).
+    enum Misbehaviour { case silence, endlessHead }
+    private let misbehaviour: Misbehaviour?
     private let state = Mutex<(heads: [String], stopping: Bool)>(([], false))
     private let finished = DispatchSemaphore(value: 0)
 
-    init(target: UInt16, refuse: String? = nil) throws {
+    init(target: UInt16, refuse: String? = nil, misbehaviour: Misbehaviour? = nil) throws {
         self.target = target
         self.refuse = refuse
+        self.misbehaviour = misbehaviour
         (listener, port) = try LoopbackListener.open()
         let thread = Thread { [self] in serve() }
         thread.name = "test-connect-proxy"
@@ -71,6 +76,18 @@ final class LoopbackConnectProxy: @unchecked Sendable {
             received.append(contentsOf: buffer[0..<count])
         }
         state.withLock { $0.heads.append(String(decoding: received, as: UTF8.self)) }
+        switch misbehaviour {
+        case .silence?:
+            // Until the client gives up and closes (or 10 s).
+            while buffer.withUnsafeMutableBytes({ recv(client, $0.baseAddress!, $0.count, 0) }) > 0 {}
+            return
+        case .endlessHead?:
+            var head = "HTTP/1.1 200 Connection established\r\n"
+            for index in 0..<2_000 { head += "X-Filler-\(index): \(String(repeating: "x", count: 40))\r\n" }
+            _ = writeAll(client, Array(head.utf8))
+            return
+        case nil: break
+        }
         if let refuse {
             _ = writeAll(client, Array("HTTP/1.1 \(refuse)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
             return
@@ -158,6 +175,36 @@ final class LoopbackConnectProxy: @unchecked Sendable {
             #expect(error.message.contains(String(status.prefix(3))))
         }
         #expect(proxy.heads.first?.hasPrefix("CONNECT api.storekit.apple.com:443 HTTP/1.1\r\n") == true)
+    }
+
+    @Test func aProxyThatNeverAnswersTimesOutWithinTheExchangesDeadline() throws {
+        let proxy = try LoopbackConnectProxy(target: 9, misbehaviour: .silence)
+        defer { proxy.stop() }
+        var options = HTTPClient.Options()
+        options.timeout = 1
+        options.proxy = HTTPClient.proxyURL(proxy.url)
+        let client = try HTTPClient(options: options)
+        let started = Date()
+        do {
+            _ = try client.send(HTTPRequest(method: "GET", url: URL(string: "https://api.storekit.apple.com/x")!))
+            Issue.record("a proxy that never answers must time out")
+        } catch {
+            #expect(error.code == .timeout)
+        }
+        #expect(Date().timeIntervalSince(started) < 9, "the deadline, not the proxy's 10 s, ends it")
+    }
+
+    @Test func aProxyAnswerHeadPastItsBoundIsAProtocolError() throws {
+        let proxy = try LoopbackConnectProxy(target: 9, misbehaviour: .endlessHead)
+        defer { proxy.stop() }
+        let client = try client(proxy: proxy.url)
+        do {
+            _ = try client.send(HTTPRequest(method: "GET", url: URL(string: "https://api.storekit.apple.com/x")!))
+            Issue.record("an answer head past 16 KiB must fail the request")
+        } catch {
+            #expect(error.code == .protocolError)
+            #expect(error.message.contains(String(HTTPClient.maximumProxyHeadBytes)))
+        }
     }
 
     @Test func loopbackHostsNeverUseTheProxy() throws {

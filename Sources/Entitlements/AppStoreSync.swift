@@ -115,7 +115,7 @@ public final class AppStoreSync: Sendable {
     /// `NO_PROXY` / `no_proxy` honoured either way.
     /// - Throws: ``EngineError`` `CONFIGURATION` for an `HTTPS_PROXY` that is not a proxy URL,
     ///   or the HTTP client's code when the trust store cannot be loaded.
-    static func httpClient(
+    public static func httpClient(
         for api: AppStoreServerAPIConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(EngineError) -> HTTPClient {
         let settings = HTTPClient.proxySettings(environment: environment)

@@ -275,4 +275,20 @@ final class LoopbackConnectProxy: @unchecked Sendable {
         try Data(badProxy.utf8).write(to: url)
         #expect(throws: ConfigurationError.self) { try EngineConfiguration.load(path: config) }
     }
+
+    /// Send Consumption Information goes through the proxy too.
+    @Test func consumptionSendUsesTheProxy() throws {
+        let fixture = try SyncFixture()
+        try ConsumptionSendTests().prepare(fixture)
+        let proxy = try LoopbackConnectProxy(target: 9, refuse: "403 Forbidden")
+        defer { proxy.stop() }
+        try SyncPagingTests.setAPIField("baseURL", "https://api.example.com", in: fixture)
+        try SyncPagingTests.setAPIField("proxy", .string(proxy.url), in: fixture)
+        let send = try Tool.entitlements(
+            ["consumption", "--config", fixture.configPath, "--transaction-id", ConsumptionSendTests.transactionId, "--send"], in: fixture.folder)
+        #expect(send.status == 1, "\(send.stdout) \(send.stderr)")
+        #expect((send.stdout + send.stderr).contains("PROXY_REFUSED"), "\(send.stdout) \(send.stderr)")
+        #expect(proxy.heads.first?.hasPrefix("CONNECT api.example.com:443 HTTP/1.1\r\n") == true)
+        #expect(fixture.mock.requests.isEmpty)
+    }
 }

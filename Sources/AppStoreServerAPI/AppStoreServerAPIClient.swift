@@ -18,6 +18,12 @@ public final class AppStoreServerAPIClient: Sendable {
     let transport: any HTTPTransport
     let clock: @Sendable () -> Int64
     let sleep: @Sendable (Double) -> Void
+    /// The client a request goes to again when this one answers ``transactionIdNotFound``
+    /// (Production's client, with Sandbox accepted too: App Review's purchases are Sandbox's).
+    public let sandboxFallback: AppStoreServerAPIClient?
+
+    /// Apple's TransactionIdNotFoundError: the only error asked again of ``sandboxFallback``.
+    public static let transactionIdNotFound: Int64 = 4_040_010
 
     /// How many times a `429` is retried before the request fails.
     public static let maximumRetries = 3
@@ -32,19 +38,33 @@ public final class AppStoreServerAPIClient: Sendable {
     public init(
         signer: AppStoreSigner, baseURL: URL, transport: any HTTPTransport,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-        sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) }
+        sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) },
+        sandboxFallback: AppStoreServerAPIClient? = nil
     ) {
         self.signer = signer
         self.baseURL = baseURL
         self.transport = transport
         self.clock = clock
         self.sleep = sleep
+        self.sandboxFallback = sandboxFallback
     }
 
-    /// Sends `request` (retrying `429`) and decodes the JSON answer.
+    /// Sends `request` (retrying `429`) and decodes the JSON answer; an answer `4040010`
+    /// (transaction id not found) is asked again of ``sandboxFallback`` when there is one,
+    /// and its answer (or error) is the result.
     /// - Throws: ``APIError`` for an error status (with Apple's `errorCode`), a transport
     ///   failure, or a success whose body is not JSON.
     public func send(_ request: APIRequest) throws(APIError) -> APIResponse {
+        do {
+            return try sendHere(request)
+        } catch {
+            guard error.apiErrorCode == Self.transactionIdNotFound, let sandboxFallback else { throw error }
+            return try sandboxFallback.send(request)
+        }
+    }
+
+    /// ``send(_:)`` to ``baseURL`` only.
+    func sendHere(_ request: APIRequest) throws(APIError) -> APIResponse {
         var retries = 0
         while true {
             let response: HTTPResponse

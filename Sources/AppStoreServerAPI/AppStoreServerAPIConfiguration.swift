@@ -11,6 +11,11 @@ public struct AppStoreServerAPIConfiguration: Sendable, Equatable {
     public var privateKeyPath: String
     /// Where requests go instead of Apple's host (tests, a proxy); `nil` for Apple's.
     public var baseURL: URL?
+    /// Where a Production request that Apple answers `4040010` (transaction id not found) is
+    /// asked again when Sandbox is accepted too, instead of Apple's sandbox host (tests).
+    public var sandboxBaseURL: URL?
+    /// The HTTP CONNECT proxy (`http://host:port`) for https requests; wins over `HTTPS_PROXY`.
+    public var proxy: URL?
     /// The most pages one paged request of a `sync` follows before it stops with
     /// `PAGINATION_LOOP` (an API that says `hasMore` forever).
     public var maxPages: Int
@@ -18,12 +23,17 @@ public struct AppStoreServerAPIConfiguration: Sendable, Equatable {
     /// The default of ``maxPages``: 200,000 notifications, or 2,000,000 transactions of one customer.
     public static let defaultMaxPages = 10_000
 
-    public init(issuerId: String, keyId: String, privateKeyPath: String, baseURL: URL? = nil, maxPages: Int = defaultMaxPages) {
+    public init(
+        issuerId: String, keyId: String, privateKeyPath: String, baseURL: URL? = nil, maxPages: Int = defaultMaxPages,
+        sandboxBaseURL: URL? = nil, proxy: URL? = nil
+    ) {
         self.issuerId = issuerId
         self.keyId = keyId
         self.privateKeyPath = privateKeyPath
         self.baseURL = baseURL
         self.maxPages = maxPages
+        self.sandboxBaseURL = sandboxBaseURL
+        self.proxy = proxy
     }
 
     /// Apple's production host.

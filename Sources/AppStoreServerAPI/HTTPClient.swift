@@ -33,8 +33,17 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         /// When a response passes ``maximumResponseBytes`` after its head was read: answer
         /// the head (status and headers, no body), reading no further, instead of failing.
         public var headOnlyPastLimit = false
+        /// An HTTP CONNECT proxy (`http://host:port`) for `https` requests; `nil` for none.
+        /// Loopback hosts never use it, nor hosts ``noProxy`` names.
+        public var proxy: URL? = nil
+        /// Hosts that do not use ``proxy``: a name matches itself and its subdomains
+        /// (`example.com` and `.example.com` both cover `api.example.com`); `*` matches every host.
+        public var noProxy: [String] = []
         public init() {}
     }
+
+    /// The most bytes a proxy's answer head to `CONNECT` may take.
+    public static let maximumProxyHeadBytes = 16 << 10
 
     public let options: Options
     /// The TLS context (trust store, verification mode), shared by all connections.
@@ -129,7 +138,12 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
         let deadline = Deadline(seconds: options.timeout)
-        let socket = try Self.connect(host: host, port: port, deadline: deadline, loopbackOnly: scheme == "http")
+        let socket: Int32
+        if scheme == "https", let proxy = options.proxy, Self.usesProxy(host: host, noProxy: options.noProxy) {
+            socket = try Self.tunnel(through: proxy, to: host, port: port, deadline: deadline)
+        } else {
+            socket = try Self.connect(host: host, port: port, deadline: deadline, loopbackOnly: scheme == "http")
+        }
         defer { close(socket) }
         let stream: ByteStream
         if scheme == "https" {
@@ -171,6 +185,99 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
             case .incomplete:
                 if count == 0 { throw HTTPClientError(.protocolError, "the connection closed before the response was complete") }
             }
+        }
+    }
+
+    // MARK: Proxies
+
+    /// Whether a request to `host` goes through the proxy: not for a loopback host, nor a
+    /// host `noProxy` names (itself or a parent domain; `*` for all).
+    public static func usesProxy(host: String, noProxy: [String]) -> Bool {
+        let bare = (host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host).lowercased()
+        if isLoopback(bare) { return false }
+        for raw in noProxy {
+            var entry = raw.trimmingCharacters(in: .whitespaces).lowercased()
+            if entry == "*" { return false }
+            if entry.hasPrefix("*.") { entry.removeFirst(2) } else if entry.hasPrefix(".") { entry.removeFirst() }
+            if entry.hasPrefix("[") && entry.hasSuffix("]") { entry = String(entry.dropFirst().dropLast()) }
+            if entry.isEmpty { continue }
+            if bare == entry || bare.hasSuffix("." + entry) { return false }
+        }
+        return true
+    }
+
+    /// The proxy a URL names: `http://host[:port]` (or `host:port`, read as http), port 80
+    /// by default; `nil` when it is not one.
+    public static func proxyURL(_ text: String) -> URL? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let full = trimmed.contains("://") ? trimmed : "http://" + trimmed
+        guard let components = URLComponents(string: full), components.scheme?.lowercased() == "http",
+            let host = components.host, !host.isEmpty, components.query == nil, components.user == nil,
+            components.path.isEmpty || components.path == "/"
+        else { return nil }
+        return URL(string: "http://\(host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host):\(components.port ?? 80)")
+    }
+
+    /// The proxy settings of an environment: `HTTPS_PROXY` (else `https_proxy`) and
+    /// `NO_PROXY` (else `no_proxy`, comma-separated). `proxy` is `nil` when unset or empty;
+    /// `invalid` holds a value set that is not a proxy URL.
+    public static func proxySettings(environment: [String: String]) -> (proxy: URL?, noProxy: [String], invalid: String?) {
+        let noProxy = (environment["NO_PROXY"] ?? environment["no_proxy"] ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        guard let text = environment["HTTPS_PROXY"] ?? environment["https_proxy"],
+            !text.trimmingCharacters(in: .whitespaces).isEmpty
+        else { return (nil, noProxy, nil) }
+        guard let url = proxyURL(text) else { return (nil, noProxy, text) }
+        return (url, noProxy, nil)
+    }
+
+    /// A socket connected through `proxy` to `host:port` by `CONNECT`: the proxy's answer
+    /// head is read (at most ``maximumProxyHeadBytes``, within the deadline), and anything
+    /// but `200` is `PROXY_REFUSED`. The caller starts TLS to `host` over it.
+    static func tunnel(through proxy: URL, to host: String, port: Int, deadline: Deadline) throws(HTTPClientError) -> Int32 {
+        guard var proxyHost = proxy.host, !proxyHost.isEmpty else {
+            throw HTTPClientError(.connectionFailed, "not a proxy URL: \(proxy.absoluteString)")
+        }
+        if proxyHost.hasPrefix("[") && proxyHost.hasSuffix("]") { proxyHost = String(proxyHost.dropFirst().dropLast()) }
+        let proxyPort = proxy.port ?? 80
+        let proxyName = "\(proxyHost.contains(":") ? "[\(proxyHost)]" : proxyHost):\(proxyPort)"
+        let socket = try connect(host: proxyHost, port: proxyPort, deadline: deadline)
+        do throws(HTTPClientError) {
+            let stream = PlainStream(socket: socket, deadline: deadline)
+            let authority = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+            try stream.write(Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\nUser-Agent: entitlements-engine\r\n\r\n".utf8))
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var headEnd: Int? = nil
+            while headEnd == nil {
+                let count = try stream.read(into: &buffer)
+                guard count > 0 else {
+                    throw HTTPClientError(.proxyRefused, "the proxy \(proxyName) closed the connection before answering CONNECT \(authority)")
+                }
+                received.append(contentsOf: buffer[0..<count])
+                headEnd = HTTPResponseParser.find(Array("\r\n\r\n".utf8), in: received)
+                if headEnd == nil && received.count > maximumProxyHeadBytes {
+                    throw HTTPClientError(.protocolError, "the proxy \(proxyName)'s answer to CONNECT exceeds \(maximumProxyHeadBytes) bytes")
+                }
+            }
+            let head = String(decoding: received[0..<headEnd!], as: UTF8.self)
+            let statusLine = head.split(separator: "\r\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let parts = statusLine.split(separator: " ", maxSplits: 2)
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
+                throw HTTPClientError(.protocolError, "the proxy \(proxyName) answered CONNECT with \"\(statusLine.prefix(100))\", not an HTTP/1.x status line")
+            }
+            guard status == 200 else {
+                throw HTTPClientError(
+                    .proxyRefused, "the proxy \(proxyName) refused CONNECT \(authority): \(status)\(parts.count > 2 ? " " + parts[2] : "")")
+            }
+            guard received.count == headEnd! + 4 else {
+                throw HTTPClientError(.protocolError, "the proxy \(proxyName) sent bytes after its 200 to CONNECT before the TLS handshake began")
+            }
+            return socket
+        } catch {
+            close(socket)
+            throw error
         }
     }
 
@@ -256,6 +363,11 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
     }
 
     static func drainErrors() -> String { OpenSSLError.drain() }
+}
+
+extension HTTPClientError.Code {
+    /// The HTTP CONNECT proxy answered with a status other than `200` (or closed before answering).
+    public static let proxyRefused = HTTPClientError.Code(rawValue: "PROXY_REFUSED")
 }
 
 /// A point in time (monotonic clock) by which a request must be done.

@@ -100,9 +100,34 @@ public final class AppStoreSync: Sendable {
         if let transport {
             chosen = transport
         } else {
-            do { chosen = try HTTPClient() } catch { throw EngineError(code: EngineError.Code(rawValue: error.code.rawValue), message: error.message) }
+            chosen = try httpClient(for: api)
         }
-        return AppStoreServerAPIClient(signer: signer, baseURL: baseURL, transport: chosen, sleep: sleep)
+        // Production's 4040010 is asked again of Sandbox when Sandbox is accepted too (App Review's purchases).
+        var fallback: AppStoreServerAPIClient? = nil
+        if environment == .production && configuration.environments.contains(.sandbox) {
+            fallback = AppStoreServerAPIClient(
+                signer: signer, baseURL: api.sandboxBaseURL ?? AppStoreServerAPIConfiguration.sandboxURL, transport: chosen, sleep: sleep)
+        }
+        return AppStoreServerAPIClient(signer: signer, baseURL: baseURL, transport: chosen, sleep: sleep, sandboxFallback: fallback)
+    }
+
+    /// The HTTPS client of `api`: its `proxy`, else `HTTPS_PROXY` / `https_proxy`, with
+    /// `NO_PROXY` / `no_proxy` honoured either way.
+    /// - Throws: ``EngineError`` `CONFIGURATION` for an `HTTPS_PROXY` that is not a proxy URL,
+    ///   or the HTTP client's code when the trust store cannot be loaded.
+    public static func httpClient(
+        for api: AppStoreServerAPIConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(EngineError) -> HTTPClient {
+        let settings = HTTPClient.proxySettings(environment: environment)
+        if api.proxy == nil, let invalid = settings.invalid {
+            throw EngineError(code: "CONFIGURATION", message: "HTTPS_PROXY \"\(invalid)\" is not an HTTP CONNECT proxy URL such as \"http://proxy.example.com:3128\"")
+        }
+        var options = HTTPClient.Options()
+        options.proxy = api.proxy ?? settings.proxy
+        options.noProxy = settings.noProxy
+        do { return try HTTPClient(options: options) } catch {
+            throw EngineError(code: EngineError.Code(rawValue: error.code.rawValue), message: error.message)
+        }
     }
 
     var environmentName: String { environment.rawValue }

@@ -108,10 +108,11 @@ enum ConsumptionCommand {
                 return .rejected
             }
             guard let signer = SignCommand.signer(engine.configuration, command: "consumption"),
+                let api = engine.configuration.appStoreServerAPI,
                 let baseURL = engine.appStoreServerAPIBaseURL(for: info.environments)
             else { return .usage }
             let transport: HTTPClient
-            do { transport = try HTTPClient() } catch {
+            do { transport = try AppStoreSync.httpClient(for: api) } catch {
                 Output.error("entitlements consumption: \(error.code.rawValue): \(error.message)")
                 return .storage
             }

@@ -20,9 +20,9 @@ enum ServeCommand {
           GET  /customers?originalTransactionId=X | transactionId=T | appAccountToken=U   [&at=MS]
           GET  /customers/{id}/history        the history lines as a JSON array
           GET  /changes?since=C&limit=N       the changes feed, NDJSON
-          GET  /health                        {"ok":true}
+          GET  /health                        {"ok":true}, with or without a token
 
-        With serve.token set, every endpoint but POST /notifications requires
+        With serve.token set, every endpoint but POST /notifications and GET /health requires
         Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen
         beyond loopback (exit 2). SIGTERM (or Ctrl-C) stops accepting, finishes the accepted
         requests, checkpoints the database and exits 0.

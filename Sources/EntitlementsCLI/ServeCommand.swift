@@ -15,7 +15,8 @@ enum ServeCommand {
           POST /notifications                 Apple's notification body; 200 with the ingest line once committed
                                               (a rejected input too: it is quarantined); 503 when the database
                                               cannot be written, so that Apple retries
-          POST /transactions                  any input document; 200 with a JSON array of result lines
+          POST /transactions                  any input document, or NDJSON (one document per line); 200 with
+                                              a JSON array of result lines, each with its line's "input" number
           GET  /customers/{appTransactionId}  the query object (also otid:...); 404 NOT_FOUND
           GET  /customers?originalTransactionId=X | transactionId=T | appAccountToken=U   [&at=MS]
           GET  /customers/{id}/history        the history lines as a JSON array

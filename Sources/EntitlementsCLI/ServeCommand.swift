@@ -27,6 +27,11 @@ enum ServeCommand {
         Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen
         beyond loopback (exit 2). SIGTERM (or Ctrl-C) stops accepting, finishes the accepted
         requests, checkpoints the database and exits 0.
+
+        Exit codes: 0 stopped by SIGTERM or SIGINT; 2 a usage or configuration error, an
+        address beyond loopback without serve.token, or an address that cannot be listened
+        on (LISTEN_FAILED: in use, or not this machine's; choose another with --listen or
+        serve.listen); 3 the database could not be used.
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
@@ -59,6 +64,12 @@ enum ServeCommand {
             if case .failed = attempt.outcome { Output.error(JSONWriter.string(WebhooksCommand.line(attempt))) }
         }
         do { server = try Server(engine: engine, settings: settings, options: options) } catch {
+            if error.code == .listenFailed {
+                // A busy or unavailable address is the operator's choice to change, not the database's fault.
+                Output.error(
+                    "entitlements serve: \(error.code): \(error.message); choose another address with --listen HOST:PORT or serve.listen in the configuration")
+                return .usage
+            }
             Output.error("entitlements serve: \(error.code): \(error.message)")
             return error.code == .tokenRequired ? .usage : .storage
         }

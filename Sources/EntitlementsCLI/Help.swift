@@ -37,8 +37,9 @@ enum Help {
                           2026-11-23T10:00:00Z; an integer below 100000000000 (seconds?) is refused
 
         EXIT CODES
-          0  success; 1  something was rejected or not found; 2  usage or configuration error;
-          3  the database could not be used (read-only, full, corrupt): nothing was half-written
+          0  success; 1  something was rejected or not found; 2  usage or configuration error
+          (also an address serve cannot listen on); 3  the database could not be used (read-only,
+          full, corrupt, a --db that is a folder): nothing was half-written
         """
 
     static let commands: [String: String] = [

@@ -71,7 +71,9 @@ enum Help {
               {"input":2,"result":"duplicate",...}   {"input":3,"result":"rejected","error":{"code":"...","message":"..."}}
               {"input":4,"result":"empty"}   (a document holding no item, e.g. an empty history page)
             Rejected inputs are kept in the quarantine table. Every FILE is checked before anything
-            is ingested: a missing, unreadable or folder FILE is a usage error (exit 2).
+            is ingested: a missing, unreadable or folder FILE is a usage error (exit 2). An input
+            holding nothing (0 bytes, or blank lines only) prints no line and says so on stderr.
+            Ctrl-C exits 130, saying every line acknowledged before is committed.
 
             OPTIONS
               --db PATH       database (default entitlements.sqlite)

@@ -77,6 +77,7 @@ public struct EngineConfiguration: Sendable {
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
         }
+        try Self.checkServeFieldNames(object["serve"])
         guard case .string(let bundleId)? = object["bundleId"], !bundleId.isEmpty else {
             throw ConfigurationError(field: "bundleId", message: "required: the app's bundle identifier, e.g. \"com.example.app\"")
         }
@@ -149,6 +150,22 @@ public struct EngineConfiguration: Sendable {
 }
 
 extension EngineConfiguration {
+    /// The fields of the `serve` section (contract section 4), read by `serve`.
+    public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient"]
+
+    /// The `serve` section's shape and field names, checked by every command that reads the
+    /// configuration (its values are read by `serve`), so one file gets one answer everywhere.
+    /// - Throws: ``ConfigurationError`` naming the field.
+    public static func checkServeFieldNames(_ section: JSONValue?) throws(ConfigurationError) {
+        guard let section, section != .null else { return }
+        guard case .object(let object) = section else {
+            throw ConfigurationError(field: "serve", message: "expected an object with listen and token")
+        }
+        for key in object.keys.sorted() where !serveFields.contains(key) {
+            throw ConfigurationError(field: "serve.\(key)", message: "unknown field; expected \(serveFields.joined(separator: ", "))")
+        }
+    }
+
     /// `environment`: one name, or a non-empty list of distinct names, never
     /// mixing signed (Production, Sandbox) with unsigned (Xcode, LocalTesting) data.
     static func environments(_ value: JSONValue?) throws(ConfigurationError) -> [AppStoreEnvironment] {

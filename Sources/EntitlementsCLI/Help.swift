@@ -38,8 +38,9 @@ enum Help {
                           2026-11-23T10:00:00Z; an integer below 100000000000 (seconds?) is refused
 
         EXIT CODES
-          0  success; 1  something was rejected or not found; 2  usage or configuration error;
-          3  the database could not be used (read-only, full, corrupt): nothing was half-written
+          0  success; 1  something was rejected or not found; 2  usage or configuration error
+          (also an address serve cannot listen on); 3  the database could not be used (read-only,
+          full, corrupt, a --db that is a folder): nothing was half-written
         """
 
     static let commands: [String: String] = [
@@ -72,7 +73,9 @@ enum Help {
               {"input":2,"result":"duplicate",...}   {"input":3,"result":"rejected","error":{"code":"...","message":"..."}}
               {"input":4,"result":"empty"}   (a document holding no item, e.g. an empty history page)
             Rejected inputs are kept in the quarantine table. Every FILE is checked before anything
-            is ingested: a missing, unreadable or folder FILE is a usage error (exit 2).
+            is ingested: a missing, unreadable or folder FILE is a usage error (exit 2). An input
+            holding nothing (0 bytes, or blank lines only) prints no line and says so on stderr.
+            Ctrl-C exits 130, saying every line acknowledged before is committed.
 
             OPTIONS
               --db PATH       database (default entitlements.sqlite)

@@ -22,9 +22,16 @@ extension Commands {
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let limit = engine.configuration.maxInputBytes
         var anyRejected = false
+        var acknowledged = 0
+        let interruption = reportInterruption()
+        defer {
+            interruption.cancel()
+            signal(SIGINT, SIG_DFL)
+        }
 
         // Printed only after the batch's commit: each line is an acknowledgment.
         func acknowledge(_ results: [IngestResult]) {
+            acknowledged += results.count
             if results.contains(where: { $0.outcome == .rejected }) { anyRejected = true }
             Output.lines(results.map { $0.json() })
             for warning in engine.takeProductWarnings() { Output.error(warning) }
@@ -32,6 +39,7 @@ extension Commands {
 
         for file in files {
             let input = try openInput(file, limit: limit, command: "ingest")
+            let acknowledgedBefore = acknowledged
             do throws(EngineError) {
                 switch input {
                 case .whole(let document):
@@ -49,6 +57,9 @@ extension Commands {
                     if reader.reader.gaveUp {
                         anyRejected = true
                         Output.error(gaveUpNotice(file, limit: limit, command: "ingest"))
+                    } else if acknowledged == acknowledgedBefore {
+                        // Nothing to print for it: say so, rather than leave the caller guessing.
+                        Output.error("entitlements ingest: \(file == "-" ? "standard input" : file) holds no input")
                     }
                 }
             } catch {
@@ -59,6 +70,19 @@ extension Commands {
         // may still hold the engine when this returns, so closing is not left to deinit).
         try? engine.checkpoint()
         return anyRejected ? .rejected : .success
+    }
+
+    /// Ctrl-C (SIGINT) ends `ingest` with exit 130 as before, but says what it leaves: every line
+    /// acknowledged on standard output was committed before it was printed.
+    static func reportInterruption() -> DispatchSourceSignal {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler {
+            Output.error("entitlements ingest: interrupted; every line acknowledged on standard output before is committed")
+            _exit(130)
+        }
+        source.resume()
+        return source
     }
 
     /// An input reader, read from the engine's verifying thread while it lives.

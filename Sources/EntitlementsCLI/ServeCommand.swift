@@ -15,17 +15,23 @@ enum ServeCommand {
           POST /notifications                 Apple's notification body; 200 with the ingest line once committed
                                               (a rejected input too: it is quarantined); 503 when the database
                                               cannot be written, so that Apple retries
-          POST /transactions                  any input document; 200 with a JSON array of result lines
+          POST /transactions                  any input document, or NDJSON (one document per line); 200 with
+                                              a JSON array of result lines, each with its line's "input" number
           GET  /customers/{appTransactionId}  the query object (also otid:...); 404 NOT_FOUND
           GET  /customers?originalTransactionId=X | transactionId=T | appAccountToken=U   [&at=MS]
           GET  /customers/{id}/history        the history lines as a JSON array
           GET  /changes?since=C&limit=N       the changes feed, NDJSON
-          GET  /health                        {"ok":true}
+          GET  /health                        {"ok":true}, with or without a token
 
-        With serve.token set, every endpoint but POST /notifications requires
+        With serve.token set, every endpoint but POST /notifications and GET /health requires
         Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen
         beyond loopback (exit 2). SIGTERM (or Ctrl-C) stops accepting, finishes the accepted
         requests, checkpoints the database and exits 0.
+
+        Exit codes: 0 stopped by SIGTERM or SIGINT; 2 a usage or configuration error, an
+        address beyond loopback without serve.token, or an address that cannot be listened
+        on (LISTEN_FAILED: in use, or not this machine's; choose another with --listen or
+        serve.listen); 3 the database could not be used.
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
@@ -58,6 +64,12 @@ enum ServeCommand {
             if case .failed = attempt.outcome { Output.error(JSONWriter.string(WebhooksCommand.line(attempt))) }
         }
         do { server = try Server(engine: engine, settings: settings, options: options) } catch {
+            if error.code == .listenFailed {
+                // A busy or unavailable address is the operator's choice to change, not the database's fault.
+                Output.error(
+                    "entitlements serve: \(error.code): \(error.message); choose another address with --listen HOST:PORT or serve.listen in the configuration")
+                return .usage
+            }
             Output.error("entitlements serve: \(error.code): \(error.message)")
             return error.code == .tokenRequired ? .usage : .storage
         }

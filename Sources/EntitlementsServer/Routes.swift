@@ -23,8 +23,9 @@ enum Route: Sendable, Hashable {
         }
     }
 
-    /// Whether the bearer token guards it (every endpoint but Apple's webhook).
-    var needsToken: Bool { self != .notifications }
+    /// Whether the bearer token guards it: every endpoint but Apple's webhook and the liveness probe
+    /// (contract section 13: `GET /health` needs no token and says `{"ok":true}` and nothing more).
+    var needsToken: Bool { self != .notifications && self != .health }
 
     /// The route of a path, or `nil` (404). A path segment that does not percent-decode is no route.
     init?(path: Substring) {

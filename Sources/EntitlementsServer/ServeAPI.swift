@@ -115,15 +115,52 @@ final class ServeAPI: Sendable {
         }
     }
 
-    /// `POST /transactions`: any input document; a JSON array of result lines.
+    /// `POST /transactions`: any input document, or NDJSON (one document per line, numbered as
+    /// `ingest` numbers them, blank lines counted); a JSON array of result lines.
     private func transactions(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected an input document") }
-        let items = engine.documentVerifier.verifiedItems(InputBytes(bytes: request.body))
-        if items.isEmpty { return Self.json(200, .array([IngestResult(outcome: .empty, input: 1).json()])) }
-        switch ingest(items, request: request, client: client) {
-        case .success(let results): return Self.json(200, .array(results.map { $0.json() }))
-        case .failure(let error): return Self.unavailable(error)
+        var items: [AppendItem] = []
+        // Per input document in order: its number and how many items it holds (0: "empty").
+        var documents: [(number: Int, count: Int)] = []
+        for document in Self.documents(request.body) {
+            let count = engine.documentVerifier.appendVerifiedItems(document, to: &items)
+            documents.append((document.number ?? 1, count))
         }
+        var results: [IngestResult] = []
+        if !items.isEmpty {
+            switch ingest(items, request: request, client: client) {
+            case .success(let committed): results = committed
+            case .failure(let error): return Self.unavailable(error)
+            }
+        }
+        var lines: [JSONValue] = []
+        var next = results.makeIterator()
+        for document in documents {
+            if document.count == 0 { lines.append(IngestResult(outcome: .empty, input: document.number).json()) }
+            for _ in 0..<document.count {
+                guard var line = next.next() else { break }
+                line.input = document.number
+                lines.append(line.json())
+            }
+        }
+        return Self.json(200, .array(lines))
+    }
+
+    /// The input documents of a `POST /transactions` body: the body whole when it holds one
+    /// line, or one JSON document spanning lines; else each non-blank line, numbered from 1.
+    static func documents(_ body: [UInt8]) -> [InputBytes] {
+        var lines: [(number: Int, bytes: ArraySlice<UInt8>)] = []
+        var number = 0
+        for raw in body.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            number += 1
+            let line = raw.last == 0x0D ? raw.dropLast() : raw
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+            lines.append((number, line))
+        }
+        if lines.count <= 1 { return [InputBytes(bytes: body, number: 1)] }
+        let start = body.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        if (try? JSONParser().parse(body[start...])) != nil { return [InputBytes(bytes: body, number: 1)] }
+        return lines.map { InputBytes(bytes: Array($0.bytes), number: $0.number) }
     }
 
     /// Commits the items the quarantine bound lets through; the others are answered `rejected` without their bytes kept.
@@ -149,7 +186,7 @@ final class ServeAPI: Sendable {
                 return .failure(error)
             }
         }
-        // One document per request: every line is of input 1.
+        // One document per request: every line is of input 1 (``transactions(_:client:)`` numbers NDJSON lines).
         return .success(results.map { result in
             var line = result!
             line.input = 1

@@ -48,13 +48,9 @@ public struct ServeSettings: Sendable {
     public init(configuration json: JSONValue) throws(ConfigurationError) {
         self.init()
         guard let section = json["serve"], section != .null else { return }
-        guard case .object(let object) = section else {
-            throw ConfigurationError(field: "serve", message: "expected an object with listen and token")
-        }
-        let known = ["listen", "token", "maxConnections", "maxConnectionsPerClient"]
-        for key in object.keys where !known.contains(key) {
-            throw ConfigurationError(field: "serve.\(key)", message: "unknown field; expected \(known.joined(separator: ", "))")
-        }
+        try EngineConfiguration.checkServeFieldNames(section)
+        guard case .object(let object) = section else { return }
+        let known = EngineConfiguration.serveFields
         for key in known.dropFirst(2) {
             switch object[key] {
             case nil, .null?: continue

@@ -48,8 +48,12 @@ extension EventStore {
         do { migrations = try SchemaMigrations.all() } catch {
             throw StoreError(code: .cannotOpen, message: "cannot prepare the database \(path): \(error)")
         }
+        var info = stat()
+        if stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+            // SQLite would say only "disk I/O error" or "unable to open database file".
+            throw StoreError(code: .cannotOpen, message: "\(path) is a folder, not a database file: --db names the SQLite file")
+        }
         if mode != .create {
-            var info = stat()
             if stat(path, &info) != 0 && errno == ENOENT {
                 throw StoreError(
                     code: .notFound,

@@ -1,0 +1,26 @@
+import EntitlementCore
+import Entitlements
+import Foundation
+import TestPKI
+import Testing
+import TestSupport
+
+/// `usage --help` and `usage` agree on exit codes.
+@Suite struct UsageHelpTests {
+    @Test("usage --help lists INVALID_USAGE under exit 2, as usage --units -5 exits")
+    func usageHelpExitCodes() throws {
+        let help = try E2E.run(["usage", "--help"]).stdout.replacingOccurrences(of: "\n", with: " ")
+        guard let refused = help.range(of: "(exit 1):") else {
+            Issue.record("no exit 1 list in: \(help)")
+            return
+        }
+        let exitOne = help[refused.upperBound...].prefix { $0 != "." }
+        #expect(!exitOne.contains("INVALID_USAGE"), "\(exitOne)")
+        #expect(help.contains("(exit 2): INVALID_USAGE"), "\(help)")
+        // And the behaviour the help now describes.
+        let workspace = try Workspace(name: "usage-units")
+        let run = try workspace.cli("usage", db: "db.sqlite", ["--id", "u1", "--app-transaction-id", "704200000000000093", "--currency", "coins", "--units", "-5"], timeout: 60)
+        #expect(run.status == 2, "\(run.stdout) \(run.stderr)")
+        #expect((run.stdout + run.stderr).contains("INVALID_USAGE"), "\(run.stdout) \(run.stderr)")
+    }
+}

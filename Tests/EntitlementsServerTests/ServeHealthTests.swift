@@ -1,0 +1,32 @@
+import EntitlementCore
+import Entitlements
+import EntitlementsServer
+import Foundation
+import Testing
+import TestPKI
+import TestSupport
+
+extension Reliability {
+    /// `GET /health`: a liveness probe that needs no token (contract section 13).
+    @Suite("Serve: health without a token")
+    struct ServeHealth {
+        @Test("GET /health needs no token and answers exactly {\"ok\":true}, token set or not; the other endpoints keep their guard")
+        func healthWithoutToken() throws {
+            for token in ["s3cret-token-0123456789", nil] as [String?] {
+                let server = try TestServer(token: token)
+                let health = try server.exchange("GET", "/health")
+                #expect(health.status == 200, "token \(token ?? "none")")
+                #expect(health.text == #"{"ok":true}"#, "\(health.text)")
+                let wrong = try server.exchange("GET", "/health", headers: ["Authorization: Bearer wrong"])
+                #expect(wrong.status == 200)
+                #expect(wrong.text == #"{"ok":true}"#)
+                if token != nil {
+                    for path in ["/customers/1", "/changes", "/lifecycle", "/customers/1/history"] {
+                        #expect(try server.exchange("GET", path).status == 401, "\(path)")
+                    }
+                    #expect(try server.exchange("POST", "/transactions", body: "x").status == 401)
+                }
+            }
+        }
+    }
+}

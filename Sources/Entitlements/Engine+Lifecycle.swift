@@ -22,7 +22,10 @@ extension Engine {
     /// The lifecycle events recorded after `cursor` (0: from the start), in the
     /// order they were recorded, at most `limit`; what time has made due by now
     /// is recorded first, so the feed is complete as of the moment it is read.
-    /// - Parameter now: The moment up to which time-driven events are recorded first (default now).
+    /// - Parameters:
+    ///   - cursor: the cursor of the last event already read; 0 for the start.
+    ///   - limit: the most events returned; `nil` for all.
+    ///   - now: the moment up to which time-driven events are recorded first (default now).
     /// - Throws: ``EngineError`` when the database cannot be used.
     public func lifecycle(since cursor: Int64 = 0, limit: Int? = nil, recordingDueAt now: Int64? = nil) throws(EngineError)
         -> [LifecycleRecord]

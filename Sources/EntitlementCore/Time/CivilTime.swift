@@ -1,7 +1,7 @@
 /// Civil (proleptic Gregorian, UTC) dates and times to and from integer milliseconds since
 /// 1970-01-01T00:00:00Z: the one calendar of the package, pure arithmetic with no clock and
 /// no Foundation. X.509 validity times (the verifier), ISO 8601 moments given on the command
-/// line and in requests (``TimeArgument`` in the facade) and the texts that show a moment
+/// line and in requests (`TimeArgument` in the facade) and the texts that show a moment
 /// all go through it.
 ///
 /// Days and dates follow Howard Hinnant's algorithms

@@ -235,6 +235,7 @@ struct Bench {
             if let ecdsa { reportIngestBounds(ecdsa: ecdsa, runs: [(1, ingestOne), (2, ingestTwo)]) }
             try commandLineIngest(corpus, documents: documents, corpusPath: corpusPath)
             try appendOnly(corpus, documents: documents)
+            try appendLifecycleCost(corpus, documents: documents)
             try appendWithMerges(corpus)
             try ingestStorage(documents: documents)
         }
@@ -313,6 +314,44 @@ struct Bench {
                 "notifications": .int(Int64(store.notifications)), "seconds": .double(store.seconds),
                 "cpuSeconds": .double(store.cpuSeconds), "systemSeconds": .double(store.systemSeconds),
                 "notificationsPerSecond": .double(store.rate),
+            ])
+    }
+
+    /// What recording the lifecycle feed costs the store: EventStore.append of the same
+    /// pre-verified batches with the feed recorded and with it switched off, alternated
+    /// (off, on, off, on) so that load on the machine falls on both; the best of each.
+    func appendLifecycleCost(_ corpus: Corpus, documents: [InputBytes]) throws {
+        var on: [IngestBench.Run] = []
+        var off: [IngestBench.Run] = []
+        for lifecycle in [false, true, false, true] {
+            let run = try IngestBench.appendOnly(
+                corpus, documents: documents, batch: options.batch, path: workFolder + "/append-lifecycle.sqlite", lifecycle: lifecycle)
+            if lifecycle { on.append(run) } else { off.append(run) }
+        }
+        Storage.remove(workFolder + "/append-lifecycle.sqlite")
+        func perCPU(_ run: IngestBench.Run) -> Double { Double(run.notifications) / max(run.cpuSeconds, 1e-9) }
+        let bestOn = on.max { perCPU($0) < perCPU($1) }!
+        let bestOff = off.max { perCPU($0) < perCPU($1) }!
+        let ratio = perCPU(bestOn) / perCPU(bestOff) * 100
+        let wallRatio = on.map(\.rate).max()! / off.map(\.rate).max()! * 100
+        report.row(
+            "ingest", "EventStore.append, lifecycle feed switched off",
+            Format.count(off.map(\.rate).max()!) + " /s (" + Format.count(perCPU(bestOff)) + " per CPU-s)")
+        report.row(
+            "ingest", "  the same with the lifecycle feed recorded",
+            Format.count(on.map(\.rate).max()!) + " /s (" + Format.count(perCPU(bestOn)) + " per CPU-s)")
+        report.row(
+            "ingest", "  recorded / switched off, per CPU-s (wall clock: " + Format.fixed(wallRatio, 0) + "%)", Format.fixed(ratio, 0) + "%",
+            target: ">= 90%", met: ratio >= 90)
+        report.section(
+            "appendLifecycleCost",
+            [
+                "notifications": .int(Int64(documents.count)),
+                "notificationsPerSecondRecorded": .double(on.map(\.rate).max()!),
+                "notificationsPerSecondOff": .double(off.map(\.rate).max()!),
+                "notificationsPerCPUSecondRecorded": .double(perCPU(bestOn)),
+                "notificationsPerCPUSecondOff": .double(perCPU(bestOff)),
+                "recordedShareOfOffPerCPUPercent": .double(ratio), "recordedShareOfOffWallPercent": .double(wallRatio),
             ])
     }
 

@@ -76,6 +76,7 @@ struct Bench {
         if wants(.ingest) { ingestOne = ingestStage(corpus, documents: documents, corpusPath: corpusPath, ecdsa: ecdsa) }
         if wants(.peer) { peerStage(corpusPath: corpusPath, rootPath: rootPath, verification: verification, ingestOne: ingestOne) }
         if wants(.query) || wants(.replay) || wants(.concurrent) { databaseStages(corpus) }
+        if wants(.lifecycle) { lifecycleStage(corpus) }
         return finish(build: build, started: started, loadBefore: loadBefore, openSSLVersion: ecdsa?.openSSLVersion, corpusPath: corpusPath)
     }
 
@@ -573,6 +574,29 @@ struct Bench {
                     "secondsUntilAllEventsApplied": .double(figures.secondsToLastProgress),
                     "secondsAfterTheLastEvent": .double(figures.seconds - figures.secondsToLastProgress), "peakRSSBytes": .int(figures.peakRSS),
                     "rssBeforeReplayBytes": .int(figures.baselineRSS), "changed": .int(figures.changed),
+                ])
+        }
+    }
+
+    /// The lifecycle stage: the feed read with nothing due, on --customers running subscriptions.
+    func lifecycleStage(_ corpus: Corpus) {
+        stage("lifecycle") {
+            note("lifecycle: \(options.customers) customers, one running subscription each, through EventStore.append (not signed) ...")
+            let figures = try LifecycleBench.measure(path: workFolder + "/lifecycle.sqlite", corpus: corpus, customers: options.customers)
+            report.row(
+                "lifecycle",
+                "Engine.lifecycle(since: last), nothing due, \(Format.count(Double(figures.customers))) customers (\(Format.count(Double(figures.pending))) expiries pending): median",
+                Format.fixed(figures.median * 1000, 3) + " ms")
+            report.row(
+                "lifecycle", "  max of \(figures.calls.count) calls", Format.fixed(figures.max * 1000, 3) + " ms", target: "< 50 ms",
+                met: figures.max < 0.05)
+            report.section(
+                "lifecycleNothingDue",
+                [
+                    "customers": .int(Int64(figures.customers)), "pendingExpiries": .int(figures.pending),
+                    "recordedEvents": .int(figures.recorded), "buildSeconds": .double(figures.buildSeconds),
+                    "calls": .int(Int64(figures.calls.count)), "medianMilliseconds": .double(figures.median * 1000),
+                    "maxMilliseconds": .double(figures.max * 1000),
                 ])
         }
     }

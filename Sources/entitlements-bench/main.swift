@@ -237,6 +237,7 @@ struct Bench {
             try commandLineIngest(corpus, documents: documents, corpusPath: corpusPath)
             try appendOnly(corpus, documents: documents)
             try appendLifecycleCost(corpus, documents: documents)
+            try webhookDelivery(corpus, documents: documents)
             try appendWithMerges(corpus)
             try ingestStorage(documents: documents)
         }
@@ -353,6 +354,21 @@ struct Bench {
                 "notificationsPerCPUSecondRecorded": .double(perCPU(bestOn)),
                 "notificationsPerCPUSecondOff": .double(perCPU(bestOff)),
                 "recordedShareOfOffPerCPUPercent": .double(ratio), "recordedShareOfOffWallPercent": .double(wallRatio),
+            ])
+    }
+
+    /// The webhook deliverer: the corpus's lifecycle feed to one loopback endpoint answering 204.
+    func webhookDelivery(_ corpus: Corpus, documents: [InputBytes]) throws {
+        let figures = try DeliveryBench.measure(corpus, documents: documents, path: workFolder + "/deliver.sqlite")
+        report.row(
+            "ingest", "WebhookDeliverer, lifecycle feed (\(Format.count(Double(figures.lines))) lines) to 1 loopback endpoint (204)",
+            Format.count(figures.rate) + " lines/s (" + Format.count(Double(figures.lines) / max(figures.cpuSeconds, 1e-9))
+                + " per CPU-s, receiver included)", target: ">= 1,000/s", met: figures.rate >= 1_000)
+        report.section(
+            "webhookDelivery",
+            [
+                "lines": .int(Int64(figures.lines)), "seconds": .double(figures.seconds), "cpuSeconds": .double(figures.cpuSeconds),
+                "linesPerSecond": .double(figures.rate), "requestsReceived": .int(Int64(figures.received)),
             ])
     }
 

@@ -18,6 +18,9 @@ public final class EventStore {
     /// The bytes before the JWS that the last appended event's chain hash covered, kept
     /// for their capacity (see ``chainHash(prevHash:seq:identity:raw:digest:digestFrom:material:)``).
     var chainMaterial: [UInt8] = []
+    /// Whether writes record the lifecycle feed (contract section 12), as they must.
+    /// Off only in the benchmark that measures what recording it costs the ingest.
+    public var recordsLifecycle = true
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the
     /// store needs no crypto library of its own.

@@ -12,6 +12,7 @@ extension EventStore {
     /// - Returns: How many events were recorded.
     @discardableResult
     func recordLifecycle(of key: CustomerKey, state: CustomerState?, rules: Rules, now: Int64) throws -> Int {
+        guard recordsLifecycle else { return 0 }
         guard let state else {
             try saveLifecycleDue(of: key, next: nil)
             return 0
@@ -91,6 +92,7 @@ extension EventStore {
     func recordLifecycle(
         ofBatch keys: [CustomerKey], merges: [CustomerMerge], states: [CustomerKey: CustomerState], rules: Rules, now: Int64
     ) throws {
+        guard recordsLifecycle else { return }
         for merge in merges where merge.from.hasPrefix("otid:") && !merge.into.hasPrefix("otid:") {
             let otid = String(merge.from.dropFirst(5))
             let survivor = try states[merge.into] ?? currentState(of: merge.into)

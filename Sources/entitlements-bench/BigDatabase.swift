@@ -36,8 +36,9 @@ enum BigDatabase {
         var seconds: Double
     }
 
+    /// - Parameter receivedAt: the time of receipt recorded (and the lifecycle feed's `now`).
     static func build(path: String, plan: HistoryPlan, header: RawHeader, pki: TestPKI, batch: Int = 4_000,
-                      progress: (Int) -> Void) throws -> Built
+                      receivedAt: Int64 = TestPayloads_january2026, progress: (Int) -> Void) throws -> Built
     {
         Storage.remove(path)
         let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
@@ -63,7 +64,7 @@ enum BigDatabase {
                     }
                 }
             }
-            for outcome in try store.append(current, rules: BenchRules.rules, rulesJSON: rulesJSON, receivedAt: TestPayloads_january2026) {
+            for outcome in try store.append(current, rules: BenchRules.rules, rulesJSON: rulesJSON, receivedAt: receivedAt) {
                 guard case .appended = outcome else { throw BenchFailure("building the database: an event was not appended: \(outcome)") }
                 appended += 1
             }

@@ -45,7 +45,8 @@ enum IngestBench {
 
     /// The store's share alone: the same batches verified beforehand, then only
     /// ``EventStore/append(_:rules:rulesJSON:receivedAt:)`` timed.
-    static func appendOnly(_ corpus: Corpus, documents: [InputBytes], batch: Int, path: String) throws -> Run {
+    /// - Parameter lifecycle: whether the store records the lifecycle feed (off: what the ingest costs without it).
+    static func appendOnly(_ corpus: Corpus, documents: [InputBytes], batch: Int, path: String, lifecycle: Bool = true) throws -> Run {
         Storage.remove(path)
         let verifier = try DocumentVerifier(configuration: corpus.configuration)
         var batches: [[AppendItem]] = []
@@ -56,6 +57,7 @@ enum IngestBench {
             index = end
         }
         let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
+        store.recordsLifecycle = lifecycle
         let rulesJSON = BenchRules.rulesJSON
         var appended = 0
         let cpu = Clock.processUserSystem()

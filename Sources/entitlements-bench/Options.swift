@@ -19,7 +19,7 @@ struct Options {
     var only: Set<Stage> = Set(Stage.allCases)
 
     enum Stage: String, CaseIterable {
-        case ecdsa, verify, ingest, peer, query, replay, concurrent
+        case ecdsa, verify, ingest, peer, query, replay, concurrent, lifecycle
     }
 
     static let help = """
@@ -36,13 +36,16 @@ struct Options {
           verify   verification only, one core: a single JWS, and a notification with nested
                    transaction and renewal info (3 JWS); chain cache warm and cold
           ingest   Engine.ingest end to end (verify, append, project) in batches, 1 and 2 workers;
-                   bytes per event on disk
+                   bytes per event on disk; EventStore.append with the lifecycle feed recorded and
+                   switched off; the webhook deliverer to a loopback endpoint
           peer     Apple's Python library on the same corpus (Benchmarks/peer-python.sh), when python3 is here
           query    Engine.query point lookups on a database of --customers customers: rate, p50, p99
           replay   Engine.replay of --events events over --customers customers: events/s, peak RSS
                    (in a child process)
           concurrent  Engine.ingest latency (p50, p99, max) while Engine.replay of the same database
                    runs on the same engine (one notification every 5 ms)
+          lifecycle  Engine.lifecycle(since: last) with nothing due, on a database of --customers
+                   customers whose subscriptions all run (every expiry pending): median and max
 
         OPTIONS
           --out PATH            results JSON (default bench-out/results.json); the corpus
@@ -62,7 +65,7 @@ struct Options {
                                 compact (no certificate chain, default) or full (the real x5c chain)
           --reuse-db            reuse the query/replay database of an earlier run when its size matches
           --keep                keep the databases (default: the query/replay database is removed)
-          --only LIST           stages to run, comma-separated: ecdsa,verify,ingest,peer,query,replay,concurrent
+          --only LIST           stages to run, comma-separated: ecdsa,verify,ingest,peer,query,replay,concurrent,lifecycle
           --smoke               tiny sizes (200 notifications, 2000 events), checks each stage,
                                 no peer, exits non-zero on a failure; a few seconds in a debug build
           --help                this text

@@ -76,6 +76,7 @@ struct Bench {
         if wants(.ingest) { ingestOne = ingestStage(corpus, documents: documents, corpusPath: corpusPath, ecdsa: ecdsa) }
         if wants(.peer) { peerStage(corpusPath: corpusPath, rootPath: rootPath, verification: verification, ingestOne: ingestOne) }
         if wants(.query) || wants(.replay) || wants(.concurrent) { databaseStages(corpus) }
+        if wants(.lifecycle) { lifecycleStage(corpus) }
         return finish(build: build, started: started, loadBefore: loadBefore, openSSLVersion: ecdsa?.openSSLVersion, corpusPath: corpusPath)
     }
 
@@ -235,6 +236,8 @@ struct Bench {
             if let ecdsa { reportIngestBounds(ecdsa: ecdsa, runs: [(1, ingestOne), (2, ingestTwo)]) }
             try commandLineIngest(corpus, documents: documents, corpusPath: corpusPath)
             try appendOnly(corpus, documents: documents)
+            try appendLifecycleCost(corpus, documents: documents)
+            try webhookDelivery(corpus, documents: documents)
             try appendWithMerges(corpus)
             try ingestStorage(documents: documents)
         }
@@ -313,6 +316,59 @@ struct Bench {
                 "notifications": .int(Int64(store.notifications)), "seconds": .double(store.seconds),
                 "cpuSeconds": .double(store.cpuSeconds), "systemSeconds": .double(store.systemSeconds),
                 "notificationsPerSecond": .double(store.rate),
+            ])
+    }
+
+    /// What recording the lifecycle feed costs the store: EventStore.append of the same
+    /// pre-verified batches with the feed recorded and with it switched off, alternated
+    /// (off, on, off, on) so that load on the machine falls on both; the best of each.
+    func appendLifecycleCost(_ corpus: Corpus, documents: [InputBytes]) throws {
+        var on: [IngestBench.Run] = []
+        var off: [IngestBench.Run] = []
+        for lifecycle in [false, true, false, true] {
+            let run = try IngestBench.appendOnly(
+                corpus, documents: documents, batch: options.batch, path: workFolder + "/append-lifecycle.sqlite", lifecycle: lifecycle)
+            if lifecycle { on.append(run) } else { off.append(run) }
+        }
+        Storage.remove(workFolder + "/append-lifecycle.sqlite")
+        func perCPU(_ run: IngestBench.Run) -> Double { Double(run.notifications) / max(run.cpuSeconds, 1e-9) }
+        let bestOn = on.max { perCPU($0) < perCPU($1) }!
+        let bestOff = off.max { perCPU($0) < perCPU($1) }!
+        let ratio = perCPU(bestOn) / perCPU(bestOff) * 100
+        let wallRatio = on.map(\.rate).max()! / off.map(\.rate).max()! * 100
+        report.row(
+            "ingest", "EventStore.append, lifecycle feed switched off",
+            Format.count(off.map(\.rate).max()!) + " /s (" + Format.count(perCPU(bestOff)) + " per CPU-s)")
+        report.row(
+            "ingest", "  the same with the lifecycle feed recorded",
+            Format.count(on.map(\.rate).max()!) + " /s (" + Format.count(perCPU(bestOn)) + " per CPU-s)")
+        report.row(
+            "ingest", "  recorded / switched off, per CPU-s (wall clock: " + Format.fixed(wallRatio, 0) + "%)", Format.fixed(ratio, 0) + "%",
+            target: ">= 90%", met: ratio >= 90)
+        report.section(
+            "appendLifecycleCost",
+            [
+                "notifications": .int(Int64(documents.count)),
+                "notificationsPerSecondRecorded": .double(on.map(\.rate).max()!),
+                "notificationsPerSecondOff": .double(off.map(\.rate).max()!),
+                "notificationsPerCPUSecondRecorded": .double(perCPU(bestOn)),
+                "notificationsPerCPUSecondOff": .double(perCPU(bestOff)),
+                "recordedShareOfOffPerCPUPercent": .double(ratio), "recordedShareOfOffWallPercent": .double(wallRatio),
+            ])
+    }
+
+    /// The webhook deliverer: the corpus's lifecycle feed to one loopback endpoint answering 204.
+    func webhookDelivery(_ corpus: Corpus, documents: [InputBytes]) throws {
+        let figures = try DeliveryBench.measure(corpus, documents: documents, path: workFolder + "/deliver.sqlite")
+        report.row(
+            "ingest", "WebhookDeliverer, lifecycle feed (\(Format.count(Double(figures.lines))) lines) to 1 loopback endpoint (204)",
+            Format.count(figures.rate) + " lines/s (" + Format.count(Double(figures.lines) / max(figures.cpuSeconds, 1e-9))
+                + " per CPU-s, receiver included)", target: ">= 1,000/s", met: figures.rate >= 1_000)
+        report.section(
+            "webhookDelivery",
+            [
+                "lines": .int(Int64(figures.lines)), "seconds": .double(figures.seconds), "cpuSeconds": .double(figures.cpuSeconds),
+                "linesPerSecond": .double(figures.rate), "requestsReceived": .int(Int64(figures.received)),
             ])
     }
 
@@ -534,6 +590,29 @@ struct Bench {
                     "secondsUntilAllEventsApplied": .double(figures.secondsToLastProgress),
                     "secondsAfterTheLastEvent": .double(figures.seconds - figures.secondsToLastProgress), "peakRSSBytes": .int(figures.peakRSS),
                     "rssBeforeReplayBytes": .int(figures.baselineRSS), "changed": .int(figures.changed),
+                ])
+        }
+    }
+
+    /// The lifecycle stage: the feed read with nothing due, on --customers running subscriptions.
+    func lifecycleStage(_ corpus: Corpus) {
+        stage("lifecycle") {
+            note("lifecycle: \(options.customers) customers, one running subscription each, through EventStore.append (not signed) ...")
+            let figures = try LifecycleBench.measure(path: workFolder + "/lifecycle.sqlite", corpus: corpus, customers: options.customers)
+            report.row(
+                "lifecycle",
+                "Engine.lifecycle(since: last), nothing due, \(Format.count(Double(figures.customers))) customers (\(Format.count(Double(figures.pending))) expiries pending): median",
+                Format.fixed(figures.median * 1000, 3) + " ms")
+            report.row(
+                "lifecycle", "  max of \(figures.calls.count) calls", Format.fixed(figures.max * 1000, 3) + " ms", target: "< 50 ms",
+                met: figures.max < 0.05)
+            report.section(
+                "lifecycleNothingDue",
+                [
+                    "customers": .int(Int64(figures.customers)), "pendingExpiries": .int(figures.pending),
+                    "recordedEvents": .int(figures.recorded), "buildSeconds": .double(figures.buildSeconds),
+                    "calls": .int(Int64(figures.calls.count)), "medianMilliseconds": .double(figures.median * 1000),
+                    "maxMilliseconds": .double(figures.max * 1000),
                 ])
         }
     }

@@ -42,7 +42,8 @@ public enum LifecycleEvents {
     public static func all(
         state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String] = [:], rules: Rules
     ) -> [LifecycleEvent] {
-        var derivation = Derivation(state: state, events: events, consumptionReasons: consumptionReasons, rules: rules)
+        // One array, read concretely from here on (a caller in another module reaches this generic entry unspecialized).
+        var derivation = Derivation(state: state, events: Array(events), consumptionReasons: consumptionReasons, rules: rules)
         derivation.subscriptions()
         derivation.renewalInfos()
         derivation.expirations()
@@ -99,6 +100,8 @@ private struct Derivation {
     let state: CustomerState
     let rules: Rules
     let consumptionReasons: [String: String]
+    /// The customer's environment name (``EnvironmentSet/displayName``), computed once.
+    let customerEnvironment: String?
     /// Every version (the state's and the events') of each transaction some version of which was revoked.
     var versions: [String: [TransactionFacts]] = [:]
     /// The environment each transaction arrived in (the first by name when several), for a
@@ -110,10 +113,11 @@ private struct Derivation {
     var subscriptionTransactions: [String: [TransactionFacts]] = [:]
     var found: [String: Found] = [:]
 
-    init(state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String], rules: Rules) {
+    init(state: CustomerState, events: [Event], consumptionReasons: [String: String], rules: Rules) {
         self.state = state
         self.rules = rules
         self.consumptionReasons = consumptionReasons
+        self.customerEnvironment = state.environments.displayName
         // Which environment each transaction came in matters only for a customer of several.
         let severalEnvironments = state.environments.environments.count > 1
         // Every version is read only for transactions some version of which was revoked.
@@ -161,8 +165,8 @@ private struct Derivation {
 
     /// The environment a transaction came in (the first by name when several), else the customer's.
     func environment(of transactionId: String?) -> String? {
-        if let transactionId, let name = environments[transactionId] { return name }
-        return state.environments.displayName
+        if let transactionId, !environments.isEmpty, let name = environments[transactionId] { return name }
+        return customerEnvironment
     }
 
     /// Keeps `event`, unless the same id is derived from a later-signed source.
@@ -286,7 +290,8 @@ private struct Derivation {
             // Transactions are sorted by purchaseDate first: those bought by a moment are a prefix.
             var bought = -1
             var standing = 0
-            var statuses: [(status: SubscriptionStatus, current: TransactionFacts)?] = []
+            // The status at each moment and the index of the transaction current then.
+            var statuses: [(status: SubscriptionStatus, current: Int)?] = []
             statuses.reserveCapacity(ordered.count)
             for moment in ordered {
                 while bought + 1 < transactions.count, transactions[bought + 1].purchaseDate <= moment { bought += 1 }
@@ -295,9 +300,9 @@ private struct Derivation {
                     statuses.append(nil)
                     continue
                 }
-                let current = transactions[bought]
-                let renewal = versions.isEmpty ? nil : versions[standing].facts
-                statuses.append((SubscriptionEvaluation.status(current: current, renewalInfo: renewal, at: moment), current))
+                let status = SubscriptionEvaluation.status(
+                    current: transactions[bought], renewalInfo: versions.isEmpty ? nil : versions[standing].facts, at: moment)
+                statuses.append((status, bought))
             }
             for index in ordered.indices where index > 0 {
                 guard let now = statuses[index], now.status == .expired, let before = statuses[index - 1]?.status,
@@ -310,7 +315,7 @@ private struct Derivation {
                 let reason = SubscriptionEvaluation.renewalInfo(in: versions, at: until)?.0
                 add(
                     event(
-                        .expiration, id: "EXPIRATION:\(otid):\(moment)", about: now.current, otid: otid,
+                        .expiration, id: "EXPIRATION:\(otid):\(moment)", about: transactions[now.current], otid: otid,
                         extra: JSONObject([("reason", LifecycleEvents.expirationReason(reason?.expirationIntent))]), at: moment),
                     signedDate: reason?.signedDate ?? moment)
             }

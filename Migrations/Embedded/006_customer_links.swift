@@ -2,7 +2,7 @@
 // edit that file and run the script again.
 extension SchemaMigrations {
     static let m006_customer_links = Migration(identifier: "006_customer_links", sql: ####"""
--- Who the customer is (contract section 5). Facts stay filed under the key
+-- Who the customer is (specification section 5). Facts stay filed under the key
 -- each event carries (its appTransactionId, else otid:<originalTransactionId>).
 -- An event with originalTransactionId X belongs to the customer X is linked
 -- to, else to otid:X: a link arriving later merges otid:X into its

@@ -3,7 +3,7 @@
 extension SchemaMigrations {
     static let m011_usage = Migration(identifier: "011_usage", sql: ####"""
 -- migrator: edits sqlite_master
--- Usage records (contract section 11): the operator's word on what a customer used,
+-- Usage records (specification section 11): the operator's word on what a customer used,
 -- logged in `events` with kind 'usage' (raw: the record's canonical JSON, hash-chained
 -- like every event). The events table's CHECK on `kind` is loosened in place by
 -- editing its definition in sqlite_master: no row is copied, so every existing

@@ -1,4 +1,4 @@
--- The app a database belongs to (contract section 2): its bundleId and whether it
+-- The app a database belongs to (specification section 2): its bundleId and whether it
 -- holds signed (Production, Sandbox) or unsigned (Xcode, LocalTesting) data,
 -- recorded by the first command that opens the database with a configuration
 -- (a new database, or one made before this table existed). A configuration

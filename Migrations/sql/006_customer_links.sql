@@ -1,4 +1,4 @@
--- Who the customer is (contract section 5). Facts stay filed under the key
+-- Who the customer is (specification section 5). Facts stay filed under the key
 -- each event carries (its appTransactionId, else otid:<originalTransactionId>).
 -- An event with originalTransactionId X belongs to the customer X is linked
 -- to, else to otid:X: a link arriving later merges otid:X into its

@@ -1,4 +1,4 @@
--- The change feed (contract section 8): every change to a customer's active
+-- The change feed (specification section 8): every change to a customer's active
 -- entitlements, recorded in the same transaction as what caused it. Never
 -- updated or deleted: a cursor, once read, keeps meaning the same line.
 CREATE TABLE changes (

@@ -1,4 +1,4 @@
--- The lifecycle feed (contract section 12): what happened to each customer (a
+-- The lifecycle feed (specification section 12): what happened to each customer (a
 -- renewal, a cancellation, a refund ...), recorded once per event id in the same
 -- transaction as what caused it. Never updated or deleted: a cursor, once read,
 -- keeps meaning the same line. `fields` holds the rest of the printed line, its

@@ -1,4 +1,4 @@
--- Webhook delivery (contract section 12): where each endpoint stands in each feed,
+-- Webhook delivery (specification section 12): where each endpoint stands in each feed,
 -- the lines given up on, and the lease that lets one deliverer at a time work on
 -- this database. Bookkeeping, not evidence: rows are replaced as delivery goes on.
 

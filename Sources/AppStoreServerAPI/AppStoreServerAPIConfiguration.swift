@@ -1,6 +1,6 @@
 import Foundation
 
-/// The `appStoreServerAPI` section of the configuration (contract section 4): which key
+/// The `appStoreServerAPI` section of the configuration (specification section 4): which key
 /// signs the engine's requests to the App Store Server API, and where they go.
 public struct AppStoreServerAPIConfiguration: Sendable, Equatable {
     /// The issuer ID from App Store Connect's Keys page (a UUID).

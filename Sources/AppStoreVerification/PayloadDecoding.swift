@@ -69,7 +69,7 @@ extension SignedDataVerifier {
 
 extension SignedDataVerifier {
     /// An `appTransactionId`, where a payload carries one, is what keys the
-    /// customer (contract section 5): Apple's are decimal digits. An empty or
+    /// customer (specification section 5): Apple's are decimal digits. An empty or
     /// non-digit one is `MALFORMED_INPUT` rather than a customer of its own
     /// (it could otherwise pose as another key, such as an `otid:` alias).
     func checkAppTransactionId(_ value: JSONValue?, field: String) throws(VerificationError) {

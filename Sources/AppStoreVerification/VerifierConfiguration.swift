@@ -11,7 +11,7 @@ public struct VerifierConfiguration: Sendable {
     /// ``AppStoreEnvironment/localTesting`` skip the chain and signature checks, as StoreKit
     /// testing data is not signed by Apple.
     public var environment: AppStoreEnvironment
-    /// Every environment whose payloads are accepted (contract section 2: a production
+    /// Every environment whose payloads are accepted (specification section 2: a production
     /// server also receives App Review's Sandbox data), ``environment`` first. Signed
     /// (Production, Sandbox) and unsigned (Xcode, LocalTesting) environments are never mixed.
     public var environments: [AppStoreEnvironment]

@@ -2,7 +2,7 @@ import EntitlementCore
 internal import EventStore
 import Foundation
 
-/// Brings what the App Store Server API holds into the engine (contract section 10):
+/// Brings what the App Store Server API holds into the engine (specification section 10):
 /// Get Notification History for what Apple failed to deliver or a new deployment never
 /// saw, and a customer's transaction history, subscription statuses and app transaction.
 ///
@@ -201,7 +201,7 @@ public final class AppStoreSync: Sendable {
             }
             token = next
         }
-        // A rejected item is not passed: the next sync fetches it again (contract section 18).
+        // A rejected item is not passed: the next sync fetches it again (specification section 18).
         if totals.rejected == 0 {
             do { try engine.setSyncState(String(end), keys: [stateKey]) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
         }
@@ -361,7 +361,7 @@ public final class AppStoreSync: Sendable {
 
     // MARK: Ingesting pages
 
-    /// Ingests one answer: each signed item as an input document of its own (contract
+    /// Ingests one answer: each signed item as an input document of its own (specification
     /// section 1), so no item waits on the size limit of a whole page; an answer of
     /// another shape goes in whole, for the ingest to judge.
     private func ingestWhole(

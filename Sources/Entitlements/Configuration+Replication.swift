@@ -1,7 +1,7 @@
 import EntitlementCore
 import Foundation
 
-/// Replication of the database to another machine (contract section 15): with it, an
+/// Replication of the database to another machine (specification section 15): with it, an
 /// acknowledgment waits until the commit has reached the replica.
 public struct ReplicationConfiguration: Sendable, Hashable {
     /// Litestream's control socket, and how long a batch's acknowledgment waits for it.

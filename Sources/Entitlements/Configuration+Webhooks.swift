@@ -1,7 +1,7 @@
 import EntitlementCore
 import Foundation
 
-/// A feed the engine pushes to webhook endpoints (contract section 12).
+/// A feed the engine pushes to webhook endpoints (specification section 12).
 public enum WebhookFeed: String, Sendable, Hashable, CaseIterable {
     /// Lifecycle events (`entitlements lifecycle`).
     case lifecycle
@@ -9,7 +9,7 @@ public enum WebhookFeed: String, Sendable, Hashable, CaseIterable {
     case changes
 }
 
-/// One endpoint of the configuration's `webhooks` (contract section 12).
+/// One endpoint of the configuration's `webhooks` (specification section 12).
 public struct WebhookEndpoint: Sendable {
     /// Where each line is POSTed; also the endpoint's name in the database.
     public var url: URL
@@ -157,7 +157,7 @@ public struct WebhookEndpoint: Sendable {
     }
 }
 
-/// When a failing line is tried again (contract section 12): after each failed attempt,
+/// When a failing line is tried again (specification section 12): after each failed attempt,
 /// the next delay of the schedule (5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then the last
 /// one again), until the next attempt would fall more than 24 hours after the first:
 /// then the line is marked failed and the endpoint goes on. A pure function of its inputs.

@@ -2,14 +2,14 @@ import AppStoreVerification
 import EntitlementCore
 import Foundation
 
-/// The engine's configuration (contract section 4).
+/// The engine's configuration (specification section 4).
 public struct EngineConfiguration: Sendable {
     public var bundleId: String
     /// Required in Production.
     public var appAppleId: Int64?
     /// The first (or only) environment accepted.
     public var environment: AppStoreEnvironment
-    /// Every environment accepted (contract section 2), ``environment`` first: e.g.
+    /// Every environment accepted (specification section 2), ``environment`` first: e.g.
     /// Production and Sandbox, since App Review buys with sandbox accounts in the
     /// production app. Never mixes signed and unsigned environments.
     public var environments: [AppStoreEnvironment]
@@ -20,9 +20,9 @@ public struct EngineConfiguration: Sendable {
     public var maxInputBytes: Int
     /// The App Store Server API's key and host (`sync`, `sign`, `set-account-token`); `nil` when not configured.
     public var appStoreServerAPI: AppStoreServerAPIConfiguration? = nil
-    /// The endpoints the feeds are pushed to (contract section 12); empty when none.
+    /// The endpoints the feeds are pushed to (specification section 12); empty when none.
     public var webhooks: [WebhookEndpoint] = []
-    /// Replicated acknowledgments through Litestream (contract section 15); `nil` when not configured.
+    /// Replicated acknowledgments through Litestream (specification section 15); `nil` when not configured.
     public var replication: ReplicationConfiguration? = nil
     /// After how many signatures a known certificate's key has checked, the verifier builds
     /// a table of that key's multiples and checks later signatures with it at half the cost
@@ -150,7 +150,7 @@ public struct EngineConfiguration: Sendable {
 }
 
 extension EngineConfiguration {
-    /// The fields of the `serve` section (contract section 4), read by `serve`.
+    /// The fields of the `serve` section (specification section 4), read by `serve`.
     public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient"]
 
     /// The `serve` section's shape and field names, checked by every command that reads the

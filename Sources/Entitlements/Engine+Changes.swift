@@ -3,7 +3,7 @@ internal import EventStore
 
 extension Engine {
     /// Records every change that time has brought about by `now` (default now):
-    /// expiries not yet recorded, cause `time` (contract section 8). Costs one
+    /// expiries not yet recorded, cause `time` (specification section 8). Costs one
     /// indexed read, and takes no write lock, when nothing is due.
     /// - Returns: How many changes were recorded.
     /// - Throws: ``EngineError`` when the database cannot be written.

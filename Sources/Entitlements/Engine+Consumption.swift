@@ -3,7 +3,7 @@ internal import EventStore
 import Foundation
 
 /// What the engine knows to answer Apple's CONSUMPTION_REQUEST about one purchase
-/// (Send Consumption Information V2, contract section 11).
+/// (Send Consumption Information V2, specification section 11).
 public struct ConsumptionInfo: Sendable, Hashable {
     public var transactionId: String
     /// The customer holding the purchase.

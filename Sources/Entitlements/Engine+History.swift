@@ -27,7 +27,7 @@ public enum HistoryAnswer: Sendable, Encodable {
 
 extension Engine {
     /// A customer's timeline up to `until` (default now): every moment at which
-    /// the answer changed, and why (contract section 7), under the configuration's rules.
+    /// the answer changed, and why (specification section 7), under the configuration's rules.
     /// - Parameters:
     ///   - subject: The customer, by appTransactionId (or `otid:` alias), originalTransactionId
     ///     or transactionId (an app account token names no one customer: `notFound`).

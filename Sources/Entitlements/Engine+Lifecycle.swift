@@ -3,7 +3,7 @@ internal import EventStore
 
 extension Engine {
     /// Records every lifecycle event that time has made due by `now` (default
-    /// now): an EXPIRATION not yet recorded, most often (contract section 12).
+    /// now): an EXPIRATION not yet recorded, most often (specification section 12).
     /// Costs one indexed read, and takes no write lock, when nothing is due.
     /// - Returns: How many events were recorded.
     /// - Throws: ``EngineError`` when the database cannot be written.

@@ -2,7 +2,7 @@ import EntitlementCore
 internal import EventStore
 import Synchronization
 
-/// Products met in data that `rules.products` does not name (contract section
+/// Products met in data that `rules.products` does not name (specification section
 /// 4): each is reported once per engine, since a typo there silently takes
 /// access away.
 final class ProductWarnings: Sendable {

@@ -3,7 +3,7 @@ internal import EventStore
 
 /// Whom a query asks about.
 ///
-/// Every form answers the whole customer (contract section 5): an
+/// Every form answers the whole customer (specification section 5): an
 /// `appTransactionId`, or `otid:<X>` (an alias of the appTransactionId X is
 /// linked to, once it is); any `originalTransactionId` or `transactionId` of it.
 public enum CustomerQuery: Sendable, Hashable {
@@ -22,7 +22,7 @@ public enum QueryAnswer: Sendable, JSONRepresentable {
     /// Nobody matches.
     case notFound(String)
 
-    /// The contract's JSON for this answer.
+    /// The specification's JSON for this answer.
     public func json() -> JSONValue {
         switch self {
         case .customer(let view): return view.json()

@@ -72,7 +72,7 @@ extension Engine {
     /// Committed batches are durable without it; the command line calls it
     /// before exiting, so a database file copied afterwards is complete.
     /// - Throws: ``EngineError`` when the database cannot be written.
-    /// With replication it does nothing: Litestream alone checkpoints (contract section 15).
+    /// With replication it does nothing: Litestream alone checkpoints (specification section 15).
     public func checkpoint() throws(EngineError) {
         guard replication == nil else { return }
         do {

@@ -10,7 +10,7 @@ public enum UsageCustomer: Sendable, Hashable {
     case transactionId(String)
 }
 
-/// A usage record to log (contract section 11): the operator's word on what a customer used.
+/// A usage record to log (specification section 11): the operator's word on what a customer used.
 public struct UsageRequest: Sendable, Hashable {
     /// The operator's id for the record: the idempotency key.
     public var id: String
@@ -76,7 +76,7 @@ public struct UsageReceipt: Sendable, Hashable {
 }
 
 extension Engine {
-    /// Logs what a customer used (contract section 11): spent units of a currency, or
+    /// Logs what a customer used (specification section 11): spent units of a currency, or
     /// the consumed share of one purchase. Appended to the log as an event of kind
     /// `usage`, hash-chained, marked as the operator's word; the customer's projection
     /// is updated in the same transaction, so `query` balances reflect it at once.

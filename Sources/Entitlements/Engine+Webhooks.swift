@@ -1,7 +1,7 @@
 import EntitlementCore
 internal import EventStore
 
-/// Webhook delivery through the engine (contract section 12): one pass, where each
+/// Webhook delivery through the engine (specification section 12): one pass, where each
 /// endpoint stands, and sending a feed again from a cursor. ``WebhookDeliverer`` delivers
 /// continuously.
 extension Engine {

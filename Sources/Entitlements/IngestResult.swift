@@ -35,7 +35,7 @@ public struct IngestResult: Sendable, Hashable, JSONRepresentable {
         self.input = input
     }
 
-    /// The contract's NDJSON line.
+    /// The specification's NDJSON line.
     public func json() -> JSONValue {
         var object = JSONObject()
         if let input { object["input"] = .int(Int64(input)) }

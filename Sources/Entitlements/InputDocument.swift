@@ -13,7 +13,7 @@ public struct InputItem: Sendable {
     public var expected: Expected
 }
 
-/// Splits an input document (contract section 1) into the signed items it holds.
+/// Splits an input document (specification section 1) into the signed items it holds.
 public enum InputDocument {
     /// The items of one document, or why the document is not a well-formed input.
     public static func items(_ bytes: ArraySlice<UInt8>) -> Result<[InputItem], MalformedInput> {
@@ -183,7 +183,7 @@ extension InputDocument {
     ]
 
     /// Why a document that carries signed data the engine would not ingest is
-    /// rejected whole (contract section 3: signed data is never dropped
+    /// rejected whole (specification section 3: signed data is never dropped
     /// silently), or `nil`. A document holds one form of section 1; the only
     /// pair is `signedTransactionInfo` with its `signedRenewalInfo`. Any other
     /// field named `signed...` is signed data of a form the engine does not know.
@@ -197,11 +197,11 @@ extension InputDocument {
         if present.count <= 1 || Set(present) == ["signedTransactionInfo", "signedRenewalInfo"] { return nil }
         let names = present.map { path + $0 }.joined(separator: " and ")
         return MalformedInput(
-            "the document carries \(names): one document holds one input form of contract section 1 (only signedTransactionInfo may come with its signedRenewalInfo); it is rejected whole so that nothing signed is dropped silently")
+            "the document carries \(names): one document holds one input form of specification section 1 (only signedTransactionInfo may come with its signedRenewalInfo); it is rejected whole so that nothing signed is dropped silently")
     }
 }
 
-/// A document that is not a well-formed input of contract section 1.
+/// A document that is not a well-formed input of specification section 1.
 public struct MalformedInput: Error, Sendable, Hashable {
     public var message: String
     public init(_ message: String) { self.message = message }

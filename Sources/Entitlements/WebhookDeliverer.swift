@@ -6,7 +6,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Pushes the feeds to the configured webhook endpoints (contract section 12): at least
+/// Pushes the feeds to the configured webhook endpoints (specification section 12): at least
 /// once, in feed order per endpoint and feed, each line POSTed and signed (Standard
 /// Webhooks), a failing line retried on the endpoint's schedule while the lines after it
 /// wait, and given up on (marked failed) 24 hours after its first attempt.

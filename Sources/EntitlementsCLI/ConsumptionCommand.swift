@@ -3,7 +3,7 @@ import Entitlements
 import Foundation
 
 /// `entitlements consumption`: answering Apple's CONSUMPTION_REQUEST (Send Consumption
-/// Information V2, contract section 11).
+/// Information V2, specification section 11).
 enum ConsumptionCommand {
     static let help = """
         entitlements consumption [--db PATH] --config PATH (--transaction-id T [--customer-consented] [--sample-content-provided] [--delivery-status S] [--refund-preference DECLINE|GRANT_FULL|GRANT_PRORATED] [--send] | --pending)

@@ -3,7 +3,7 @@ import Entitlements
 
 extension Demo {
     /// What happened to the tour's customers, as the lifecycle feed recorded it
-    /// (contract section 12): a few events of each, oldest first.
+    /// (specification section 12): a few events of each, oldest first.
     static func lifecycleShown(_ engine: Engine, customers: [String], perCustomer: Int = 4) {
         guard let records = try? engine.lifecycle(since: 0, limit: 10_000), !records.isEmpty else { return }
         print("What happened, as the lifecycle feed recorded it (`entitlements lifecycle`, \(records.count) events in all):")

@@ -2,7 +2,7 @@ import EntitlementCore
 import Entitlements
 
 extension Demo {
-    /// The demo's refund request answered (contract section 11): the coins customer
+    /// The demo's refund request answered (specification section 11): the coins customer
     /// asked Apple for a refund of its second pack; the app had spent 250 coins the day
     /// before (recorded with `usage`), so the engine answers that half of that pack
     /// was consumed (first in, first out: 200 from the first pack, 50 from the second).

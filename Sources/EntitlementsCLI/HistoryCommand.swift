@@ -4,7 +4,7 @@ import Entitlements
 extension Commands {
     // MARK: history
 
-    /// `entitlements history`: one customer's timeline as NDJSON (contract section 7).
+    /// `entitlements history`: one customer's timeline as NDJSON (specification section 7).
     static func history(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let arguments = try Arguments(
             args, command: "history",

@@ -2,7 +2,7 @@ import EntitlementCore
 import Entitlements
 import Foundation
 
-/// `entitlements recover`: after a database was restored from the replica (contract section 15).
+/// `entitlements recover`: after a database was restored from the replica (specification section 15).
 enum RecoverCommand {
     static let help = """
         entitlements recover [--db PATH] --config PATH [--environment E]

@@ -2,7 +2,7 @@ import EntitlementCore
 import Entitlements
 import Foundation
 
-/// `entitlements sign`: what the App Store expects a server to sign (contract section 10).
+/// `entitlements sign`: what the App Store expects a server to sign (specification section 10).
 enum SignCommand {
     static let help = """
         entitlements sign --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)

@@ -2,7 +2,7 @@ import EntitlementCore
 import Entitlements
 import Foundation
 
-/// `entitlements sync` and `entitlements set-account-token` (contract section 10).
+/// `entitlements sync` and `entitlements set-account-token` (specification section 10).
 enum SyncCommand {
     static let help = """
         entitlements sync [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID) [--environment E]

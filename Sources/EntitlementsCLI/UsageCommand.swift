@@ -1,7 +1,7 @@
 import EntitlementCore
 import Entitlements
 
-/// `entitlements usage`: what a customer used, in the operator's word (contract section 11).
+/// `entitlements usage`: what a customer used, in the operator's word (specification section 11).
 enum UsageCommand {
     static let help = """
         entitlements usage [--db PATH] --config PATH --id ID (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) (--currency C --units N | --transaction-id T --consumed MILLIPERCENT) [--at MS]

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// `entitlements deliver` and `entitlements webhooks`: pushing the feeds to the
-/// configured endpoints (contract section 12).
+/// configured endpoints (specification section 12).
 enum WebhooksCommand {
     static let deliverHelp = """
         entitlements deliver [--db PATH] --config PATH [--once]

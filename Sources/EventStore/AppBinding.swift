@@ -1,6 +1,6 @@
 import EntitlementCore
 
-/// The app a database belongs to (contract section 2).
+/// The app a database belongs to (specification section 2).
 public struct AppBinding: Sendable, Hashable {
     /// Whether a database holds data signed by Apple or StoreKit testing data.
     public enum DataClass: String, Sendable, Hashable {

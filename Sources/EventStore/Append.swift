@@ -20,7 +20,7 @@ extension AppendOutcome {
 
 extension EventStore {
     /// The hook where merges of `otid:` customers into appTransactionIds are
-    /// reported, in the batch's transaction: the change feed (contract section 8)
+    /// reported, in the batch's transaction: the change feed (specification section 8)
     /// records them with cause "merge" (the merged customer's entitlements
     /// inactive under its old key, the survivor's changes under its own).
     /// - Parameter states: the states the batch wrote, by customer (a survivor is always among them).

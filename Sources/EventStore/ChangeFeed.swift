@@ -2,7 +2,7 @@ import EntitlementCore
 
 extension EventStore {
     /// Records, in the current transaction, the changes between the answer last
-    /// reported for `key` and its answer at `now` (contract section 8), and keeps
+    /// reported for `key` and its answer at `now` (specification section 8), and keeps
     /// the next moment that answer changes by time alone.
     ///
     /// - Parameters:

@@ -7,7 +7,7 @@ struct IdentityChanges {
 }
 
 /// A customer `otid:<X>` that became an alias of an appTransactionId: its
-/// projection is gone and its data answers under `into` (contract section 8
+/// projection is gone and its data answers under `into` (specification section 8
 /// reports its entitlements inactive under its old key, with cause "merge").
 public struct CustomerMerge: Sendable, Hashable {
     public var from: CustomerKey

@@ -1,6 +1,6 @@
 import EntitlementCore
 
-/// How the log recognizes the same input arriving twice (contract section 3).
+/// How the log recognizes the same input arriving twice (specification section 3).
 public enum EventIdentity {
     /// The idempotency key of a verified input.
     ///

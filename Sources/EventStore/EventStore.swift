@@ -18,7 +18,7 @@ public final class EventStore {
     /// The bytes before the JWS that the last appended event's chain hash covered, kept
     /// for their capacity (see ``chainHash(prevHash:seq:identity:raw:digest:digestFrom:material:)``).
     var chainMaterial: [UInt8] = []
-    /// Whether writes record the lifecycle feed (contract section 12), as they must.
+    /// Whether writes record the lifecycle feed (specification section 12), as they must.
     /// Off only in the benchmark that measures what recording it costs the ingest.
     public var recordsLifecycle = true
 

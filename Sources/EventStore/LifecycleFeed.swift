@@ -2,7 +2,7 @@ import EntitlementCore
 
 extension EventStore {
     /// Records, in the current transaction, every lifecycle event of `key`'s data
-    /// (contract section 12) whose `effectiveAt` is at or before `now` and whose id
+    /// (specification section 12) whose `effectiveAt` is at or before `now` and whose id
     /// is not recorded yet, and keeps the next moment one becomes due by time alone.
     ///
     /// - Parameters:

@@ -14,7 +14,7 @@ extension EventStore {
     /// loses nothing ingested concurrently.
     ///
     /// The swap's transaction also records the change feed's differences at
-    /// `now` (contract section 8): of every customer, cause `rules`, when the
+    /// `now` (specification section 8): of every customer, cause `rules`, when the
     /// rules' content changed (cause `event` when the feed had not yet followed
     /// this database from its start); else of the customers whose state
     /// changed, cause `event`. Replaying the same events records nothing.

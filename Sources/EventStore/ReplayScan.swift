@@ -18,7 +18,7 @@ final class ReplayScan {
         var report: ReplayReport
         /// The snapshot: the last `seq` the scan read.
         var snapshotSeq: Int64
-        /// Who the customers were at the snapshot (contract section 5): each linked
+        /// Who the customers were at the snapshot (specification section 5): each linked
         /// originalTransactionId's appTransactionId.
         var snapshotLinks: [String: CustomerKey]
         /// Customers whose stored state differs from the previous generation's.

@@ -20,7 +20,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// Another writer held the database past the busy timeout; retrying the batch is safe.
         case busy = "DATABASE_BUSY"
         /// The database belongs to another app, or holds the other class of data
-        /// (signed or unsigned), than the configuration names (contract section 2).
+        /// (signed or unsigned), than the configuration names (specification section 2).
         case mismatch = "DATABASE_MISMATCH"
         /// Anything else SQLite reported.
         case sqlite = "DATABASE_ERROR"

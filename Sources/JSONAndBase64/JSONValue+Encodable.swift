@@ -1,6 +1,6 @@
 /// `JSONValue` is `Encodable`: any encoder writes exactly its keys and values.
 ///
-/// An object's keys are handed to the encoder in their order here (the contract's order).
+/// An object's keys are handed to the encoder in their order here (the specification's order).
 /// Whether they come out in that order is the encoder's choice: Foundation's `JSONEncoder`
 /// on Linux orders them by the process's hash seed unless `.sortedKeys` is set. For the
 /// command line's exact bytes, use ``JSONWriter``.

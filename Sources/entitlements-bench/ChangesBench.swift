@@ -7,7 +7,7 @@ import Foundation
 /// `Engine.changes` on the query database (100,000 customers by default): the
 /// first read records every expiry that became due since the database was built
 /// (cause `time`); every read after it, with nothing due, is one indexed read
-/// of the due list and one of the feed (contract section 8: under 50 ms).
+/// of the due list and one of the feed (specification section 8: under 50 ms).
 enum ChangesBench {
     struct Figures {
         /// The first read: recording what became due, then reading from the last cursor.

@@ -16,7 +16,7 @@ enum DeliveryBench {
         var rate: Double { Double(lines) / seconds }
     }
 
-    /// The Standard Webhooks example secret of the contract (section 12).
+    /// The example secret of specification section 12.
     static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
     static func measure(_ corpus: Corpus, documents: [InputBytes], path: String) throws -> Figures {

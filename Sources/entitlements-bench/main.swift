@@ -543,7 +543,7 @@ struct Bench {
                     "twoThreadsP50Milliseconds": .double(figures.twoThreadP50),
                     "twoThreadsP99Milliseconds": .double(figures.twoThreadP99),
                 ])
-            // The change feed on the same database (contract section 8): once what became
+            // The change feed on the same database (specification section 8): once what became
             // due since it was built is recorded, a read with nothing due.
             let changes = try ChangesBench.measure(path: path)
             report.row(

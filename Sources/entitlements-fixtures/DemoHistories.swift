@@ -259,7 +259,7 @@ struct DemoHistories {
     /// A lifetime unlock signed in 2024, before Apple added appTransactionId, and
     /// a 2026 subscription of the same customer: two customers (otid:... and the
     /// appTransactionId) until the App Store Server API re-signs the old unlock with
-    /// its appTransactionId, which links them (contract section 5).
+    /// its appTransactionId, which links them (specification section 5).
     mutating func legacyWithoutAppTransactionId() {
         let app = "704100000000000007", unlock = "1000000700000001", otid = "2000000700000001"
         func lifetime(app: String?, signed: Int64) -> JSONValue {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestPKI
 
-/// `entitlements recover` on a database restored from a replica (contract section 15):
+/// `entitlements recover` on a database restored from a replica (specification section 15):
 /// audit, then Apple's notification history from the last receipt minus one hour.
 @Suite struct RecoverCommandTests {
     @Test func auditsThenFetchesFromTheLastReceiptLessAnHour() throws {

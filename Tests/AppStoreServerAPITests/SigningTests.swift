@@ -3,7 +3,7 @@ import EntitlementCore
 import Foundation
 import Testing
 
-/// The In-App Purchase key and every signature form of contract section 10, each checked
+/// The In-App Purchase key and every signature form of specification section 10, each checked
 /// with `openssl` (an implementation independent of the code under test).
 @Suite struct SigningKeyTests {
     let folder = Tool.folder("keys")

@@ -1,7 +1,7 @@
 import EntitlementCore
 import Testing
 
-/// `history` (contract section 7): every line of hand-worked lifecycles.
+/// `history` (specification section 7): every line of hand-worked lifecycles.
 @Suite("Customer history")
 struct HistoryTests {
     func lines(_ history: History, until: Int64 = Time.day(400), rules: Rules = testRules) -> [HistoryLine] {
@@ -57,7 +57,7 @@ struct HistoryTests {
         let strictLines = lines(history, rules: strict)
         #expect(strictLines[3] == pro(Time.day(60), false, nil, nil, tx("2000000000000002", "expiresDate", "DID_RENEW")))
 
-        // The contract's JSON, keys in order.
+        // The specification's JSON, keys in order.
         #expect(JSONWriter.string(expected[0].json()) == #"{"at":1763683200000,"entitlement":"pro","active":true,"expiresDate":1766275200000,"productId":"com.example.pro.monthly","cause":{"kind":"transaction","id":"2000000000000001","field":"purchaseDate","notificationType":"SUBSCRIBED","subtype":"INITIAL_BUY"}}"#)
         #expect(JSONWriter.string(expected[1].json()) == #"{"at":1763683200000,"subscription":"2000000000000001","status":"active","previous":null,"cause":{"kind":"transaction","id":"2000000000000001","field":"purchaseDate","notificationType":"SUBSCRIBED","subtype":"INITIAL_BUY"}}"#)
     }

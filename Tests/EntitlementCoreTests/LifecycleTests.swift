@@ -2,7 +2,7 @@ import EntitlementCore
 import Testing
 import TestSupport
 
-/// The lifecycle events of contract section 12, worked by hand, and their
+/// The lifecycle events of specification section 12, worked by hand, and their
 /// independence from the order of arrival.
 @Suite("Lifecycle events")
 struct LifecycleTests {
@@ -154,7 +154,7 @@ struct LifecycleTests {
         #expect(events.count == 3)
     }
 
-    @Test func theLineHasTheContractsKeysInOrder() {
+    @Test func theLineHasTheSpecificationsKeysInOrder() {
         let events = Self.lifecycle(Self.subscriptionHistory(), now: Time.day(60))
         let line = events["RENEWAL:2000000000000002"]!.line(entitlements: ["pro"], recordedAt: Time.day(61))
         let record = LifecycleRecord(

@@ -311,7 +311,7 @@ struct ScenarioTests {
         #expect(merged.activeEntitlements.isEmpty)
     }
 
-    @Test func queryJSONHasTheContractShape() {
+    @Test func queryJSONHasTheSpecifiedShape() {
         let history = History()
         history.notify(
             "SUBSCRIBED", "INITIAL_BUY", signed: Time.t0,

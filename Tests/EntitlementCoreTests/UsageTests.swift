@@ -1,7 +1,7 @@
 import EntitlementCore
 import Testing
 
-/// Usage records, FIFO attribution and consumption shares (contract sections 5 and 11),
+/// Usage records, FIFO attribution and consumption shares (specification sections 5 and 11),
 /// on cases worked by hand.
 @Suite("Usage and consumption")
 struct UsageTests {
@@ -191,7 +191,7 @@ struct UsagePropertyTests {
     }
 }
 
-/// History (contract section 7) shows what a spend did to a balance, caused by the usage record.
+/// History (specification section 7) shows what a spend did to a balance, caused by the usage record.
 @Suite("Usage in history")
 struct UsageHistoryTests {
     @Test func aSpendIsABalanceLineCausedByItsUsageRecord() {

@@ -1,7 +1,7 @@
 import EntitlementCore
 import Testing
 
-/// The fields revision 2 added to the customer view (contract section 6),
+/// The fields revision 2 added to the customer view (specification section 6),
 /// each checked against a lifecycle worked out by hand.
 @Suite("Customer view fields")
 struct ViewFieldsTests {

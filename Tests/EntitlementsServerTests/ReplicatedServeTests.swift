@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// `serve` with replicated acknowledgments (contract section 15): `200` once the
+/// `serve` with replicated acknowledgments (specification section 15): `200` once the
 /// replica holds the commit; `503` with Retry-After when Litestream does not confirm,
 /// the notification kept locally, and its retry a `duplicate` once replicated.
 @Suite("Replicated serve", .serialized)

@@ -13,7 +13,7 @@ import Glibc
 #endif
 
 extension Reliability {
-    /// Contract section 18 for `serve`: connections bounded per client and in total with idle ones
+    /// Specification section 18 for `serve`: connections bounded per client and in total with idle ones
     /// shed first and `503` at once past the bounds, slots kept for the webhook and token holders,
     /// accepting that backs off when descriptors run out, a SIGTERM that ends within seconds,
     /// `503`s that reveal nothing; and the real defaults (256 connections, 10 s idle), IPv6.

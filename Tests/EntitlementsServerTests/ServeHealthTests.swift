@@ -7,7 +7,7 @@ import TestPKI
 import TestSupport
 
 extension Reliability {
-    /// `GET /health`: a liveness probe that needs no token (contract section 13).
+    /// `GET /health`: a liveness probe that needs no token (specification section 9).
     @Suite("Serve: health without a token")
     struct ServeHealth {
         @Test("GET /health needs no token and answers exactly {\"ok\":true}, token set or not; the other endpoints keep their guard")

@@ -7,7 +7,7 @@ import TestSupport
 import TestPKI
 
 extension Reliability {
-    /// `GET /lifecycle` (contract sections 9 and 12).
+    /// `GET /lifecycle` (specification sections 9 and 12).
     @Suite("Serve: the lifecycle feed")
     struct ServeLifecycle {
         @Test("GET /lifecycle?since=C&limit=N: the lifecycle feed as NDJSON, as the library reads it; the token guards it")

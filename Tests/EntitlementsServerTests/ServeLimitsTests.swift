@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 extension Reliability {
-    /// The limits of contract section 9 and the hostile requests of STYLE's "HTTP at the edge",
+    /// The limits of specification section 9 and the hostile requests of STYLE's "HTTP at the edge",
     /// each over a real loopback connection.
     @Suite("Serve: limits and hostile requests")
     struct ServeLimits {

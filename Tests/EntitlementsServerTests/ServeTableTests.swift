@@ -7,8 +7,8 @@ import TestPKI
 import TestSupport
 
 extension Reliability {
-    /// Contract section 9, row by row, over a real loopback connection.
-    @Suite("Serve: the contract's table")
+    /// Specification section 9, row by row, over a real loopback connection.
+    @Suite("Serve: the specification's table")
     struct ServeTable {
         @Test("POST /notifications: appended, then duplicate, after the commit; a forgery is rejected with 200 and quarantined")
         func notifications() throws {

@@ -10,7 +10,7 @@ import Testing
 import Glibc
 #endif
 
-/// Webhook delivery inside `serve` (contract section 12), with the receiver that verifies
+/// Webhook delivery inside `serve` (specification section 12), with the receiver that verifies
 /// every signature with the `standardwebhooks` package.
 @Suite(.serialized) struct WebhookServeTests {
     /// `serve` delivers while it runs; a receiver that hangs stalls neither ingest nor

@@ -2,7 +2,7 @@ import EntitlementCore
 import EventStore
 import Testing
 
-/// The change feed as the store keeps it (contract section 8): what an append
+/// The change feed as the store keeps it (specification section 8): what an append
 /// records, how cursors page through it, and what time alone brings about.
 @Suite struct ChangeFeedStoreTests {
     static let purchase: Int64 = 1_700_000_000_000

@@ -2,7 +2,7 @@ import EntitlementCore
 @testable import EventStore
 import Testing
 
-/// Customers merging (contract section 5): a transaction without an
+/// Customers merging (specification section 5): a transaction without an
 /// appTransactionId files its customer as `otid:<originalTransactionId>`; once
 /// signed data links that originalTransactionId to an appTransactionId, the
 /// `otid:` customer becomes an alias of it, and the feed says so (cause `merge`).

@@ -3,7 +3,7 @@ import EventStore
 import Foundation
 import Testing
 
-/// A commit that has returned is on stable storage (contract section 18): writers sync
+/// A commit that has returned is on stable storage (specification section 18): writers sync
 /// the write-ahead log at every commit. A replay's batches, which answer no one, are the
 /// one exception, and only until its swap.
 @Suite struct DurabilityTests {

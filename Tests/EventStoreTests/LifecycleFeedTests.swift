@@ -3,7 +3,7 @@ import EventStore
 import Foundation
 import Testing
 
-/// The lifecycle feed's storage (contract section 12): each id recorded once, in
+/// The lifecycle feed's storage (specification section 12): each id recorded once, in
 /// the transaction of what caused it; time-driven events when due; nothing on replay.
 @Suite struct LifecycleFeedTests {
     static let purchase: Int64 = 1_700_000_000_000

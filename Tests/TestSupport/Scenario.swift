@@ -17,7 +17,7 @@ package enum Scenario {
     package static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The products of the demo configuration (contract section 4).
+    /// The products of the demo configuration (specification section 4).
     package static let productsJSON: JSONValue = [
         "com.example.pro.monthly": ["entitlements": ["pro"]],
         "com.example.pro.yearly": ["entitlements": ["pro"]],

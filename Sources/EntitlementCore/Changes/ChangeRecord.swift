@@ -1,4 +1,4 @@
-/// Why a change to a customer's active entitlements was recorded (contract section 8).
+/// Why a change to a customer's active entitlements was recorded (specification section 8).
 public enum ChangeCause: String, Sendable, Hashable, CaseIterable {
     /// A batch of ingested events (or a replay under the same rules).
     case event
@@ -44,7 +44,7 @@ public struct ChangeRecord: Sendable, Hashable {
         self.cause = cause
     }
 
-    /// The line `changes` prints, keys in the contract's order.
+    /// The line `changes` prints, keys in the specification's order.
     public func json() -> JSONValue {
         .object(
             JSONObject([

@@ -1,5 +1,5 @@
 /// What the change feed reports of a customer: the active entitlements and
-/// their `expiresDate` (contract section 8).
+/// their `expiresDate` (specification section 8).
 public struct ReportedAnswer: Sendable, Hashable {
     /// Active entitlement name -> its `expiresDate` (`nil`: no end).
     public var active: [String: Int64?]
@@ -53,7 +53,7 @@ public struct ReportedAnswer: Sendable, Hashable {
 }
 
 /// The moments at which a customer's reported answer changes, computed from
-/// the state alone: for the change feed (contract section 8).
+/// the state alone: for the change feed (specification section 8).
 public enum ChangeTimeline {
     /// The first moment after `now` at which the answer (active entitlements
     /// and their `expiresDate`) differs from the answer at `now`, with

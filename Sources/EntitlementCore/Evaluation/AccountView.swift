@@ -1,6 +1,6 @@
 /// What an `appAccountToken` can use at a moment: the entitlements of every
 /// customer (`appTransactionId`) that carries the token, merged (the
-/// `query --app-account-token` output of contract section 6).
+/// `query --app-account-token` output of specification section 6).
 public struct AccountView: Sendable, Hashable {
     /// The token queried.
     public var appAccountToken: String

@@ -1,4 +1,4 @@
-/// Consumable balances per currency (contract section 5): granted - revoked - used.
+/// Consumable balances per currency (specification section 5): granted - revoked - used.
 ///
 /// A consumable credits quantity x units of its product's currency (a product
 /// missing from the rules, or a rule without a currency, credits 1 unit per

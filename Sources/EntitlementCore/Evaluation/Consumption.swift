@@ -1,5 +1,5 @@
 /// How much of one purchase a customer consumed, as Send Consumption Information V2
-/// asks (`consumptionPercentage`, thousandths of a percent; contract section 11).
+/// asks (`consumptionPercentage`, thousandths of a percent; specification section 11).
 public struct ConsumptionShare: Sendable, Hashable {
     /// 0...100000, or `nil` for an auto-renewable subscription (Apple computes it).
     public var percentage: Int64?

@@ -1,5 +1,5 @@
 extension CustomerView {
-    /// The `query` output of contract section 6, keys in the contract's order:
+    /// The `query` output of specification section 6, keys in the specification's order:
     /// `appTransactionId`, `at`, `appAccountToken`, `entitlements`,
     /// `subscriptions`, `purchases`, `balances`, then the fields revision 2
     /// added: `originalPurchaseDate`, `originalApplicationVersion` (`environment`

@@ -1,5 +1,5 @@
 /// What one customer can use at a moment: the answer to a `query`
-/// (contract section 6), computed by ``Evaluation/evaluate(_:rules:at:)``.
+/// (specification section 6), computed by ``Evaluation/evaluate(_:rules:at:)``.
 public struct CustomerView: Sendable, Hashable {
     /// The customer's key: `appTransactionId`, or `otid:<originalTransactionId>`.
     public var appTransactionId: CustomerKey
@@ -89,7 +89,7 @@ public struct EntitlementView: Sendable, Hashable {
 }
 
 /// The status of an auto-renewable subscription at a moment, in the order
-/// they are decided (contract section 5).
+/// they are decided (specification section 5).
 public enum SubscriptionStatus: String, Sendable, Hashable, CaseIterable {
     /// The current transaction was refunded or revoked at or before the moment.
     case revoked

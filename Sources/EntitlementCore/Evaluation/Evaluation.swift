@@ -1,4 +1,4 @@
-/// Evaluates a customer's state under the rules at a moment (contract section 5).
+/// Evaluates a customer's state under the rules at a moment (specification section 5).
 ///
 /// Evaluation sees everything known now but only what had happened by `at`:
 /// a transaction counts only if its `purchaseDate` <= `at`, a revocation only

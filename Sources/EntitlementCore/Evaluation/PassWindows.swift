@@ -6,7 +6,7 @@ struct PassWindow: Hashable {
     func contains(_ at: Int64) -> Bool { start <= at && at < end }
 }
 
-/// Stacks the passes of each product (contract section 5).
+/// Stacks the passes of each product (specification section 5).
 ///
 /// Fed purchases in `purchaseDate` then `transactionId` order, each purchase's
 /// window starts at max(its `purchaseDate`, the end of the previous window of

@@ -1,4 +1,4 @@
-/// Auto-renewable subscriptions: one per `originalTransactionId` (contract section 5).
+/// Auto-renewable subscriptions: one per `originalTransactionId` (specification section 5).
 enum SubscriptionEvaluation {
     /// One evaluated subscription and, when it grants, until when.
     struct Evaluated {
@@ -53,7 +53,7 @@ enum SubscriptionEvaluation {
     }
 
     /// The status of a subscription whose current transaction is `current`,
-    /// decided in the contract's order.
+    /// decided in the specification's order.
     static func status(current: TransactionFacts, renewalInfo: RenewalFacts?, at: Int64) -> SubscriptionStatus {
         // A prorated refund of a subscription is handled as a full one.
         if current.isRevoked(at: at) { return .revoked }

@@ -1,4 +1,4 @@
-/// Which purchases the units a customer spent came from (contract section 11).
+/// Which purchases the units a customer spent came from (specification section 11).
 ///
 /// Units spent of a currency are taken from the customer's consumable purchases
 /// of that currency first in, first out: spends in order of their `at` (then

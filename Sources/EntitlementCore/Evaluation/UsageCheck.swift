@@ -1,4 +1,4 @@
-/// Why a usage record is refused before anything is recorded (contract section 11).
+/// Why a usage record is refused before anything is recorded (specification section 11).
 public struct UsageRefusal: Error, Sendable, Hashable {
     /// `UNKNOWN_CURRENCY`, `INSUFFICIENT_BALANCE`, `NOT_FOUND` or `INVALID_USAGE`.
     public var code: String

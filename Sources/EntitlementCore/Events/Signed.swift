@@ -27,7 +27,7 @@ public struct RawRef: Sendable, Hashable, Comparable {
 
 /// One version of a signed object: its facts, and where its raw JWS is.
 ///
-/// Two versions compare by `signedDate`, then (contract section 5) by the raw
+/// Two versions compare by `signedDate`, then (specification section 5) by the raw
 /// JWS string, then by ``ref`` (the copy logged first). The raw is carried
 /// when at hand (at ingest) and left out of stored projections; the rare tie
 /// on `signedDate` between two versions logged apart then asks the caller for

@@ -1,4 +1,4 @@
-/// What a customer used, in the operator's word (contract section 11): units of a
+/// What a customer used, in the operator's word (specification section 11): units of a
 /// consumable currency spent at a moment, or the consumed share of one purchase.
 ///
 /// A usage record is not signed by Apple: the operator (the app's server) says so.

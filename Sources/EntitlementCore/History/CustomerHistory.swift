@@ -1,5 +1,5 @@
 /// A customer's timeline: every moment at which the answer changed, and why
-/// (contract section 7).
+/// (specification section 7).
 ///
 /// Candidate moments are every `purchaseDate`, `expiresDate`,
 /// `gracePeriodExpiresDate`, `revocationDate` and renewal-info `signedDate`

@@ -1,4 +1,4 @@
-/// One line of a customer's history (contract section 7): what changed at a
+/// One line of a customer's history (specification section 7): what changed at a
 /// moment, and the signed object that supplies the date.
 public struct HistoryLine: Sendable, Hashable {
     /// What changed.
@@ -24,7 +24,7 @@ public struct HistoryLine: Sendable, Hashable {
         self.cause = cause
     }
 
-    /// The line as `history` prints it, keys in the contract's order.
+    /// The line as `history` prints it, keys in the specification's order.
     public func json() -> JSONValue {
         var members: [(String, JSONValue)] = [("at", .int(at))]
         switch change {

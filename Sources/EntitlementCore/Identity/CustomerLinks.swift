@@ -1,5 +1,5 @@
 /// A signed object's word that `originalTransactionId` X belongs to the
-/// customer `appTransactionId` A (contract section 5): every signed object that
+/// customer `appTransactionId` A (specification section 5): every signed object that
 /// carries both makes one.
 ///
 /// When objects link X to different appTransactionIds, the greatest claim
@@ -109,7 +109,7 @@ extension Event {
     }
 }
 
-/// Who the customer is (contract section 5), as a pure function of the set of
+/// Who the customer is (specification section 5), as a pure function of the set of
 /// events: the winning link of every originalTransactionId, and the customers
 /// the customers the events then form.
 public struct CustomerLinks: Sendable, Hashable {

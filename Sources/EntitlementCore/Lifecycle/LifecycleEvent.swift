@@ -1,4 +1,4 @@
-/// The kinds of lifecycle event (contract section 12): what happened to a
+/// The kinds of lifecycle event (specification section 12): what happened to a
 /// customer, as opposed to what they gained or lost (the change feed).
 public enum LifecycleEventType: String, Sendable, Hashable, CaseIterable {
     case subscriptionStarted = "SUBSCRIPTION_STARTED"
@@ -20,7 +20,7 @@ public enum LifecycleEventType: String, Sendable, Hashable, CaseIterable {
 /// One lifecycle event of a customer's data: its identity, what it is about,
 /// and when it took effect. The same data always gives the same events.
 public struct LifecycleEvent: Sendable, Hashable {
-    /// The event's identity (`<TYPE>:<...>`, contract section 12): recorded once, ever.
+    /// The event's identity (`<TYPE>:<...>`, specification section 12): recorded once, ever.
     public var id: String
     public var type: LifecycleEventType
     /// The customer (`appTransactionId`, or `otid:<originalTransactionId>`).
@@ -33,7 +33,7 @@ public struct LifecycleEvent: Sendable, Hashable {
     /// The transaction's `price`, in milliunits of ``currency``.
     public var price: Int64?
     public var currency: String?
-    /// The type's own fields, in the contract's order.
+    /// The type's own fields, in the specification's order.
     public var extra: JSONObject
     /// When it took effect in the customer's data, in ms since 1970.
     public var effectiveAt: Int64
@@ -61,7 +61,7 @@ public struct LifecycleEvent: Sendable, Hashable {
         productId.flatMap { rules.products[$0]?.entitlements } ?? []
     }
 
-    /// The feed's line without its `cursor`, keys in the contract's order.
+    /// The feed's line without its `cursor`, keys in the specification's order.
     /// - Parameters:
     ///   - entitlements: the product's entitlements under the rules at recording.
     ///   - recordedAt: when the engine recorded it.

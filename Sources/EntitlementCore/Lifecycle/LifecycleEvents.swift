@@ -1,4 +1,4 @@
-/// A customer's lifecycle events (contract section 12) as a pure function of
+/// A customer's lifecycle events (specification section 12) as a pure function of
 /// its data: the state (the latest version of every signed object, every
 /// renewal-info version) and its events (every version of every transaction
 /// as it was logged, and the notifications), and the rules.
@@ -55,7 +55,7 @@ public enum LifecycleEvents {
         }
     }
 
-    /// `periodType` of a transaction (contract section 12).
+    /// `periodType` of a transaction (specification section 12).
     public static func periodType(of transaction: TransactionFacts) -> String {
         if transaction.offerDiscountType == "FREE_TRIAL" { return "TRIAL" }
         switch transaction.offerType {

@@ -1,5 +1,5 @@
 /// A CONSUMPTION_REQUEST notification as logged: Apple asking how much of a purchase
-/// was consumed before it decides a refund (contract section 11).
+/// was consumed before it decides a refund (specification section 11).
 public struct StoredConsumptionRequest: Sendable, Hashable {
     public var notificationUUID: String
     public var transactionId: String

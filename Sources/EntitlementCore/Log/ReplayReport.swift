@@ -47,7 +47,7 @@ public struct ReplayReport: Sendable {
     public var caughtUp: Int64
     public var rulesVersion: String
     /// Products the log's signed data names that `rules.products` does not (each grants
-    /// nothing; contract section 4), sorted: the command line warns of each.
+    /// nothing; specification section 4), sorted: the command line warns of each.
     public var unknownProducts: [String] = []
 
     public init(events: Int64, customers: Int64, changed: Int64, diffs: [ReplayDiff], caughtUp: Int64, rulesVersion: String, unknownProducts: [String] = []) {

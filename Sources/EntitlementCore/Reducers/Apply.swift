@@ -4,7 +4,7 @@ extension CustomerState {
     /// The state keeps, for every signed object the event carries (a
     /// transaction, a renewal info, an AppTransaction, standalone or nested in
     /// a notification), the greatest version by `signedDate`, then by raw JWS
-    /// (see contract section 5). Because that is a maximum, applying the same
+    /// (see specification section 5). Because that is a maximum, applying the same
     /// events in any order, with any duplicates, gives an equal state.
     ///
     /// - A transaction replaces the stored one with the same `transactionId`

@@ -1,6 +1,6 @@
 extension String {
     /// Whether `self` sorts before `other` by their UTF-8 bytes, as `memcmp`
-    /// would order them (the contract's "greater raw JWS string").
+    /// would order them (the specification's "greater raw JWS string").
     ///
     /// Raw JWS run to kilobytes; this compares eight bytes at a time where the
     /// generic `lexicographicallyPrecedes` walks byte by byte.

@@ -20,7 +20,7 @@ enum VersionVerdict: Sendable, Hashable {
 }
 
 extension Signed where Facts: SignedDated {
-    /// Orders `incoming` against `existing` (contract section 5): the total
+    /// Orders `incoming` against `existing` (specification section 5): the total
     /// order (`signedDate`, raw JWS bytes, earlier ``RawRef``).
     ///
     /// 1. The later `signedDate` wins.

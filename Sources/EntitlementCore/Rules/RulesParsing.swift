@@ -7,7 +7,7 @@ public struct RulesError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Rules {
-    /// Reads the `rules` object of the configuration (contract section 4).
+    /// Reads the `rules` object of the configuration (specification section 4).
     /// - Throws: ``RulesError`` naming the field.
     public init(json: JSONValue, path: String = "rules") throws(RulesError) {
         guard case .object(let object) = json else {

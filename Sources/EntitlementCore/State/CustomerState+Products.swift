@@ -1,7 +1,7 @@
 extension CustomerState {
     /// Inserts into `products` each product this state's signed data names (its
     /// transactions' `productId`, its renewal infos' `productId`) that
-    /// `rules.products` lacks: such a product grants nothing (contract section 4),
+    /// `rules.products` lacks: such a product grants nothing (specification section 4),
     /// and a rules change that drops one by mistake silently takes access away.
     public func insertProducts(notIn rules: Rules, into products: inout Set<String>) {
         // Most of a customer's data names one or two products: each is looked up once in a row.

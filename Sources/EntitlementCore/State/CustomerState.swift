@@ -19,9 +19,9 @@ public struct CustomerState: Sendable, Hashable {
     public var accountToken: AccountTokenClaim?
     /// The latest-signed notification, for display.
     public var lastNotification: NotificationSummaryFacts?
-    /// The environments of the customer's events (contract section 2).
+    /// The environments of the customer's events (specification section 2).
     public var environments: EnvironmentSet
-    /// The usage records (the operator's word, contract section 11), by `usageId`.
+    /// The usage records (the operator's word, specification section 11), by `usageId`.
     public var usages: [String: UsageFacts]
 
     public init(key: CustomerKey) {

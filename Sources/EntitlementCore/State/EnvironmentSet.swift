@@ -1,4 +1,4 @@
-/// The App Store environments a customer's data came from (contract section 2):
+/// The App Store environments a customer's data came from (specification section 2):
 /// a union, so it does not depend on the order events arrive in.
 public struct EnvironmentSet: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8

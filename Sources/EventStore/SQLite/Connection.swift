@@ -76,7 +76,7 @@ public final class Connection {
             }
             // FULL: every commit syncs the write-ahead log before it returns, so a commit
             // that has returned survives a power cut or an OS crash, and an answer given
-            // after it acknowledges only what is on stable storage (contract section 18).
+            // after it acknowledges only what is on stable storage (specification section 18).
             // NORMAL synced only at checkpoints: a power cut lost every commit since the
             // last one. Writers commit a batch at a time, one sync for all it holds.
             try execute("PRAGMA synchronous = FULL")

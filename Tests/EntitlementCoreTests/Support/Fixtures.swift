@@ -47,7 +47,7 @@ enum Customer {
     static let group = "21000001"
 }
 
-/// The rules of the contract's example, plus a few products for edge cases.
+/// The rules of the specification's example, plus a few products for edge cases.
 let testRules = Rules(
     version: "2026-11-01", gracePeriodGrantsAccess: true, billingRetryGrantsAccess: false,
     products: [

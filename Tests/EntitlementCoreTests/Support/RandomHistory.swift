@@ -254,7 +254,7 @@ extension SplitMix64 {
 }
 
 /// Each customer's state after `events` in the order given, customers linked
-/// as contract section 5 says (``CustomerLinks``).
+/// as specification section 5 says (``CustomerLinks``).
 func reduceAll(_ events: [Event], rules: Rules = testRules) throws(MissingRawJWS) -> [CustomerKey: CustomerState] {
     try CustomerLinks.customers(of: events, rules: rules)
 }

@@ -5,7 +5,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// The change feed (contract section 8), through the library and the command line.
+/// The change feed (specification section 8), through the library and the command line.
 @Suite struct ChangeFeedTests {
     static let day: Int64 = 86_400_000
 

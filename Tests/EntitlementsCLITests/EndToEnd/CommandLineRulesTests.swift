@@ -4,7 +4,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// The command-line rules of contract revision 2 (section 6): `--version`, the `input`
+/// The command-line rules of specification section 6: `--version`, the `input`
 /// number on every ingest line and the `empty` line, moments in milliseconds or ISO 8601
 /// (seconds refused), input files and configuration paths checked and named, every
 /// accepted flag documented and every other one refused.
@@ -43,7 +43,7 @@ import TestSupport
             #expect(zip(inputs, results).contains { $0 == 3 && $1 == "empty" })
             #expect(zip(inputs, results).filter { $0.0 == 3 }.count == 1)
             #expect(zip(inputs, results).contains { $0 == 4 && $1 == "rejected" })
-            // The empty line is exactly the contract's.
+            // The empty line is exactly the specification's.
             #expect(run.stdout.contains(#"{"input":3,"result":"empty"}"#))
         }
         // A file holding one (indented) document is document 1.

@@ -5,7 +5,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// The command line as users and acceptance tests drive it (contract section 6).
+/// The command line as users and acceptance tests drive it (specification section 6).
 @Suite struct CommandLineTests {
     @Test func helpExplainsEveryCommand() throws {
         let overview = try E2E.run(["--help"])

@@ -5,7 +5,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// `entitlements history` (contract section 7) through the command line and the library.
+/// `entitlements history` (specification section 7) through the command line and the library.
 @Suite struct HistoryCommandTests {
     static let day: Int64 = 86_400_000
 

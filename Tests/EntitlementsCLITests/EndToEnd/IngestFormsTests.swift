@@ -5,7 +5,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// Every input form of contract section 1, through the library.
+/// Every input form of specification section 1, through the library.
 @Suite struct IngestFormsTests {
     let t0 = TestPayloads.january2025
     var tx: JSONValue { TestPayloads.transaction(transactionId: "2000000000000101", originalTransactionId: "2000000000000101", signedDate: t0 + 10) }

@@ -5,7 +5,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// The lifecycle feed (contract section 12), through the library and the command line.
+/// The lifecycle feed (specification section 12), through the library and the command line.
 @Suite struct LifecycleCommandTests {
     static let day: Int64 = 86_400_000
 
@@ -85,7 +85,7 @@ import TestSupport
         #expect(try Self.derived(atOnce, customers: customers, now: now) == whole)
     }
 
-    /// The command line: the contract's line, --since, --limit, bad cursors, and
+    /// The command line: the specification's line, --since, --limit, bad cursors, and
     /// --follow printing an event as it is ingested and an expiry when time brings it.
     @Test func commandLine() throws {
         let folder = E2E.folder()

@@ -9,7 +9,7 @@ import TestSupport
 /// one in random orders with duplicates give the same state as one batch, and a
 /// replay of the log gives exactly that state again. The histories mix objects
 /// that carry an appTransactionId with legacy ones that do not (links arriving
-/// first, last, in the middle, twice, never, and conflicting: contract section
+/// first, last, in the middle, twice, never, and conflicting: specification section
 /// 5), and Production with Sandbox data (section 2).
 @Suite struct ReplayEqualsIngestTests {
     static let day: Int64 = 86_400_000

@@ -7,7 +7,7 @@ import Testing
 import TestSupport
 
 /// Usage records and consumption answers through the library and the command line
-/// (contract section 11), on cases worked by hand.
+/// (specification section 11), on cases worked by hand.
 @Suite struct UsageConsumptionTests {
     static let t0 = TestPayloads.january2025
     static let day: Int64 = 86_400_000

@@ -6,7 +6,7 @@ import TestSupport
 
 extension Reliability {
     /// An input that never ends a line (`/dev/zero`) is answered and then given up:
-    /// the process does not read it forever (contract section 18).
+    /// the process does not read it forever (specification section 18).
     @Suite("Endless input")
     struct EndlessInput {
         @Test("ingest /dev/zero as a file or as standard input: the line rejected, the input given up, exit 1 naming it",

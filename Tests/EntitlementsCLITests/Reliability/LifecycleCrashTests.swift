@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 extension Reliability {
-    /// `kill -9` during ingest and the lifecycle feed (contract section 12): a lifecycle
+    /// `kill -9` during ingest and the lifecycle feed (specification section 12): a lifecycle
     /// event is recorded in the transaction of the batch that caused it, so a kill can
     /// neither lose a recorded id nor record one twice, and resuming records the rest.
     @Suite("Crash safety: the lifecycle feed")

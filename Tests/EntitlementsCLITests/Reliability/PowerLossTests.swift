@@ -10,7 +10,7 @@ import Glibc
 extension Reliability {
     /// The power is cut: whatever the kernel had not yet written to the disk is gone.
     /// An acknowledgment promises that what it acknowledged is on stable storage
-    /// (contract section 18), so nothing acknowledged may be missing afterwards.
+    /// (specification section 18), so nothing acknowledged may be missing afterwards.
     @Suite("Power loss")
     struct PowerLoss {
         @Test("ingest on ext4 over a loop device, the power cut without a flush: nothing acknowledged is lost",

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The failover drill (contract section 15): `ingest` with replicated acknowledgments
+/// The failover drill (specification section 15): `ingest` with replicated acknowledgments
 /// and Litestream are both killed with SIGKILL at a random moment under load; the
 /// database restored from the replica (a folder, or a bucket on an S3-compatible server
 /// on loopback) must audit clean and hold every acknowledged event.

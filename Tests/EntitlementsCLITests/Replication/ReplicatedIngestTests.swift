@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// `ingest` with replicated acknowledgments (contract section 15), against a real
+/// `ingest` with replicated acknowledgments (specification section 15), against a real
 /// Litestream with a file replica: what is acknowledged is on the replica; what the
 /// replica does not confirm is committed locally, answered `REPLICATION_TIMEOUT`, and
 /// ends the ingest with exit 3.

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// A usage record with replicated acknowledgments (contract section 15): without
+/// A usage record with replicated acknowledgments (specification section 15): without
 /// Litestream's confirmation it is not acknowledged (`REPLICATION_TIMEOUT`), yet kept
 /// locally, so the same usage id sent again is a `duplicate`.
 @Suite("Replicated usage")

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// With replication the engine leaves every checkpoint to Litestream (contract section
+/// With replication the engine leaves every checkpoint to Litestream (specification section
 /// 15): none after commits, none asked for (`checkpoint()`), none by a replay's own
 /// connection, none when the engine closes. Without it, `checkpoint()` empties the `-wal`.
 @Suite("Replication leaves checkpoints to Litestream")

@@ -7,7 +7,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// Contract section 5, "Who the customer is", end to end: objects of an
+/// Specification section 5, "Who the customer is", end to end: objects of an
 /// originalTransactionId linked to nothing form the customer `otid:<X>`; a
 /// link merges them into the appTransactionId, `otid:<X>` answering as its
 /// alias; conflicting links are decided by the latest-signed object.

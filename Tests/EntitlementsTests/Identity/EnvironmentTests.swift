@@ -7,7 +7,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// Contract section 2: several environments in one database, each event's
+/// Specification section 2: several environments in one database, each event's
 /// environment, and a database bound to its app.
 @Suite struct EnvironmentTests {
     let t0 = TestPayloads.january2025

@@ -5,7 +5,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// Contract sections 1, 3 and 5: versions signed in the same millisecond,
+/// Specification sections 1, 3 and 5: versions signed in the same millisecond,
 /// documents carrying signed data the engine does not ingest, Get Notification
 /// History pages, and the warning for products the rules do not name.
 @Suite struct SameMillisecondTests {

@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// Delivery of the changes feed to a real receiver on loopback that verifies every
-/// signature with the `standardwebhooks` package (contract section 12).
+/// signature with the `standardwebhooks` package (specification section 12).
 @Suite(.serialized) struct WebhookDeliveryTests {
     static let secret = WebhookTestData.secret
 

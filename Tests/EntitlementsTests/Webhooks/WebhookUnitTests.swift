@@ -5,7 +5,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Webhooks (contract section 12) without a network: signing, the configuration's
+/// Webhooks (specification section 12) without a network: signing, the configuration's
 /// errors, the retry schedule's arithmetic, and the position's transitions.
 @Suite struct WebhookUnitTests {
     // MARK: Signing

@@ -29,7 +29,8 @@ enum ServeCommand {
         write (POST /notifications, POST /transactions) gets 503 READ_ONLY_REPLICA with
         Retry-After. Every answer carries X-Log-Head: <seq of the last event it has>, and
         GET /health says {"ok":true,"head":SEQ,"ageMs":MS}, ageMs being now minus when that
-        event was received.
+        event was received. Run it as another user than Litestream's (read access only): it
+        then reads without SQLite's locks, which would keep restore -f from applying changes.
 
         With serve.token set, every endpoint but POST /notifications requires
         Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen

@@ -5,10 +5,13 @@ extension Engine {
     /// Records every change that time has brought about by `now` (default now):
     /// expiries not yet recorded, cause `time` (specification section 8). Costs one
     /// indexed read, and takes no write lock, when nothing is due.
+    /// A ``DatabaseMode/readOnly`` engine (a read replica) records nothing: it
+    /// answers with what the database's writer has recorded, and returns 0.
     /// - Returns: How many changes were recorded.
     /// - Throws: ``EngineError`` when the database cannot be written.
     @discardableResult
     public func recordDueChanges(now: Int64? = nil) throws(EngineError) -> Int {
+        guard mode != .readOnly else { return 0 }
         let now = now ?? Self.now()
         do {
             // A reader first: nothing due, nothing locked.

@@ -5,10 +5,13 @@ extension Engine {
     /// Records every lifecycle event that time has made due by `now` (default
     /// now): an EXPIRATION not yet recorded, most often (specification section 12).
     /// Costs one indexed read, and takes no write lock, when nothing is due.
+    /// A ``DatabaseMode/readOnly`` engine (a read replica) records nothing: it
+    /// answers with what the database's writer has recorded, and returns 0.
     /// - Returns: How many events were recorded.
     /// - Throws: ``EngineError`` when the database cannot be written.
     @discardableResult
     public func recordDueLifecycle(now: Int64? = nil) throws(EngineError) -> Int {
+        guard mode != .readOnly else { return 0 }
         let now = now ?? Self.now()
         do {
             // A reader first: nothing due, nothing locked.

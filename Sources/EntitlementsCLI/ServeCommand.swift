@@ -2,10 +2,10 @@ import Entitlements
 import EntitlementsServer
 import Foundation
 
-/// `entitlements serve`: the webhook Apple calls and the API apps query, over HTTP (contract section 9).
+/// `entitlements serve`: the webhook Apple calls and the API apps query, over HTTP (specification section 9).
 enum ServeCommand {
     static let help = """
-        entitlements serve [--db PATH] --config PATH [--listen HOST:PORT]
+        entitlements serve [--db PATH] --config PATH [--listen HOST:PORT] [--read-only]
 
         Runs the engine as an HTTP/1.1 server (plain HTTP: put a TLS reverse proxy in front).
         Listens on --listen, else serve.listen in the configuration, else 127.0.0.1:8080
@@ -21,7 +21,18 @@ enum ServeCommand {
           GET  /customers?originalTransactionId=X | transactionId=T | appAccountToken=U   [&at=MS]
           GET  /customers/{id}/history        the history lines as a JSON array
           GET  /changes?since=C&limit=N       the changes feed, NDJSON
+          GET  /lifecycle?since=C&limit=N     the lifecycle feed, NDJSON
           GET  /health                        {"ok":true}, with or without a token
+
+        --read-only serves a read replica: a copy of the database that another process keeps
+        up to date (a Litestream follower, litestream restore -f). It opens the database only
+        to read: it never creates, migrates, writes or checkpoints it (a read-only file or
+        folder will do), and delivers no webhooks. The GET endpoints answer as usual; every
+        write (POST /notifications, POST /transactions) gets 503 READ_ONLY_REPLICA with
+        Retry-After. Every answer carries X-Log-Head: <seq of the last event it has>, and
+        GET /health says {"ok":true,"head":SEQ,"ageMs":MS}, ageMs being now minus when that
+        event was received. Run it as another user than Litestream's (read access only): it
+        then reads without SQLite's locks, which would keep restore -f from applying changes.
 
         With serve.token set, every endpoint but POST /notifications and GET /health requires
         Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen
@@ -35,7 +46,7 @@ enum ServeCommand {
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
-        let arguments = try Arguments(args, command: "serve", valued: ["--db", "--config", "--listen"], switches: [])
+        let arguments = try Arguments(args, command: "serve", valued: ["--db", "--config", "--listen"], switches: ["--read-only"])
         if let extra = arguments.positional.first { throw UsageError(message: "unexpected argument \(extra)", command: "serve") }
         guard let configPath = arguments.values["--config"] else { throw UsageError(message: "--config PATH is required", command: "serve") }
         var settings: ServeSettings
@@ -54,7 +65,8 @@ enum ServeCommand {
             )
             return .usage
         }
-        let (loaded, code) = try Commands.loadEngine(arguments, command: "serve")
+        let readOnly = arguments.flags.contains("--read-only")
+        let (loaded, code) = try Commands.loadEngine(arguments, command: "serve", mode: readOnly ? .readOnly : .create)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
         let server: Server

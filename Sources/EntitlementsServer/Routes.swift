@@ -1,7 +1,7 @@
 import Entitlements
 import HTTPServer
 
-/// The endpoints of contract section 9 and the methods each takes.
+/// The endpoints of specification section 9 and the methods each takes.
 enum Route: Sendable, Hashable {
     case notifications
     case transactions
@@ -12,7 +12,7 @@ enum Route: Sendable, Hashable {
     /// `GET /customers/{id}/history`
     case history(String)
     case changes
-    /// `GET /lifecycle?since=&limit=` (contract section 12)
+    /// `GET /lifecycle?since=&limit=` (specification section 12)
     case lifecycle
     case health
 
@@ -24,7 +24,7 @@ enum Route: Sendable, Hashable {
     }
 
     /// Whether the bearer token guards it: every endpoint but Apple's webhook and the liveness probe
-    /// (contract section 13: `GET /health` needs no token and says `{"ok":true}` and nothing more).
+    /// (specification section 9: `GET /health` needs no token and says `{"ok":true}` and nothing more).
     var needsToken: Bool { self != .notifications && self != .health }
 
     /// The route of a path, or `nil` (404). A path segment that does not percent-decode is no route.

@@ -2,7 +2,7 @@ import Entitlements
 import Foundation
 import HTTPServer
 
-/// The answers of contract section 9: routes, the bearer token, ingest
+/// The answers of specification section 9: routes, the bearer token, ingest
 /// through the batcher, queries on the engine's reader connections.
 final class ServeAPI: Sendable {
     let engine: Engine
@@ -283,7 +283,7 @@ final class ServeAPI: Sendable {
     }
 
     /// `GET /changes?since=C&limit=N` and `GET /lifecycle?since=C&limit=N`: the changes feed
-    /// (contract section 8) or the lifecycle feed (section 12) as NDJSON, what became due by now
+    /// (specification section 8) or the lifecycle feed (section 12) as NDJSON, what became due by now
     /// recorded first (by `read`). Without `limit`, at most 10,000 lines (ask again from the last cursor).
     private func feed(_ request: ServerRequest, read: (Int64, Int) throws(EngineError) -> [JSONValue]) -> ServerResponse {
         guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }

@@ -2,7 +2,7 @@ import Entitlements
 import Foundation
 import HTTPServer
 
-/// The configuration's optional `serve` section (contract section 4):
+/// The configuration's optional `serve` section (specification section 4):
 /// `{"serve": {"listen": "127.0.0.1:8080", "token": "a long random string"}}`.
 public struct ServeSettings: Sendable {
     /// Where to listen; `127.0.0.1:8080` by default.

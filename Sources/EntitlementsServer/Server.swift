@@ -3,12 +3,12 @@ import Foundation
 import HTTPServer
 
 /// `entitlements serve` as a library: the engine behind an HTTP/1.1 server
-/// (contract section 9). Create it, call ``run()`` (it blocks), and
+/// (specification section 9). Create it, call ``run()`` (it blocks), and
 /// ``stop()`` it (or send SIGTERM after ``stopOnSignals()``): it stops
 /// accepting, finishes the requests it accepted, commits what is pending,
 /// checkpoints the database and returns.
 public final class Server: Sendable {
-    /// Limits and bounds a server keeps; the defaults are the contract's.
+    /// Limits and bounds a server keeps; the defaults are the specification's.
     public struct Options: Sendable {
         public var limits: ServerLimits
         public var quarantine: QuarantineBound
@@ -46,7 +46,8 @@ public final class Server: Sendable {
         if let bound = settings.maxConnectionsPerClient { options.limits.maxConnectionsPerClient = bound }
         self.engine = engine
         do {
-            deliverer = engine.configuration.webhooks.isEmpty ? nil : try WebhookDeliverer(engine: engine, options: options.webhooks)
+            // A read replica delivers no webhooks: its primary does (specification section 15).
+            deliverer = engine.configuration.webhooks.isEmpty || engine.mode == .readOnly ? nil : try WebhookDeliverer(engine: engine, options: options.webhooks)
         } catch {
             throw ServerError(code: .webhooksFailed, message: error.description)
         }
@@ -54,9 +55,9 @@ public final class Server: Sendable {
         self.api = api
         http = try HTTPServer(
             listen: settings.listen, limits: options.limits, log: log,
-            preflight: { head, client in api.preflight(head, client: client) },
+            preflight: { head, client in api.replicaPreflight(head, client: client) },
             reservation: { head, _ in api.reservedPool(head) },
-            handler: { request, route, client in api.handle(request, route: route, client: client) })
+            handler: { request, route, client in api.replicaHandle(request, route: route, client: client) })
     }
 
     /// Serves until stopped; then commits what is pending and checkpoints.
@@ -66,7 +67,8 @@ public final class Server: Sendable {
         http.run()
         deliverer?.stop()
         api.batcher.finish()
-        try engine.checkpoint()
+        // A read replica writes nothing, checkpoints included.
+        if engine.mode != .readOnly { try engine.checkpoint() }
     }
 
     /// Stops accepting and finishes what was accepted; ``run()`` then returns. Safe from any thread.

@@ -36,7 +36,7 @@ package final class Litestream {
 
     /// The environment Litestream runs with: the tests', less `AWS_CA_BUNDLE`, with which
     /// Litestream 0.5.17 cannot make its S3 client ("unable to add custom RootCAs HTTPClient").
-    static var environment: [String: String] {
+    package static var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["AWS_CA_BUNDLE"] = nil
         return environment

@@ -159,7 +159,7 @@ struct Bench {
                 + "% of \(Machine.cores) x 1 core)")
         report.row(
             "limit", "bound: notification with 3 signatures, all \(Machine.cores) cores", Format.count(figures.allCores.perSecond / 3) + " /s")
-        // This engine's own checks (issue 16): a warm key's table of multiples, and the
+        // This engine's own checks: a warm key's table of multiples, and the
         // lanes' batched inversions. They beat OpenSSL's EVP verification, so the bound
         // above no longer bounds the engine: the rows below are the stricter yardstick.
         report.row("limit", "P-256 check with the key's table of multiples (engine, warm key), 1 core", rate(figures.table))

@@ -13,7 +13,7 @@ public struct ConsumptionInfo: Sendable, Hashable {
     /// The latest CONSUMPTION_REQUEST about it, if one was received.
     public var request: StoredConsumptionRequest?
     /// When Apple stops accepting an answer: the request's `signedDate` + 12 hours.
-    public var deadline: Int64? { request?.deadline }
+    public var deadline: Int64? { request.map { $0.requestedAt + StoredConsumptionRequest.answerWindow } }
     /// Whether the latest request's window had closed at the moment asked about.
     public var pastDeadline: Bool
     /// Whether an answer Apple accepted was sent after the latest request.

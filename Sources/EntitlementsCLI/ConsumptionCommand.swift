@@ -90,9 +90,9 @@ enum ConsumptionCommand {
                 return .rejected
             }
             let expired = info.pastDeadline && !info.answered
-            if expired, let request = info.request, let deadline = info.deadline {
+            if expired, let request = info.request {
                 Output.error(
-                    "entitlements consumption: the CONSUMPTION_REQUEST for \(transactionId) of \(TimeArgument.iso8601(request.requestedAt)) passed its deadline \(TimeArgument.iso8601(deadline)): Apple no longer accepts an answer to it")
+                    "entitlements consumption: the CONSUMPTION_REQUEST for \(transactionId) of \(TimeArgument.iso8601(request.requestedAt)) passed its deadline \(TimeArgument.iso8601(request.deadline)): Apple no longer accepts an answer to it")
             }
             guard arguments.flags.contains("--send") else {
                 Output.line(info.body(options))

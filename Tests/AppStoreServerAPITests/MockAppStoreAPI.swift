@@ -104,14 +104,7 @@ final class MockAppStoreAPI: @unchecked Sendable {
 
     private func serve() {
         defer { finished.signal() }
-        while !state.withLock({ $0.stopping }) {
-            var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 100) > 0 else { continue }
-            let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { continue }
-            handleConnection(connection)
-            close(connection)
-        }
+        LoopbackListener.serveOneAtATime(listener, while: { !state.withLock { $0.stopping } }, handle: handleConnection)
     }
 
     private func handleConnection(_ fd: Int32) {

@@ -45,14 +45,7 @@ final class LoopbackConnectProxy: @unchecked Sendable {
 
     private func serve() {
         defer { finished.signal() }
-        while !state.withLock({ $0.stopping }) {
-            var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 100) > 0 else { continue }
-            let client = accept(listener, nil, nil)
-            guard client >= 0 else { continue }
-            handle(client)
-            close(client)
-        }
+        LoopbackListener.serveOneAtATime(listener, while: { !state.withLock { $0.stopping } }, handle: handle)
     }
 
     private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {

@@ -36,14 +36,9 @@ final class RawResponseServer: @unchecked Sendable {
 
     private func serve() {
         defer { finished.signal() }
-        while !isStopping {
-            var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 100) > 0 else { continue }
-            let fd = accept(listener, nil, nil)
-            guard fd >= 0 else { continue }
+        LoopbackListener.serveOneAtATime(listener, while: { !isStopping }) { fd in
             let connection = RawConnection(fd: fd, server: self)
             if connection.readRequestHead() { respond(connection) }
-            close(fd)
         }
     }
 }

@@ -33,4 +33,17 @@ package enum LoopbackListener {
         }
         return (fd, UInt16(bigEndian: address.sin_port))
     }
+
+    /// Accepts connections on `listener` one at a time, hands each to `handle` and closes
+    /// it after, while `running()` says so (checked at least every 100 ms).
+    package static func serveOneAtATime(_ listener: Int32, while running: () -> Bool, handle: (Int32) -> Void) {
+        while running() {
+            var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 100) > 0 else { continue }
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { continue }
+            handle(connection)
+            close(connection)
+        }
+    }
 }

@@ -9,6 +9,9 @@ struct ByteReader {
     /// Whether the format read may carry display facts (event facts format 2,
     /// state format 3); the first formats' flag bits for them are refused.
     var displayFacts = true
+    /// Whether the format read may carry Apple's 2025–2026 additions (event facts
+    /// format 3, state format 4); earlier formats' flag bits for them are refused.
+    var extendedFacts = true
     /// Where strings written out in full are shared, when given.
     private let interner: UnsafeMutablePointer<StringInterner>?
 

@@ -2,10 +2,11 @@
 ///
 /// Raw JWS are not written (they stay in the log), nor are ``RawRef``s: they
 /// are rebuilt from the event's `seq` and each object's place in the event.
-/// Layout (format version 2; version 1 is the same without display facts):
+/// Layout (format version 3; version 2 is the same without Apple's 2025–2026
+/// additions, ``TransactionExtensions`` and the like; version 1 also without display facts):
 ///
 /// ```
-/// u8 version = 1 or 2
+/// u8 version = 1, 2 or 3
 /// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction, 4 usage, in the low 4 bits;
 ///    the high 4 bits the environment: 0 not recorded, 1 Production, 2 Sandbox, 3 Xcode, 4 LocalTesting
 /// notification: flags, string notificationUUID, type, [subtype], date signedDate,
@@ -23,6 +24,10 @@ public enum EventCodec {
     public static let formatVersion: UInt8 = 2
     /// The first format: no display facts.
     public static let formatVersionWithoutDisplayFacts: UInt8 = 1
+    /// The format of events that carry Apple's 2025–2026 additions
+    /// (``TransactionExtensions``, ``RenewalExtensions``, `originalPlatform`). An
+    /// event without any is written in format 2 or 1, as earlier builds wrote it.
+    public static let formatVersionWithExtensions: UInt8 = 3
 
     private enum KindCode {
         static let notification: UInt8 = 0
@@ -35,7 +40,8 @@ public enum EventCodec {
     /// The bytes of `event`'s facts (its `seq` and raws are not written).
     public static func encode(_ event: Event) -> [UInt8] {
         var writer = ByteWriter(capacity: 160)
-        writer.byte(event.hasDisplayFacts ? formatVersion : formatVersionWithoutDisplayFacts)
+        writer.byte(
+            event.hasExtensions ? formatVersionWithExtensions : event.hasDisplayFacts ? formatVersion : formatVersionWithoutDisplayFacts)
         switch event.body {
         case .notification(let notification):
             typealias F = FactsLayout.Notification
@@ -161,10 +167,11 @@ public enum EventCodec {
     /// Reads the format version and the event's kind.
     static func readHeader(_ reader: inout ByteReader) throws(CodecError) -> (EventKind, AppStoreEnvironment?) {
         let version = try reader.byte()
-        guard version == formatVersion || version == formatVersionWithoutDisplayFacts else {
+        guard version >= formatVersionWithoutDisplayFacts, version <= formatVersionWithExtensions else {
             throw CodecError(code: .unsupportedVersion, offset: 0, message: "event format version \(version)")
         }
-        reader.displayFacts = version == formatVersion
+        reader.displayFacts = version >= formatVersion
+        reader.extendedFacts = version >= formatVersionWithExtensions
         let byte = try reader.byte()
         let environment: AppStoreEnvironment?
         switch byte >> 4 {
@@ -189,9 +196,14 @@ public enum EventCodec {
     public static func formatVersion(of bytes: UnsafeRawBufferPointer) -> UInt8? { bytes.first }
 
     /// The bytes of `event`'s facts as format `version` writes them: format 1
-    /// leaves out the display facts (for comparing with facts an earlier build stored).
+    /// leaves out the display facts, format 2 Apple's 2025–2026 additions (for
+    /// comparing with facts an earlier build stored).
     public static func encode(_ event: Event, formatVersion version: UInt8) -> [UInt8] {
-        version == formatVersionWithoutDisplayFacts ? encode(event.withoutDisplayFacts) : encode(event)
+        switch version {
+        case formatVersionWithoutDisplayFacts: return encode(event.withoutDisplayFacts)
+        case formatVersion: return encode(event.withoutExtensions)
+        default: return encode(event)
+        }
     }
 
     /// The event at `seq` whose facts are `bytes` (see the `UnsafeRawBufferPointer` overload).
@@ -220,18 +232,59 @@ extension Event {
         }
     }
 
+    /// Whether any of the event's signed objects carries Apple's 2025–2026 additions.
+    var hasExtensions: Bool {
+        switch body {
+        case .notification(let n):
+            return n.transaction?.facts.extensions != nil || n.renewalInfo?.facts.extensions != nil
+                || n.appTransaction?.facts.originalPlatform != nil
+        case .transaction(let t): return t.facts.extensions != nil
+        case .renewalInfo(let r): return r.facts.extensions != nil
+        case .appTransaction(let a): return a.facts.originalPlatform != nil
+        case .usage: return false
+        }
+    }
+
+    /// The event without Apple's 2025–2026 additions, as builds before them stored it.
+    var withoutExtensions: Event {
+        var copy = self
+        switch body {
+        case .notification(var n):
+            if let facts = n.transaction?.facts { n.transaction?.facts = facts.withoutExtensions }
+            if let facts = n.renewalInfo?.facts { n.renewalInfo?.facts = facts.withoutExtensions }
+            if let facts = n.appTransaction?.facts { n.appTransaction?.facts = facts.withoutExtensions }
+            copy.body = .notification(n)
+        case .transaction(var t):
+            t.facts = t.facts.withoutExtensions
+            copy.body = .transaction(t)
+        case .renewalInfo(var r):
+            r.facts = r.facts.withoutExtensions
+            copy.body = .renewalInfo(r)
+        case .usage:
+            break
+        case .appTransaction(var a):
+            a.facts = a.facts.withoutExtensions
+            copy.body = .appTransaction(a)
+        }
+        return copy
+    }
+
     /// The event without display facts, as builds before them stored it.
     var withoutDisplayFacts: Event {
         var copy = self
         switch body {
         case .notification(var n):
             if let facts = n.transaction?.facts { n.transaction?.facts = facts.withoutDisplayFacts }
+            if let facts = n.renewalInfo?.facts { n.renewalInfo?.facts = facts.withoutExtensions }
             if let facts = n.appTransaction?.facts { n.appTransaction?.facts = facts.withoutDisplayFacts }
             copy.body = .notification(n)
         case .transaction(var t):
             t.facts = t.facts.withoutDisplayFacts
             copy.body = .transaction(t)
-        case .renewalInfo, .usage:
+        case .renewalInfo(var r):
+            r.facts = r.facts.withoutExtensions
+            copy.body = .renewalInfo(r)
+        case .usage:
             break
         case .appTransaction(var a):
             a.facts = a.facts.withoutDisplayFacts

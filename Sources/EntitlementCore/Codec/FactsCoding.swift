@@ -27,6 +27,9 @@ enum FactsLayout {
         static let price: UInt64 = 1 << 15
         static let currency: UInt64 = 1 << 16
         static let knownWithDisplay: UInt64 = (1 << 17) - 1
+        /// Apple's 2025–2026 additions follow (event facts format 3, state format 4).
+        static let extensions: UInt64 = 1 << 17
+        static let knownWithExtensions: UInt64 = (1 << 18) - 1
     }
 
     enum Renewal {
@@ -49,6 +52,9 @@ enum FactsLayout {
         static let tokenFromTransaction: UInt64 = 1 << 13
         static let shared: UInt64 = originalFromTransaction | productFromTransaction | appTransactionIdFromTransaction | tokenFromTransaction
         static let known: UInt64 = (1 << 14) - 1
+        /// ``RenewalExtensions`` follow (event facts format 3, state format 4).
+        static let extensions: UInt64 = 1 << 14
+        static let knownWithExtensions: UInt64 = (1 << 15) - 1
     }
 
     enum AppTransaction {
@@ -57,6 +63,9 @@ enum FactsLayout {
         // Display facts (event facts format 2, state format 3).
         static let originalApplicationVersion: UInt64 = 1 << 1
         static let knownWithDisplay: UInt64 = (1 << 2) - 1
+        // Event facts format 3, state format 4.
+        static let originalPlatform: UInt64 = 1 << 2
+        static let knownWithExtensions: UInt64 = (1 << 3) - 1
     }
 
     enum Notification {
@@ -91,6 +100,7 @@ extension ByteWriter {
         if facts.offerPeriod != nil { flags |= F.offerPeriod }
         if facts.price != nil { flags |= F.price }
         if facts.currency != nil { flags |= F.currency }
+        if facts.extensions != nil { flags |= F.extensions }
         varint(flags)
         string(facts.transactionId)
         if !originalIsSelf { string(facts.originalTransactionId) }
@@ -113,6 +123,7 @@ extension ByteWriter {
         if let value = facts.offerPeriod { string(value) }
         if let value = facts.price { int(value) }
         if let value = facts.currency { string(value) }
+        if let value = facts.extensions { transactionExtensions(value) }
     }
 
     /// - Parameter transaction: In a notification, the nested transaction,
@@ -137,6 +148,7 @@ extension ByteWriter {
         if facts.isInBillingRetryPeriod { flags |= F.isInBillingRetryPeriod }
         if facts.gracePeriodExpiresDate != nil { flags |= F.gracePeriodExpiresDate }
         if facts.expirationIntent != nil { flags |= F.expirationIntent }
+        if facts.extensions != nil { flags |= F.extensions }
         varint(flags)
         if !originalShared { string(facts.originalTransactionId) }
         date(facts.signedDate)
@@ -146,24 +158,27 @@ extension ByteWriter {
         if let value = facts.gracePeriodExpiresDate { date(value) }
         if let value = facts.expirationIntent { int(value) }
         if !tokenShared, let value = facts.appAccountToken { string(value) }
+        if let value = facts.extensions { renewalExtensions(value) }
     }
 
     mutating func appTransactionFacts(_ facts: AppTransactionFacts) {
         typealias F = FactsLayout.AppTransaction
         var flags: UInt64 = facts.originalPurchaseDate != nil ? F.originalPurchaseDate : 0
         if facts.originalApplicationVersion != nil { flags |= F.originalApplicationVersion }
+        if facts.originalPlatform != nil { flags |= F.originalPlatform }
         varint(flags)
         string(facts.appTransactionId)
         date(facts.signedDate)
         if let value = facts.originalPurchaseDate { date(value) }
         if let value = facts.originalApplicationVersion { string(value) }
+        if let value = facts.originalPlatform { string(value) }
     }
 }
 
 extension ByteReader {
     mutating func transactionFacts() throws(CodecError) -> TransactionFacts {
         typealias F = FactsLayout.Transaction
-        let flags = try self.flags(known: displayFacts ? F.knownWithDisplay : F.known)
+        let flags = try self.flags(known: extendedFacts ? F.knownWithExtensions : displayFacts ? F.knownWithDisplay : F.known)
         let transactionId = try string()
         let originalTransactionId = flags & F.originalIsSelf != 0 ? transactionId : try string()
         let productId = try string()
@@ -185,6 +200,7 @@ extension ByteReader {
         let offerPeriod = flags & F.offerPeriod != 0 ? try string() : nil
         let price = flags & F.price != 0 ? try int() : nil
         let currency = flags & F.currency != 0 ? try string() : nil
+        let extensions = flags & F.extensions != 0 ? try transactionExtensions() : nil
         return TransactionFacts(
             transactionId: transactionId, originalTransactionId: originalTransactionId,
             appTransactionId: appTransactionId, productId: productId,
@@ -193,7 +209,7 @@ extension ByteReader {
             revocationType: revocationType, revocationPercentage: revocationPercentage,
             isUpgraded: flags & F.isUpgraded != 0, ownership: ownership, appAccountToken: appAccountToken,
             originalPurchaseDate: originalPurchaseDate, offerType: offerType, offerDiscountType: offerDiscountType,
-            offerPeriod: offerPeriod, price: price, currency: currency)
+            offerPeriod: offerPeriod, price: price, currency: currency, extensions: extensions)
     }
 
     /// - Parameter transaction: In a notification, the nested transaction
@@ -201,7 +217,7 @@ extension ByteReader {
     mutating func renewalFacts(sharing transaction: TransactionFacts? = nil) throws(CodecError) -> RenewalFacts {
         typealias F = FactsLayout.Renewal
         let start = offset
-        let flags = try self.flags(known: F.known)
+        let flags = try self.flags(known: extendedFacts ? F.knownWithExtensions : F.known)
         func contradiction() -> CodecError {
             CodecError(code: .invalidTag, offset: start, message: "renewal info flags contradict each other")
         }
@@ -237,13 +253,14 @@ extension ByteReader {
         let appAccountToken =
             flags & F.tokenFromTransaction != 0
             ? transaction!.appAccountToken : flags & F.appAccountToken != 0 ? try string() : nil
+        let extensions = flags & F.extensions != 0 ? try renewalExtensions() : nil
         return RenewalFacts(
             originalTransactionId: originalTransactionId, appTransactionId: appTransactionId, productId: productId,
             autoRenewProductId: autoRenewProductId,
             autoRenewStatus: flags & F.autoRenewStatusKnown != 0 ? flags & F.autoRenewStatus != 0 : nil,
             isInBillingRetryPeriod: flags & F.isInBillingRetryPeriod != 0,
             gracePeriodExpiresDate: gracePeriodExpiresDate, expirationIntent: expirationIntent, signedDate: signedDate,
-            appAccountToken: appAccountToken)
+            appAccountToken: appAccountToken, extensions: extensions)
     }
 
     /// Reads past one renewal info record written without sharing (as in a
@@ -253,7 +270,7 @@ extension ByteReader {
     ) {
         typealias F = FactsLayout.Renewal
         let start = offset
-        let flags = try self.flags(known: F.known)
+        let flags = try self.flags(known: extendedFacts ? F.knownWithExtensions : F.known)
         guard flags & F.shared == 0 else {
             throw CodecError(code: .invalidTag, offset: start, message: "renewal info flags contradict each other")
         }
@@ -265,19 +282,21 @@ extension ByteReader {
         if flags & F.gracePeriodExpiresDate != 0 { _ = try date() }
         if flags & F.expirationIntent != 0 { _ = try int() }
         if flags & F.appAccountToken != 0 { try skipString() }
+        if flags & F.extensions != 0 { _ = try renewalExtensions() }
         let autoRenewOff = flags & F.autoRenewStatusKnown != 0 && flags & F.autoRenewStatus == 0
         return (originalTransactionId, signedDate, autoRenewOff, flags & F.isInBillingRetryPeriod != 0)
     }
 
     mutating func appTransactionFacts() throws(CodecError) -> AppTransactionFacts {
         typealias F = FactsLayout.AppTransaction
-        let flags = try self.flags(known: displayFacts ? F.knownWithDisplay : F.known)
+        let flags = try self.flags(known: extendedFacts ? F.knownWithExtensions : displayFacts ? F.knownWithDisplay : F.known)
         let appTransactionId = try string()
         let signedDate = try date()
         let originalPurchaseDate = flags & F.originalPurchaseDate != 0 ? try date() : nil
         let originalApplicationVersion = flags & F.originalApplicationVersion != 0 ? try string() : nil
+        let originalPlatform = flags & F.originalPlatform != 0 ? try string() : nil
         return AppTransactionFacts(
             appTransactionId: appTransactionId, originalPurchaseDate: originalPurchaseDate, signedDate: signedDate,
-            originalApplicationVersion: originalApplicationVersion)
+            originalApplicationVersion: originalApplicationVersion, originalPlatform: originalPlatform)
     }
 }

@@ -5,17 +5,20 @@
 /// not: they stay in the log). Decoding a state therefore gives it back with
 /// every `raw` `nil`. Layout (format version 3; version 2 is the same without
 /// display facts, and is still written for a state that holds none, so that
-/// states built before display facts keep their bytes):
+/// states built before display facts keep their bytes; version 4 adds Apple's
+/// 2025–2026 additions and is written only for a state that holds some):
 ///
 /// ```
-/// u8 version = 3 or 2
+/// u8 version = 4, 3 or 2
 /// count, then each distinct string once (byte count, UTF-8), in order of first use
 /// string key
 /// count, then per transaction (sorted by transactionId): ref, transaction facts
 /// count, then per originalTransactionId (sorted): count, then per version (ascending signedDate): ref, renewal facts
-/// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype, 16 environments, 32 usages
+/// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype, 16 environments, 32 usages,
+///    64 consentRescindedAt (format 4)
 /// [ref, app transaction facts] [string token, date signedDate, ref] [string uuid, type, [subtype], date signedDate]
 /// [u8 environments (``EnvironmentSet``)] [count, then per usage record (sorted by usageId): usage facts]
+/// [date consentRescindedAt]
 /// ```
 ///
 /// After the table, every string is its number in the table: a customer's ten
@@ -34,6 +37,9 @@ public enum StateCodec {
     static let formatVersionWithoutDisplayFacts: UInt8 = 2
     /// The first format: strings written in full where they occur.
     static let formatVersionWithoutTable: UInt8 = 1
+    /// The format of a state holding Apple's 2025–2026 additions (extensions of its
+    /// facts, `originalPlatform`, a rescinded consent).
+    public static let formatVersionWithExtensions: UInt8 = 4
 
     private static let hasAppTransaction: UInt8 = 1
     private static let hasAccountToken: UInt8 = 2
@@ -41,7 +47,9 @@ public enum StateCodec {
     private static let lastNotificationHasSubtype: UInt8 = 8
     private static let hasEnvironments: UInt8 = 16
     private static let hasUsages: UInt8 = 32
+    private static let hasConsentRescinded: UInt8 = 64
     private static let knownFlags: UInt8 = 63
+    private static let knownFlagsWithExtensions: UInt8 = 127
 
     /// The bytes of `state`.
     public static func encode(_ state: CustomerState) -> [UInt8] {
@@ -81,6 +89,7 @@ public enum StateCodec {
             if notification.subtype != nil { flags |= lastNotificationHasSubtype }
         }
         if !state.environments.isEmpty { flags |= hasEnvironments }
+        if state.consentRescindedAt != nil { flags |= hasConsentRescinded }
         writer.byte(flags)
         if let appTransaction = state.appTransaction {
             writer.ref(appTransaction.ref)
@@ -104,11 +113,16 @@ public enum StateCodec {
             writer.count(usageOrder.count)
             for index in usageOrder { writer.usageFacts(usages[index].value) }
         }
+        if let moment = state.consentRescindedAt { writer.date(moment) }
         let strings = writer.table?.strings ?? []
         var out = ByteWriter(capacity: writer.bytes.count + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
         let display =
             state.transactions.values.contains { $0.facts.hasDisplayFacts } || state.appTransaction?.facts.hasDisplayFacts == true
-        out.byte(display ? formatVersion : formatVersionWithoutDisplayFacts)
+        let extended =
+            state.consentRescindedAt != nil || state.appTransaction?.facts.originalPlatform != nil
+            || state.transactions.values.contains { $0.facts.extensions != nil }
+            || state.renewalInfos.values.contains { $0.contains { $0.facts.extensions != nil } }
+        out.byte(extended ? formatVersionWithExtensions : display ? formatVersion : formatVersionWithoutDisplayFacts)
         out.count(strings.count)
         for string in strings { out.fullString(string) }
         out.append(writer.bytes)
@@ -131,11 +145,12 @@ public enum StateCodec {
         var reader = ByteReader(bytes)
         let version = try reader.byte()
         switch version {
-        case formatVersion, formatVersionWithoutDisplayFacts: try reader.stringTable()
+        case formatVersionWithExtensions, formatVersion, formatVersionWithoutDisplayFacts: try reader.stringTable()
         case formatVersionWithoutTable: break
         default: throw CodecError(code: .unsupportedVersion, offset: 0, message: "state format version \(version)")
         }
-        reader.displayFacts = version == formatVersion
+        reader.displayFacts = version >= formatVersion
+        reader.extendedFacts = version >= formatVersionWithExtensions
         let key = try reader.string()
         let transactionCount = try reader.count()
         var state = Sink(key: key, transactions: transactionCount)
@@ -192,7 +207,8 @@ public enum StateCodec {
 
         let flagsOffset = reader.offset
         let flags = try reader.byte()
-        guard flags & ~knownFlags == 0, flags & lastNotificationHasSubtype == 0 || flags & hasLastNotification != 0 else {
+        let known = reader.extendedFacts ? knownFlagsWithExtensions : knownFlags
+        guard flags & ~known == 0, flags & lastNotificationHasSubtype == 0 || flags & hasLastNotification != 0 else {
             throw CodecError(code: .invalidTag, offset: flagsOffset, message: "unknown state flags \(flags)")
         }
         if flags & hasAppTransaction != 0 {
@@ -227,6 +243,7 @@ public enum StateCodec {
                 try state.usage(try reader.usageFacts(), at: start)
             }
         }
+        if flags & hasConsentRescinded != 0 { state.consentRescindedAt = try reader.date() }
         try reader.finish()
         return state
     }
@@ -269,6 +286,8 @@ protocol StateSink {
     var accountToken: AccountTokenClaim? { get set }
     var lastNotification: NotificationSummaryFacts? { get set }
     var environments: EnvironmentSet { get set }
+    /// The first RESCIND_CONSENT notification's `signedDate`.
+    var consentRescindedAt: Int64? { get set }
     /// With a moment to decode for: the runs up to the standing version of
     /// the `originalTransactionId` whose versions are handed over next.
     mutating func renewalRuns(_ runs: RenewalRuns)

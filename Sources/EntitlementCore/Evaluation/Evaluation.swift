@@ -156,6 +156,7 @@ struct EvaluationInput: StateSink {
     var lastNotification: NotificationSummaryFacts? = nil
     var environments: EnvironmentSet = []
     var usages: [UsageFacts] = []
+    var consentRescindedAt: Int64? = nil
 
     init(key: CustomerKey, transactions: Int) {
         self.key = key

@@ -69,7 +69,8 @@ extension Event {
                                 AppTransactionFacts(
                                     appTransactionId: $0, originalPurchaseDate: a.payload.originalPurchaseDate,
                                     signedDate: a.payload.receiptCreationDate,
-                                    originalApplicationVersion: a.payload.originalApplicationVersion),
+                                    originalApplicationVersion: a.payload.originalApplicationVersion,
+                                    originalPlatform: a.payload.originalPlatform),
                                 ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction), raw: a.jws)
                         }
                     }))
@@ -83,7 +84,8 @@ extension Event {
                     AppTransactionFacts(
                         appTransactionId: a.payload.appTransactionId ?? "", originalPurchaseDate: a.payload.originalPurchaseDate,
                         signedDate: a.payload.receiptCreationDate,
-                        originalApplicationVersion: a.payload.originalApplicationVersion),
+                        originalApplicationVersion: a.payload.originalApplicationVersion,
+                        originalPlatform: a.payload.originalPlatform),
                     ref: RawRef(eventSeq: seq, slot: .own), raw: a.jws))
         }
     }

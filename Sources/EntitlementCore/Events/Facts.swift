@@ -32,6 +32,8 @@ public struct TransactionFacts: Sendable, Hashable {
     public var price: Int64?
     /// The ISO 4217 `currency` of ``price``.
     public var currency: String?
+    /// Apple's 2025–2026 additions (event facts format 3, state format 4), `nil` when none.
+    public var extensions: TransactionExtensions?
 
     public init(
         transactionId: String, originalTransactionId: String, appTransactionId: String? = nil, productId: String,
@@ -39,7 +41,8 @@ public struct TransactionFacts: Sendable, Hashable {
         quantity: Int64 = 1, signedDate: Int64, revocationDate: Int64? = nil, revocationType: RevocationType? = nil,
         revocationPercentage: Int64? = nil, isUpgraded: Bool = false, ownership: OwnershipType? = nil,
         appAccountToken: String? = nil, originalPurchaseDate: Int64? = nil, offerType: Int64? = nil,
-        offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64? = nil, currency: String? = nil
+        offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64? = nil, currency: String? = nil,
+        extensions: TransactionExtensions? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -63,6 +66,7 @@ public struct TransactionFacts: Sendable, Hashable {
         self.offerPeriod = offerPeriod
         self.price = price
         self.currency = currency
+        self.extensions = extensions
     }
 
     /// Whether any display fact (written only by the newer formats) is present.
@@ -80,6 +84,7 @@ public struct TransactionFacts: Sendable, Hashable {
         copy.offerPeriod = nil
         copy.price = nil
         copy.currency = nil
+        copy.extensions = nil
         return copy
     }
 
@@ -92,7 +97,8 @@ public struct TransactionFacts: Sendable, Hashable {
             revocationDate: p.revocationDate, revocationType: p.revocationType,
             revocationPercentage: p.revocationPercentage, isUpgraded: p.isUpgraded, ownership: p.inAppOwnershipType,
             appAccountToken: p.appAccountToken, originalPurchaseDate: p.originalPurchaseDate, offerType: p.offerType,
-            offerDiscountType: p.offerDiscountType, offerPeriod: p.offerPeriod, price: p.price, currency: p.currency)
+            offerDiscountType: p.offerDiscountType, offerPeriod: p.offerPeriod, price: p.price, currency: p.currency,
+            extensions: TransactionExtensions(p))
     }
 }
 
@@ -108,12 +114,14 @@ public struct RenewalFacts: Sendable, Hashable {
     public var expirationIntent: Int64?
     public var signedDate: Int64
     public var appAccountToken: String?
+    /// Fields of event facts format 3 (state format 4), `nil` when none.
+    public var extensions: RenewalExtensions?
 
     public init(
         originalTransactionId: String, appTransactionId: String? = nil, productId: String? = nil,
         autoRenewProductId: String? = nil, autoRenewStatus: Bool? = nil, isInBillingRetryPeriod: Bool = false,
         gracePeriodExpiresDate: Int64? = nil, expirationIntent: Int64? = nil, signedDate: Int64,
-        appAccountToken: String? = nil
+        appAccountToken: String? = nil, extensions: RenewalExtensions? = nil
     ) {
         self.originalTransactionId = originalTransactionId
         self.appTransactionId = appTransactionId
@@ -125,6 +133,7 @@ public struct RenewalFacts: Sendable, Hashable {
         self.expirationIntent = expirationIntent
         self.signedDate = signedDate
         self.appAccountToken = appAccountToken
+        self.extensions = extensions
     }
 
     public init(_ p: RenewalInfoPayload) {
@@ -133,7 +142,7 @@ public struct RenewalFacts: Sendable, Hashable {
             productId: p.productId, autoRenewProductId: p.autoRenewProductId,
             autoRenewStatus: p.autoRenewStatus.map { $0 == 1 }, isInBillingRetryPeriod: p.isInBillingRetryPeriod ?? false,
             gracePeriodExpiresDate: p.gracePeriodExpiresDate, expirationIntent: p.expirationIntent,
-            signedDate: p.signedDate, appAccountToken: p.appAccountToken)
+            signedDate: p.signedDate, appAccountToken: p.appAccountToken, extensions: RenewalExtensions(p))
     }
 }
 
@@ -145,24 +154,28 @@ public struct AppTransactionFacts: Sendable, Hashable {
     public var signedDate: Int64
     /// The `originalApplicationVersion` (a display fact, event facts format 2).
     public var originalApplicationVersion: String?
+    /// The `originalPlatform` (event facts format 3, state format 4).
+    public var originalPlatform: String?
 
     public init(
         appTransactionId: String, originalPurchaseDate: Int64? = nil, signedDate: Int64,
-        originalApplicationVersion: String? = nil
+        originalApplicationVersion: String? = nil, originalPlatform: String? = nil
     ) {
         self.appTransactionId = appTransactionId
         self.originalPurchaseDate = originalPurchaseDate
         self.signedDate = signedDate
         self.originalApplicationVersion = originalApplicationVersion
+        self.originalPlatform = originalPlatform
     }
 
     /// Whether any display fact is present.
-    var hasDisplayFacts: Bool { originalApplicationVersion != nil }
+    var hasDisplayFacts: Bool { originalApplicationVersion != nil || originalPlatform != nil }
 
     /// The same facts without the display facts.
     var withoutDisplayFacts: AppTransactionFacts {
         var copy = self
         copy.originalApplicationVersion = nil
+        copy.originalPlatform = nil
         return copy
     }
 }

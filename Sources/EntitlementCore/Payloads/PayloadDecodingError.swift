@@ -114,6 +114,21 @@ public struct FieldReader: Sendable {
         return strings
     }
 
+    /// An array of objects, each read by its own reader (`key[0]`, `key[1]`, ...).
+    public func objects(_ key: String) throws(PayloadDecodingError) -> [FieldReader]? {
+        guard let value = value(key) else { return nil }
+        guard case .array(let elements) = value else {
+            throw PayloadDecodingError(field: path(key), reason: "expected an array, found \(value.typeName)")
+        }
+        var readers: [FieldReader] = []
+        readers.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            let name = path(key) + "[\(index)]"
+            readers.append(try FieldReader(element, name: name, prefix: name))
+        }
+        return readers
+    }
+
     public func nested(_ key: String) throws(PayloadDecodingError) -> FieldReader? {
         guard let value = value(key) else { return nil }
         return try FieldReader(value, name: path(key), prefix: path(key))

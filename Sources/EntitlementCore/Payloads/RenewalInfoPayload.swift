@@ -23,6 +23,14 @@ public struct RenewalInfoPayload: Sendable, Hashable {
     public var appTransactionId: String?
     public var offerPeriod: String?
     public var appAccountToken: String?
+    /// The billing plan of the next period: `BILLED_UPFRONT`, `MONTHLY`, or a value Apple adds later.
+    public var renewalBillingPlanType: String?
+    /// What a 12-month commitment renews to, and whether it does.
+    public var commitmentInfo: RenewalCommitmentInfo?
+    /// The SKUs an Advanced Commerce subscription renews with.
+    public var advancedCommerceInfo: AdvancedCommerceRenewalInfo?
+    /// The `originalTransactionId` of the subscription this one was migrated from.
+    public var previousOriginalTransactionId: String?
 
     public init(json: JSONValue) throws(PayloadDecodingError) {
         let r = try FieldReader(json)
@@ -48,5 +56,13 @@ public struct RenewalInfoPayload: Sendable, Hashable {
         appTransactionId = try r.string("appTransactionId").flatMap { $0.isEmpty ? nil : $0 }
         offerPeriod = try r.string("offerPeriod")
         appAccountToken = try r.string("appAccountToken").flatMap { $0.isEmpty ? nil : $0 }
+        renewalBillingPlanType = try r.string("renewalBillingPlanType")
+        commitmentInfo = try r.nested("commitmentInfo").map { reader throws(PayloadDecodingError) in
+            try RenewalCommitmentInfo(reader)
+        }
+        advancedCommerceInfo = try r.nested("advancedCommerceInfo").map { reader throws(PayloadDecodingError) in
+            try AdvancedCommerceRenewalInfo(reader)
+        }
+        previousOriginalTransactionId = try r.string("previousOriginalTransactionId").flatMap { $0.isEmpty ? nil : $0 }
     }
 }

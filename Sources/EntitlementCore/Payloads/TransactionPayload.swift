@@ -35,6 +35,15 @@ public struct TransactionPayload: Sendable, Hashable {
     /// Share of the purchase revoked, in thousandths of a percent (100000 = all).
     /// A payload carrying whole-percent `refundPercentage` instead is read as that x 1000.
     public var revocationPercentage: Int64?
+    /// `BILLED_UPFRONT`, `MONTHLY` (one month of a 12-month commitment), or a value
+    /// Apple adds later, kept as signed.
+    public var billingPlanType: String?
+    /// The commitment this month belongs to, for `billingPlanType` `MONTHLY`.
+    public var commitmentInfo: TransactionCommitmentInfo?
+    /// The SKUs of a purchase made through the Advanced Commerce API.
+    public var advancedCommerceInfo: AdvancedCommerceTransactionInfo?
+    /// The `originalTransactionId` of the subscription this one was migrated from.
+    public var previousOriginalTransactionId: String?
 
     public init(json: JSONValue) throws(PayloadDecodingError) {
         let r = try FieldReader(json)
@@ -75,5 +84,13 @@ public struct TransactionPayload: Sendable, Hashable {
         } else {
             revocationPercentage = nil
         }
+        billingPlanType = try r.string("billingPlanType")
+        commitmentInfo = try r.nested("commitmentInfo").map { reader throws(PayloadDecodingError) in
+            try TransactionCommitmentInfo(reader)
+        }
+        advancedCommerceInfo = try r.nested("advancedCommerceInfo").map { reader throws(PayloadDecodingError) in
+            try AdvancedCommerceTransactionInfo(reader)
+        }
+        previousOriginalTransactionId = try r.string("previousOriginalTransactionId").flatMap { $0.isEmpty ? nil : $0 }
     }
 }

@@ -20,6 +20,7 @@ extension CustomerState {
     /// - ``lastNotification`` becomes the notification's summary when it is
     ///   greater by (`signedDate`, `notificationUUID`).
     /// - ``environments`` gains the event's environment.
+    /// - ``consentRescindedAt`` becomes the earliest RESCIND_CONSENT's `signedDate`.
     ///
     /// A notification's type never overrides the signed data it carries: a
     /// REFUND is a revocation because its transaction carries a
@@ -176,8 +177,12 @@ extension CustomerState {
                 signedDate: notification.signedDate))
     }
 
-    /// Keeps the greater notification by (`signedDate`, `notificationUUID`).
+    /// Keeps the greater notification by (`signedDate`, `notificationUUID`), and
+    /// the earliest RESCIND_CONSENT's `signedDate`.
     mutating func note(_ summary: NotificationSummaryFacts) {
+        if summary.type == .rescindConsent {
+            consentRescindedAt = min(consentRescindedAt ?? summary.signedDate, summary.signedDate)
+        }
         guard let existing = lastNotification else {
             lastNotification = summary
             return

@@ -23,6 +23,9 @@ public struct CustomerState: Sendable, Hashable {
     public var environments: EnvironmentSet
     /// The usage records (the operator's word, specification section 11), by `usageId`.
     public var usages: [String: UsageFacts]
+    /// The `signedDate` of the earliest RESCIND_CONSENT notification about this
+    /// customer (a parent withdrew consent), `nil` when none.
+    public var consentRescindedAt: Int64?
 
     public init(key: CustomerKey) {
         self.key = key
@@ -33,6 +36,7 @@ public struct CustomerState: Sendable, Hashable {
         self.lastNotification = nil
         self.environments = []
         self.usages = [:]
+        self.consentRescindedAt = nil
     }
 }
 

@@ -9,6 +9,9 @@ final class ProductWarnings: Sendable {
     private struct Seen {
         var reported: Set<String> = []
         var pending: [String] = []
+        /// Other warnings about what data grants (Advanced Commerce SKUs), each once.
+        var reportedMessages: Set<String> = []
+        var pendingMessages: [String] = []
     }
     private let seen = Mutex(Seen())
 
@@ -21,11 +24,26 @@ final class ProductWarnings: Sendable {
         }
     }
 
+    /// Notes whole warning lines, each to be reported once per engine.
+    func note(messages: some Sequence<String>) {
+        seen.withLock { seen in
+            for message in messages where seen.reportedMessages.insert(message).inserted { seen.pendingMessages.append(message) }
+        }
+    }
+
     /// The products noted since the last call, each once per engine, in the order met.
     func take() -> [String] {
         seen.withLock { seen in
             defer { seen.pending.removeAll() }
             return seen.pending
+        }
+    }
+
+    /// The warning lines noted since the last call.
+    func takeMessages() -> [String] {
+        seen.withLock { seen in
+            defer { seen.pendingMessages.removeAll() }
+            return seen.pendingMessages
         }
     }
 }
@@ -36,27 +54,49 @@ extension Engine {
     /// `warning: product com.example.new is not in rules.products: it grants nothing`.
     public func takeProductWarnings() -> [String] {
         productWarnings.take().map { "warning: product \($0) is not in rules.products: it grants nothing" }
+            + productWarnings.takeMessages()
     }
 
     /// Notes the products that verified items carry.
     func noteProducts(_ items: [AppendItem]) {
         var products: [String] = []
+        var messages: [String] = []
+        let rules = configuration.rules
+        func transaction(_ t: TransactionPayload) {
+            guard let items = t.advancedCommerceInfo?.items else {
+                products.append(t.productId)
+                return
+            }
+            // An Advanced Commerce purchase grants through its SKUs (rules.skus); its product may grant nothing.
+            for item in items {
+                if let sku = item.sku {
+                    if rules.skus[sku] == nil { messages.append("warning: SKU \(sku) is not in rules.skus: it grants nothing") }
+                } else {
+                    messages.append(
+                        "warning: transaction \(t.transactionId) has an Advanced Commerce item without a SKU: it grants nothing")
+                }
+            }
+        }
         for item in items {
             guard case .verified(let input) = item else { continue }
             switch input {
             case .notification(let n):
-                if let t = n.transaction { products.append(t.payload.productId) }
-                if let p = n.renewalInfo?.payload.productId { products.append(p) }
-            case .transaction(let t): products.append(t.payload.productId)
-            case .renewalInfo(let r): if let p = r.payload.productId { products.append(p) }
+                if let t = n.transaction { transaction(t.payload) }
+                if let p = n.renewalInfo?.payload.productId, n.renewalInfo?.payload.advancedCommerceInfo == nil { products.append(p) }
+            case .transaction(let t): transaction(t.payload)
+            case .renewalInfo(let r):
+                if let p = r.payload.productId, r.payload.advancedCommerceInfo == nil { products.append(p) }
             case .appTransaction: break
             }
         }
-        productWarnings.note(products, rules: configuration.rules)
+        productWarnings.note(products, rules: rules)
+        if !messages.isEmpty { productWarnings.note(messages: messages) }
     }
 
     /// Notes the products an answer shows.
     func noteProducts(_ view: CustomerView) {
-        productWarnings.note(view.subscriptions.map(\.productId) + view.purchases.map(\.productId), rules: configuration.rules)
+        // An Advanced Commerce subscription grants through its SKUs: its product may grant nothing.
+        let subscriptions = view.subscriptions.filter { $0.advancedCommerceItems == nil }.map(\.productId)
+        productWarnings.note(subscriptions + view.purchases.map(\.productId), rules: configuration.rules)
     }
 }

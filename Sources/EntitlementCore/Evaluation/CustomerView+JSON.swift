@@ -18,6 +18,8 @@ extension CustomerView {
                 ("balances", .object(JSONObject(balances.map { ($0.currency, .int($0.amount)) }))),
                 ("originalPurchaseDate", .nullable(originalPurchaseDate)),
                 ("originalApplicationVersion", .nullable(originalApplicationVersion)),
+                ("originalPlatform", .nullable(originalPlatform)),
+                ("consentRescindedAt", .nullable(consentRescindedAt)),
             ]))
     }
 }
@@ -63,6 +65,31 @@ extension SubscriptionView {
                 ("currency", .nullable(currency)),
                 ("unsubscribeDetectedAt", .nullable(unsubscribeDetectedAt)),
                 ("billingIssueDetectedAt", .nullable(billingIssueDetectedAt)),
+                ("billingPlanType", .nullable(billingPlanType)),
+                ("commitment", commitment.map { $0.json() } ?? .null),
+                ("expirationIntent", .nullable(expirationIntent)),
+                ("priceIncreaseStatus", .nullable(priceIncreaseStatus)),
+                ("renewalPrice", .nullable(renewalPrice)),
+                ("renewalCurrency", .nullable(renewalCurrency)),
+                ("offerDiscountType", .nullable(offerDiscountType)),
+                ("eligibleWinBackOfferIds", eligibleWinBackOfferIds.map { .array($0.map(JSONValue.string)) } ?? .null),
+            ]))
+    }
+}
+
+extension CommitmentView {
+    /// `subscriptions[].commitment` in the `query` output.
+    public func json() -> JSONValue {
+        .object(
+            JSONObject([
+                ("billingPeriodNumber", .nullable(billingPeriodNumber)),
+                ("totalBillingPeriods", .nullable(totalBillingPeriods)),
+                ("commitmentExpiresDate", .nullable(commitmentExpiresDate)),
+                ("commitmentPrice", .nullable(commitmentPrice)),
+                ("autoRenewStatus", .nullable(autoRenewStatus)),
+                ("autoRenewProductId", .nullable(autoRenewProductId)),
+                ("renewalDate", .nullable(renewalDate)),
+                ("renewalPrice", .nullable(renewalPrice)),
             ]))
     }
 }

@@ -22,13 +22,20 @@ public struct CustomerView: Sendable, Hashable {
     public var originalPurchaseDate: Int64?
     /// The newest AppTransaction's `originalApplicationVersion` (`nil` without one).
     public var originalApplicationVersion: String?
+    /// The newest AppTransaction's `originalPlatform` (`nil` without one).
+    public var originalPlatform: String?
+    /// When a parent withdrew consent (the first RESCIND_CONSENT's `signedDate`), if by ``at``.
+    public var consentRescindedAt: Int64?
 
     /// A view with exactly these fields (``Evaluation/evaluate(_:rules:at:)`` makes them).
     public init(
         appTransactionId: CustomerKey, at: Int64, appAccountToken: String? = nil, entitlements: [EntitlementView] = [],
         subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [], balances: [CurrencyBalance] = [],
-        environment: String? = nil, originalPurchaseDate: Int64? = nil, originalApplicationVersion: String? = nil
+        environment: String? = nil, originalPurchaseDate: Int64? = nil, originalApplicationVersion: String? = nil,
+        originalPlatform: String? = nil, consentRescindedAt: Int64? = nil
     ) {
+        self.originalPlatform = originalPlatform
+        self.consentRescindedAt = consentRescindedAt
         self.environment = environment
         self.originalPurchaseDate = originalPurchaseDate
         self.originalApplicationVersion = originalApplicationVersion
@@ -151,6 +158,25 @@ public struct SubscriptionView: Sendable, Hashable {
     public var unsubscribeDetectedAt: Int64?
     /// The same for `isInBillingRetryPeriod`.
     public var billingIssueDetectedAt: Int64?
+    /// The current transaction's `billingPlanType` (`BILLED_UPFRONT`, `MONTHLY`, or as signed).
+    public var billingPlanType: String?
+    /// The 12-month commitment the current month belongs to, `nil` for another plan.
+    public var commitment: CommitmentView?
+    /// The standing renewal info's `expirationIntent`.
+    public var expirationIntent: Int64?
+    /// The standing renewal info's `priceIncreaseStatus`.
+    public var priceIncreaseStatus: Int64?
+    /// The standing renewal info's `renewalPrice` (milliunits).
+    public var renewalPrice: Int64?
+    /// The standing renewal info's `currency` (of ``renewalPrice``).
+    public var renewalCurrency: String?
+    /// The current transaction's `offerDiscountType`.
+    public var offerDiscountType: String?
+    /// The standing renewal info's `eligibleWinBackOfferIds`.
+    public var eligibleWinBackOfferIds: [String]?
+    /// The current transaction's Advanced Commerce items, `nil` for a purchase not
+    /// made through the Advanced Commerce API (not in the query JSON).
+    public var advancedCommerceItems: [AdvancedCommerceTransactionItem]?
 
     /// A subscription with exactly these fields.
     public init(
@@ -159,8 +185,19 @@ public struct SubscriptionView: Sendable, Hashable {
         autoRenewProductId: String?, ownership: String?, revocationType: String?, currentTransactionId: String,
         grants: Bool, purchaseDate: Int64 = 0, originalPurchaseDate: Int64? = nil, periodType: String = "normal",
         offerPeriod: String? = nil, willRenew: Bool = false, revocationDate: Int64? = nil, price: Int64? = nil,
-        currency: String? = nil, unsubscribeDetectedAt: Int64? = nil, billingIssueDetectedAt: Int64? = nil
+        currency: String? = nil, unsubscribeDetectedAt: Int64? = nil, billingIssueDetectedAt: Int64? = nil,
+        billingPlanType: String? = nil, commitment: CommitmentView? = nil, expirationIntent: Int64? = nil,
+        priceIncreaseStatus: Int64? = nil, renewalPrice: Int64? = nil, renewalCurrency: String? = nil,
+        offerDiscountType: String? = nil, eligibleWinBackOfferIds: [String]? = nil
     ) {
+        self.billingPlanType = billingPlanType
+        self.commitment = commitment
+        self.expirationIntent = expirationIntent
+        self.priceIncreaseStatus = priceIncreaseStatus
+        self.renewalPrice = renewalPrice
+        self.renewalCurrency = renewalCurrency
+        self.offerDiscountType = offerDiscountType
+        self.eligibleWinBackOfferIds = eligibleWinBackOfferIds
         self.purchaseDate = purchaseDate
         self.originalPurchaseDate = originalPurchaseDate
         self.periodType = periodType
@@ -183,6 +220,37 @@ public struct SubscriptionView: Sendable, Hashable {
         self.revocationType = revocationType
         self.currentTransactionId = currentTransactionId
         self.grants = grants
+    }
+}
+
+/// The 12-month commitment a subscription's current month belongs to: from the
+/// month's `commitmentInfo` and the standing renewal info's.
+public struct CommitmentView: Sendable, Hashable {
+    public var billingPeriodNumber: Int64?
+    public var totalBillingPeriods: Int64?
+    public var commitmentExpiresDate: Int64?
+    public var commitmentPrice: Int64?
+    /// `commitmentAutoRenewStatus`: whether the commitment renews into a new one.
+    public var autoRenewStatus: Bool?
+    /// `commitmentAutoRenewProductId`.
+    public var autoRenewProductId: String?
+    /// `commitmentRenewalDate`.
+    public var renewalDate: Int64?
+    /// `commitmentRenewalPrice`.
+    public var renewalPrice: Int64?
+
+    public init(
+        billingPeriodNumber: Int64?, totalBillingPeriods: Int64?, commitmentExpiresDate: Int64?, commitmentPrice: Int64?,
+        autoRenewStatus: Bool?, autoRenewProductId: String?, renewalDate: Int64?, renewalPrice: Int64?
+    ) {
+        self.billingPeriodNumber = billingPeriodNumber
+        self.totalBillingPeriods = totalBillingPeriods
+        self.commitmentExpiresDate = commitmentExpiresDate
+        self.commitmentPrice = commitmentPrice
+        self.autoRenewStatus = autoRenewStatus
+        self.autoRenewProductId = autoRenewProductId
+        self.renewalDate = renewalDate
+        self.renewalPrice = renewalPrice
     }
 }
 

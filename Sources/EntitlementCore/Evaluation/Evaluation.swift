@@ -15,7 +15,8 @@ public enum Evaluation {
         var view = evaluate(
             key: state.key, accountToken: state.accountToken?.token, transactions: state.transactions.values.lazy.map(\.facts),
             renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) },
-            appTransaction: state.appTransaction?.facts, usages: state.usages.values, rules: rules, at: at)
+            appTransaction: state.appTransaction?.facts, usages: state.usages.values,
+            consentRescindedAt: state.consentRescindedAt, rules: rules, at: at)
         view.environment = state.environments.displayName
         return view
     }
@@ -35,7 +36,8 @@ public enum Evaluation {
                 }
                 return (input.standingRenewalInfos[index].facts, input.renewalRuns[index])
             },
-            appTransaction: input.appTransaction?.facts, usages: input.usages, rules: rules, at: at)
+            appTransaction: input.appTransaction?.facts, usages: input.usages, consentRescindedAt: input.consentRescindedAt,
+            rules: rules, at: at)
         view.environment = input.environments.displayName
         return view
     }
@@ -44,10 +46,12 @@ public enum Evaluation {
     ///   `originalTransactionId`, and the runs of versions up to it.
     static func evaluate(
         key: CustomerKey, accountToken: String?, transactions: some Sequence<TransactionFacts>,
-        renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](), rules: Rules,
-        at: Int64
+        renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](),
+        consentRescindedAt: Int64? = nil, rules: Rules, at: Int64
     ) -> CustomerView {
         var ledger = EntitlementLedger()
+        // With the rule, a rescinded consent ends every grant then.
+        if rules.consentRescindedRevokesAccess, let consentRescindedAt { ledger.endsAt = (consentRescindedAt, at) }
         // Subscriptions by originalTransactionId: a customer has one or a few, so a
         // list searched in place costs less than hashing every transaction's id.
         var autoRenewables: [(originalTransactionId: String, transactions: [TransactionFacts])] = []
@@ -62,6 +66,9 @@ public enum Evaluation {
                 let rule = rules.products[transaction.productId]
                 ledger.mention(rule?.entitlements ?? [])
                 lastProduct = (transaction.productId, rule)
+            }
+            if let items = transaction.extensions?.items {
+                for item in items { if let sku = item.sku { ledger.mention(rules.skus[sku]?.entitlements ?? []) } }
             }
             switch transaction.type {
             case .autoRenewable:
@@ -87,6 +94,7 @@ public enum Evaluation {
                 renewalInfo: renewalInfo, rules: rules, at: at)
             if let expiry = evaluated.grant {
                 ledger.grant(rules.products[evaluated.view.productId]?.entitlements ?? [], expiry, product: evaluated.view.productId)
+                ledger.grantItems(of: evaluated.current, expiry, rules: rules, at: at)
             }
             subscriptions.append(evaluated.view)
         }
@@ -102,7 +110,10 @@ public enum Evaluation {
             var window: PassWindow?
             switch transaction.type {
             case .nonConsumable:
-                if !revoked { ledger.grant(rule?.entitlements ?? [], .forever, product: transaction.productId) }
+                if !revoked {
+                    ledger.grant(rule?.entitlements ?? [], .forever, product: transaction.productId)
+                    ledger.grantItems(of: transaction, .forever, rules: rules, at: at)
+                }
             case .consumable:
                 balances.credit(transaction, rule: rule, at: at)
             case .nonRenewing:
@@ -133,7 +144,9 @@ public enum Evaluation {
             appTransactionId: key, at: at, appAccountToken: accountToken,
             entitlements: ledger.views(), subscriptions: subscriptions, purchases: purchases,
             balances: balances.balances(), originalPurchaseDate: appTransaction?.originalPurchaseDate,
-            originalApplicationVersion: appTransaction?.originalApplicationVersion)
+            originalApplicationVersion: appTransaction?.originalApplicationVersion,
+            originalPlatform: appTransaction?.originalPlatform,
+            consentRescindedAt: consentRescindedAt.flatMap { $0 <= at ? $0 : nil })
     }
 
     /// `purchaseDate`, then `transactionId`.
@@ -268,7 +281,19 @@ struct EntitlementLedger {
         for name in names where entries[name] == nil { entries[name] = .some(nil) }
     }
 
+    /// When set (a rescinded consent under `consentRescindedRevokesAccess`), the
+    /// moment every grant ends, and the moment evaluated.
+    var endsAt: (end: Int64, at: Int64)? = nil
+
     mutating func grant(_ names: [String], _ expiry: GrantExpiry, product: String) {
+        var expiry = expiry
+        if let endsAt {
+            guard endsAt.end > endsAt.at else { return }
+            switch expiry {
+            case .forever: expiry = .until(endsAt.end)
+            case .until(let end): expiry = .until(min(end, endsAt.end))
+            }
+        }
         let incoming = Grant(expiry: expiry, productId: product)
         for name in names {
             if case .some(.some(let existing)) = entries[name] {
@@ -276,6 +301,18 @@ struct EntitlementLedger {
             } else {
                 entries[name] = .some(incoming)
             }
+        }
+    }
+
+    /// The entitlements of `transaction`'s Advanced Commerce items (``Rules/skus``)
+    /// for as long as the transaction grants, each until its own `revocationDate`.
+    /// An item without a SKU, or with one the rules do not name, grants nothing.
+    mutating func grantItems(of transaction: TransactionFacts, _ expiry: GrantExpiry, rules: Rules, at: Int64) {
+        guard let items = transaction.extensions?.items, !rules.skus.isEmpty else { return }
+        for item in items {
+            guard let sku = item.sku, let rule = rules.skus[sku] else { continue }
+            if let revoked = item.revocationDate, revoked <= at { continue }
+            grant(rule.entitlements, expiry, product: transaction.productId)
         }
     }
 

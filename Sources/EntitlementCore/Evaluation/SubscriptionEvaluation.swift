@@ -4,6 +4,8 @@ enum SubscriptionEvaluation {
     struct Evaluated {
         var view: SubscriptionView
         var grant: GrantExpiry?
+        /// The current transaction (its Advanced Commerce items grant beside its product).
+        var current: TransactionFacts
     }
 
     /// The renewal info that stands at `at`: the latest signed at or before
@@ -92,11 +94,33 @@ enum SubscriptionEvaluation {
         case .active:
             grant = .until(current.expiresDate ?? at)
         case .gracePeriod:
-            grant = rules.gracePeriodGrantsAccess ? .until(renewalInfo?.gracePeriodExpiresDate ?? at) : nil
+            // A month of a 12-month commitment has no grace period (Apple): whatever the rules say.
+            grant = rules.gracePeriodGrantsAccess && !current.isCommitmentMonth ? .until(renewalInfo?.gracePeriodExpiresDate ?? at) : nil
         case .billingRetry:
             // Billing retry has no known end: the expiry reported is the end of
             // the last paid period (in the past), so a client caching it asks again.
-            grant = rules.billingRetryGrantsAccess ? .until(current.expiresDate ?? at) : nil
+            // A commitment month in billing retry grants nothing, whatever the rules say.
+            grant = rules.billingRetryGrantsAccess && !current.isCommitmentMonth ? .until(current.expiresDate ?? at) : nil
+        }
+        let commitment = current.extensions?.commitment
+        var willRenew =
+            renewalInfo?.autoRenewStatus == true && (status == .active || status == .gracePeriod || status == .billingRetry)
+        // The last month of a commitment the customer cancelled renews no further
+        // (auto-renew stays on while later months of the commitment remain).
+        if willRenew, renewalInfo?.commitmentAutoRenewStatus == false, let commitment,
+            let number = commitment.billingPeriodNumber, let total = commitment.totalBillingPeriods, number >= total
+        {
+            willRenew = false
+        }
+        let renewalExtensions = renewalInfo?.extensions
+        let commitmentView = commitment.map { info in
+            CommitmentView(
+                billingPeriodNumber: info.billingPeriodNumber, totalBillingPeriods: info.totalBillingPeriods,
+                commitmentExpiresDate: info.commitmentExpiresDate, commitmentPrice: info.commitmentPrice,
+                autoRenewStatus: renewalInfo?.commitmentAutoRenewStatus,
+                autoRenewProductId: renewalExtensions?.commitment?.commitmentAutoRenewProductId,
+                renewalDate: renewalExtensions?.commitment?.commitmentRenewalDate,
+                renewalPrice: renewalExtensions?.commitment?.commitmentRenewalPrice)
         }
 
         let view = SubscriptionView(
@@ -109,12 +133,18 @@ enum SubscriptionEvaluation {
             currentTransactionId: current.transactionId, grants: grant != nil, purchaseDate: current.purchaseDate,
             originalPurchaseDate: current.originalPurchaseDate, periodType: periodType(of: current),
             offerPeriod: current.offerPeriod,
-            willRenew: renewalInfo?.autoRenewStatus == true && (status == .active || status == .gracePeriod || status == .billingRetry),
+            willRenew: willRenew,
             revocationDate: current.isRevoked(at: at) ? current.revocationDate : nil, price: current.price,
             currency: current.currency,
             unsubscribeDetectedAt: renewalInfo?.autoRenewStatus == false ? runs.autoRenewOffSince : nil,
-            billingIssueDetectedAt: renewalInfo?.isInBillingRetryPeriod == true ? runs.billingRetrySince : nil)
-        return Evaluated(view: view, grant: grant)
+            billingIssueDetectedAt: renewalInfo?.isInBillingRetryPeriod == true ? runs.billingRetrySince : nil,
+            billingPlanType: current.extensions?.billingPlanType, commitment: commitmentView,
+            expirationIntent: renewalInfo?.expirationIntent, priceIncreaseStatus: renewalExtensions?.priceIncreaseStatus,
+            renewalPrice: renewalExtensions?.renewalPrice, renewalCurrency: renewalExtensions?.currency,
+            offerDiscountType: current.offerDiscountType, eligibleWinBackOfferIds: renewalExtensions?.eligibleWinBackOfferIds)
+        var evaluated = Evaluated(view: view, grant: grant, current: current)
+        evaluated.view.advancedCommerceItems = current.extensions?.items
+        return evaluated
     }
 
     /// `trial` for a `FREE_TRIAL` discount, else by `offerType`: 1 `intro`,

@@ -125,6 +125,17 @@ struct HistorySources {
             if t.type != .nonRenewing {
                 add(t.expiresDate, cause("expiresDate", t.expiresDate), product: t.productId, otid: t.originalTransactionId, priority: 3)
             }
+            // An Advanced Commerce item revoked alone takes its SKU's entitlements then.
+            for item in t.extensions?.items ?? [] where item.revocationDate != nil {
+                add(
+                    item.revocationDate, cause("advancedCommerceInfo.items.revocationDate", item.revocationDate), product: t.productId,
+                    otid: t.originalTransactionId, priority: 0)
+            }
+        }
+        if rules.consentRescindedRevokesAccess, let rescinded = state.consentRescindedAt {
+            add(
+                rescinded, HistoryCause(kind: .notification, id: "RESCIND_CONSENT", field: "signedDate", notificationType: "RESCIND_CONSENT"),
+                product: nil, otid: nil, priority: 0)
         }
         for (otid, versions) in state.renewalInfos {
             // The subscription's product: that of its latest transaction (renewal infos may not say).

@@ -54,10 +54,13 @@ public struct HistoryCause: Sendable, Hashable {
         case transaction
         case renewalInfo
         case usage
+        /// A notification whose own date matters (RESCIND_CONSENT).
+        case notification
     }
 
     public var kind: Kind
-    /// The `transactionId`; for a renewal info its `originalTransactionId`; for usage the record's id.
+    /// The `transactionId`; for a renewal info its `originalTransactionId`; for usage the
+    /// record's id; for a notification its type.
     public var id: String
     /// The field whose date it is (`purchaseDate`, `expiresDate`, `revocationDate`,
     /// `windowStart` for a pass stacked after another, `gracePeriodExpiresDate`);

@@ -64,8 +64,37 @@ public struct LinkClaim: Sendable, Hashable {
 extension Event {
     /// The links the event's signed objects make: each transaction or renewal
     /// info carrying both ids, and a notification whose `data.appTransactionId`
-    /// comes with the originalTransactionId of what it carries.
+    /// comes with the originalTransactionId of what it carries. An object of a
+    /// migrated subscription that carries `previousOriginalTransactionId` P and
+    /// `appTransactionId` A also links P to A: the subscription it came from
+    /// belongs to the same customer.
     public var linkClaims: [LinkClaim] {
+        var claims = directLinkClaims
+        for claim in claims {
+            guard let previous = previousOriginalTransactionId(of: claim.ref), previous != claim.originalTransactionId else { continue }
+            var migrated = claim
+            migrated.originalTransactionId = previous
+            claims.append(migrated)
+        }
+        return claims
+    }
+
+    /// The `previousOriginalTransactionId` of the signed object at `ref` in this event.
+    private func previousOriginalTransactionId(of ref: RawRef) -> String? {
+        switch body {
+        case .notification(let n):
+            switch ref.slot {
+            case .nestedTransaction: return n.transaction?.facts.extensions?.previousOriginalTransactionId
+            case .nestedRenewalInfo: return n.renewalInfo?.facts.extensions?.previousOriginalTransactionId
+            case .own, .nestedAppTransaction: return nil
+            }
+        case .transaction(let t): return t.facts.extensions?.previousOriginalTransactionId
+        case .renewalInfo(let r): return r.facts.extensions?.previousOriginalTransactionId
+        case .appTransaction, .usage: return nil
+        }
+    }
+
+    private var directLinkClaims: [LinkClaim] {
         switch body {
         case .notification(let n):
             var claims: [LinkClaim] = []

@@ -49,6 +49,7 @@ public enum LifecycleEvents {
         derivation.expirations()
         derivation.purchases()
         derivation.revocations()
+        derivation.itemRefunds()
         derivation.notifications()
         return derivation.found.values.map(\.event).sorted {
             $0.effectiveAt != $1.effectiveAt ? $0.effectiveAt < $1.effectiveAt : $0.id.utf8Precedes($1.id)
@@ -238,17 +239,35 @@ private struct Derivation {
     mutating func renewalInfos() {
         for (otid, versions) in state.renewalInfos {
             var autoRenew = true
+            // A 12-month commitment's own auto-renew (`commitmentAutoRenewStatus`), read as on before any version says.
+            var commitmentAutoRenew = true
             var retrying = false
             for version in versions {
                 let r = version.facts
                 let t = current(of: otid, at: r.signedDate)
+                var autoRenewChanged = false
                 if let status = r.autoRenewStatus, status != autoRenew {
                     autoRenew = status
+                    autoRenewChanged = true
                     let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
                     let extra = status ? JSONObject() : JSONObject([("expirationIntent", r.expirationIntent.map(JSONValue.int) ?? .null)])
                     add(
                         event(type, id: "\(type.rawValue):\(otid):\(r.signedDate)", about: t, otid: otid, extra: extra, at: r.signedDate),
                         signedDate: r.signedDate)
+                }
+                // The customer cancels (or restores) the commitment while auto-renew stays on.
+                if let status = r.commitmentAutoRenewStatus, status != commitmentAutoRenew {
+                    commitmentAutoRenew = status
+                    if !autoRenewChanged {
+                        let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
+                        let extra =
+                            status
+                            ? JSONObject([("commitment", true)])
+                            : JSONObject([("expirationIntent", r.expirationIntent.map(JSONValue.int) ?? .null), ("commitment", true)])
+                        add(
+                            event(type, id: "\(type.rawValue):\(otid):\(r.signedDate)", about: t, otid: otid, extra: extra, at: r.signedDate),
+                            signedDate: r.signedDate)
+                    }
                 }
                 if r.isInBillingRetryPeriod && !retrying {
                     add(
@@ -373,6 +392,36 @@ private struct Derivation {
                 add(
                     event(.refundReversed, id: "REFUND_REVERSED:\(id):\(next)", about: t, otid: t.originalTransactionId, extra: JSONObject(), at: next),
                     signedDate: next)
+            }
+        }
+    }
+
+    /// REFUND of each refund of an Advanced Commerce item (with its `sku`), and of an
+    /// item revoked without a refund listed: one item refunded leaves the others granting.
+    mutating func itemRefunds() {
+        for version in state.transactions.values {
+            let t = version.facts
+            guard let items = t.extensions?.items else { continue }
+            for item in items {
+                let sku = item.sku.map(JSONValue.string) ?? .null
+                let label = item.sku ?? ""
+                var moments: [(at: Int64, refund: AdvancedCommerceRefund)] = item.refunds.compactMap { refund in
+                    refund.refundDate.map { ($0, refund) }
+                }
+                if moments.isEmpty, let revoked = item.revocationDate { moments.append((revoked, AdvancedCommerceRefund())) }
+                for (moment, refund) in moments {
+                    let extra = JSONObject([
+                        ("revocationType", refund.refundType.map(JSONValue.string) ?? .null),
+                        ("revocationPercentage", .null),
+                        ("refundedAmount", refund.refundAmount.map(JSONValue.int) ?? .null),
+                        ("sku", sku),
+                        ("refundType", refund.refundType.map(JSONValue.string) ?? .null),
+                        ("refundReason", refund.refundReason.map(JSONValue.string) ?? .null),
+                    ])
+                    add(
+                        event(.refund, id: "REFUND:\(t.transactionId):\(label):\(moment)", about: t, otid: t.originalTransactionId, extra: extra, at: moment),
+                        signedDate: t.signedDate)
+                }
             }
         }
     }

@@ -55,6 +55,7 @@ public enum NotificationMeaning {
         case (.externalPurchaseToken, .activeTokenReminder?): return "External purchase token reminder"
         case (.externalPurchaseToken, .created?): return "External purchase token created"
         case (.externalPurchaseToken, _): return "External purchase token"
+        case (.unknown("MIGRATE"), _): return "Subscription migrated"
         case (.unknown(let raw), _): return "Unrecognized notification " + raw
         }
     }

@@ -11,15 +11,21 @@ public struct Rules: Sendable, Hashable {
     public var billingRetryGrantsAccess: Bool
     /// What each product grants, by `productId`.
     public var products: [String: ProductRule]
+    /// What each Advanced Commerce SKU grants, by `SKU` (only `entitlements` is read).
+    public var skus: [String: ProductRule]
+    /// Whether a RESCIND_CONSENT (a parent withdrew consent) ends the customer's entitlements.
+    public var consentRescindedRevokesAccess: Bool
 
     public init(
         version: String, gracePeriodGrantsAccess: Bool = true, billingRetryGrantsAccess: Bool = false,
-        products: [String: ProductRule] = [:]
+        products: [String: ProductRule] = [:], skus: [String: ProductRule] = [:], consentRescindedRevokesAccess: Bool = false
     ) {
         self.version = version
         self.gracePeriodGrantsAccess = gracePeriodGrantsAccess
         self.billingRetryGrantsAccess = billingRetryGrantsAccess
         self.products = products
+        self.skus = skus
+        self.consentRescindedRevokesAccess = consentRescindedRevokesAccess
     }
 }
 

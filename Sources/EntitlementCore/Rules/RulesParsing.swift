@@ -13,7 +13,9 @@ extension Rules {
         guard case .object(let object) = json else {
             throw RulesError(field: path, reason: "expected an object, found \(json.typeName)")
         }
-        let known: Set<String> = ["version", "gracePeriodGrantsAccess", "billingRetryGrantsAccess", "products"]
+        let known: Set<String> = [
+            "version", "gracePeriodGrantsAccess", "billingRetryGrantsAccess", "products", "skus", "consentRescindedRevokesAccess",
+        ]
         for key in object.keys where !known.contains(key) {
             throw RulesError(field: "\(path).\(key)", reason: "unknown field (expected one of \(known.sorted().joined(separator: ", ")))")
         }
@@ -37,9 +39,24 @@ extension Rules {
         case let other?:
             throw RulesError(field: "\(path).products", reason: "expected an object keyed by productId, found \(other.typeName)")
         }
+        var skus: [String: ProductRule] = [:]
+        switch object["skus"] {
+        case nil: break
+        case .object(let list)?:
+            for (sku, value) in list.members {
+                let rule = try ProductRule(json: value, path: "\(path).skus[\"\(sku)\"]")
+                guard rule.durationDays == nil, rule.currency == nil, rule.units == nil else {
+                    throw RulesError(field: "\(path).skus[\"\(sku)\"]", reason: "a SKU grants only entitlements (durationDays, currency and units belong to products)")
+                }
+                skus[sku] = rule
+            }
+        case let other?:
+            throw RulesError(field: "\(path).skus", reason: "expected an object keyed by SKU, found \(other.typeName)")
+        }
         self.init(
             version: version, gracePeriodGrantsAccess: try flag("gracePeriodGrantsAccess", default: true),
-            billingRetryGrantsAccess: try flag("billingRetryGrantsAccess", default: false), products: products)
+            billingRetryGrantsAccess: try flag("billingRetryGrantsAccess", default: false), products: products, skus: skus,
+            consentRescindedRevokesAccess: try flag("consentRescindedRevokesAccess", default: false))
     }
 
     /// Reads rules from JSON text (as recorded in the store).
@@ -62,10 +79,20 @@ extension Rules {
             if let units = rule.units { entry["units"] = .int(units) }
             products[productId] = .object(entry)
         }
-        return [
-            "version": .string(version), "gracePeriodGrantsAccess": .bool(gracePeriodGrantsAccess),
-            "billingRetryGrantsAccess": .bool(billingRetryGrantsAccess), "products": .object(products),
-        ]
+        var canonical = JSONObject([
+            ("version", .string(version)), ("gracePeriodGrantsAccess", .bool(gracePeriodGrantsAccess)),
+            ("billingRetryGrantsAccess", .bool(billingRetryGrantsAccess)), ("products", .object(products)),
+        ])
+        // Written only when set, so that rules without them keep their canonical text.
+        if !self.skus.isEmpty {
+            var skus = JSONObject()
+            for sku in self.skus.keys.sorted() {
+                skus[sku] = .object(JSONObject([("entitlements", .array(self.skus[sku]!.entitlements.map { .string($0) }))]))
+            }
+            canonical["skus"] = .object(skus)
+        }
+        if consentRescindedRevokesAccess { canonical["consentRescindedRevokesAccess"] = true }
+        return .object(canonical)
     }
 }
 

@@ -11,7 +11,8 @@ extension CustomerState {
             last = productId
             if rules.products[productId] == nil { products.insert(productId) }
         }
-        for signed in transactions.values { consider(signed.facts.productId) }
+        // An Advanced Commerce purchase grants through its SKUs: its product may grant nothing.
+        for signed in transactions.values where signed.facts.extensions?.items == nil { consider(signed.facts.productId) }
         for versions in renewalInfos.values {
             for version in versions { if let productId = version.facts.productId { consider(productId) } }
         }

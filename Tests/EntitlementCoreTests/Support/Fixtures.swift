@@ -81,9 +81,10 @@ func transaction(
     revocationType: String? = nil, revocationPercentage: Int64? = nil, refundPercentage: Int64? = nil,
     upgraded: Bool = false, ownership: String = "PURCHASED", token: String? = nil, app: String? = Customer.app,
     offerType: Int64? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64 = 9990,
-    currency: String = "USD", originalPurchase: Int64? = nil, environment: String = "Production", jws: String? = nil
+    currency: String = "USD", originalPurchase: Int64? = nil, environment: String = "Production", jws: String? = nil,
+    type productType: String? = nil, extra: [(String, JSONValue?)] = []
 ) -> SignedTransaction {
-    let type = Product.type(of: product)
+    let type = productType ?? Product.type(of: product)
     let isSubscription = type == "Auto-Renewable Subscription"
     let payload = object([
         ("transactionId", json(id)),
@@ -116,7 +117,7 @@ func transaction(
         ("revocationType", json(revocationType)),
         ("revocationPercentage", json(revocationPercentage)),
         ("refundPercentage", json(refundPercentage)),
-    ])
+    ] + extra)
     do {
         return SignedTransaction(jws: jws ?? fakeJWS(payload), payload: try TransactionPayload(json: payload))
     } catch {
@@ -128,7 +129,7 @@ func transaction(
 func renewal(
     original: String = Customer.otid, product: String = Product.monthly, autoRenewProduct: String? = nil,
     autoRenew: Bool = true, retry: Bool? = nil, grace: Int64? = nil, intent: Int64? = nil, priceIncreaseStatus: Int64? = nil,
-    signed: Int64, token: String? = nil, app: String? = Customer.app, jws: String? = nil
+    signed: Int64, token: String? = nil, app: String? = Customer.app, jws: String? = nil, extra: [(String, JSONValue?)] = []
 ) -> SignedRenewalInfo {
     let payload = object([
         ("originalTransactionId", json(original)),
@@ -144,7 +145,7 @@ func renewal(
         ("recentSubscriptionStartDate", json(Time.t0)),
         ("appTransactionId", json(app)),
         ("appAccountToken", json(token)),
-    ])
+    ] + extra)
     do {
         return SignedRenewalInfo(jws: jws ?? fakeJWS(payload), payload: try RenewalInfoPayload(json: payload))
     } catch {

@@ -109,6 +109,26 @@ struct PropertyTests {
         #expect(ties > 10)
     }
 
+    @Test func generatedHistoriesExerciseCommitmentsAndAdvancedCommerce() throws {
+        // Months of 12-month commitments (some cancelled), Advanced Commerce items (some revoked).
+        var months = 0, cancelled = 0, items = 0, itemRefunds = 0
+        for seed in 1...24 as ClosedRange<UInt64> {
+            let events = RandomHistory.events(seed: seed)
+            for (_, state) in try reduceAll(events) {
+                months += state.transactions.values.filter { $0.facts.isCommitmentMonth }.count
+                items += state.transactions.values.compactMap { $0.facts.extensions?.items?.count }.reduce(0, +)
+                for event in LifecycleEvents.all(state: state, events: events, rules: testRules) {
+                    if event.extra["commitment"] == .bool(true) { cancelled += 1 }
+                    if event.extra["sku"] != nil { itemRefunds += 1 }
+                }
+            }
+        }
+        #expect(months > 20)
+        #expect(cancelled > 3)
+        #expect(items > 4)
+        #expect(itemRefunds > 2)
+    }
+
     @Test func generatedHistoriesExerciseLinks() throws {
         // Legacy objects that merge into their appTransactionId, otid: customers that
         // stay apart, and conflicting links, some of them in the same millisecond.

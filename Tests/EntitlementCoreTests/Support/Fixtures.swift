@@ -60,7 +60,8 @@ let testRules = Rules(
         Product.dayPass: ProductRule(entitlements: ["pro"], durationDays: 1),
         Product.openPass: ProductRule(entitlements: ["pro"]),
         Product.coins: ProductRule(currency: "coins", units: 100),
-    ])
+    ],
+    skus: ["SKU-ALPHA": ProductRule(entitlements: ["pro"]), "SKU-BETA": ProductRule(entitlements: ["beta"])])
 
 /// JSON object from members, leaving out `nil` values.
 func object(_ members: [(String, JSONValue?)]) -> JSONValue {

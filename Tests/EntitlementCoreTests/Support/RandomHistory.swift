@@ -116,30 +116,44 @@ struct RandomHistory {
         beginPurchase(app)
         let product = rng.pick([Product.monthly, Product.premium, Product.basic])
         var purchase = Time.day(rng.int(0...10)) + rng.int(0...Time.hour)
+        // A third of subscriptions are months of a 12-month commitment (chosen by id, so
+        // that the random draws, and with them the rest of the history, stay as they were).
+        let commitment = otid.hasSuffix("3") || otid.hasSuffix("6") || otid.hasSuffix("9")
+        let commitmentExpires = purchase + 360 * Time.day
         let periods = rng.int(1...4)
         for period in 0..<periods {
             let transactionId = period == 0 ? otid : id("2000")
             let expires = purchase + 30 * Time.day
             let signed = purchase + rng.int(0...1000)
+            let extra = commitment ? Commitment.info(Int64(period + 1), expires: commitmentExpires) : []
             let base = transaction(
                 transactionId, original: otid, product: product, purchase: purchase, expires: expires, signed: signed,
-                token: token(), app: carried(app))
+                token: token(), app: carried(app), extra: extra)
             emit(base)
-            variants(of: base, product: product, original: otid, app: app)
+            variants(of: base, product: product, original: otid, app: app, extra: extra)
             if period < periods - 1, rng.chance(0.2) {
                 emit(transaction(
                     transactionId, original: otid, product: product, purchase: purchase, expires: expires,
-                    signed: signed + rng.int(1...Time.day), upgraded: true, app: carried(app)))
+                    signed: signed + rng.int(1...Time.day), upgraded: true, app: carried(app), extra: extra))
             }
             // Renewal infos around this period.
             for _ in 0..<rng.int(0...2) {
                 let renewalSigned = purchase + rng.int(0...(30 * Time.day))
                 let retry = rng.chance(0.3)
+                // The commitment's own auto-renew turns off now and then (by the signing millisecond).
+                let commitmentInfo: [(String, JSONValue?)] =
+                    commitment
+                    ? [
+                        (
+                            "commitmentInfo",
+                            object([("commitmentAutoRenewStatus", json(Int64(renewalSigned % 3 == 0 ? 0 : 1)))])
+                        )
+                    ] : []
                 let info = renewal(
                     original: otid, product: product,
                     autoRenewProduct: rng.chance(0.2) ? Product.basic : product, autoRenew: rng.chance(0.7),
                     retry: retry, grace: retry && rng.chance(0.5) ? expires + 6 * Time.day : nil,
-                    signed: renewalSigned, token: token(), app: carried(app))
+                    signed: renewalSigned, token: token(), app: carried(app), extra: commitmentInfo)
                 emit(info)
                 if rng.chance(0.25) {
                     // A different renewal info signed in the same millisecond: the raw decides.
@@ -158,15 +172,28 @@ struct RandomHistory {
         let product = rng.pick([Product.lifetime, Product.coins, Product.gems, Product.pass, Product.dayPass, Product.openPass])
         let purchase = Time.day(rng.int(0...40)) + rng.int(0...Time.day)
         let quantity: Int64 = Product.type(of: product) == "Consumable" ? rng.int(1...5) : 1
+        let transactionId = id("3000")
+        // Some lifetime purchases are Advanced Commerce purchases of two SKUs, one revoked a day later.
+        let commerce = product == Product.lifetime && (transactionId.hasSuffix("2") || transactionId.hasSuffix("5"))
+        let extra: [(String, JSONValue?)] =
+            commerce
+            ? [
+                (
+                    "advancedCommerceInfo",
+                    object([("items", .array([Commerce.item("SKU-ALPHA"), Commerce.item("SKU-BETA", revoked: purchase + Time.day)]))])
+                )
+            ] : []
         let base = transaction(
-            id("3000"), product: product, purchase: purchase, signed: purchase + rng.int(0...1000), quantity: quantity,
-            token: token(), app: carried(app))
+            transactionId, product: product, purchase: purchase, signed: purchase + rng.int(0...1000), quantity: quantity,
+            token: token(), app: carried(app), extra: extra)
         emit(base)
-        variants(of: base, product: product, original: nil, app: app)
+        variants(of: base, product: product, original: nil, app: app, extra: extra)
     }
 
     /// Later versions of a transaction: refunds, reversals, extensions, ties.
-    private mutating func variants(of base: SignedTransaction, product: String, original: String?, app: String?) {
+    private mutating func variants(
+        of base: SignedTransaction, product: String, original: String?, app: String?, extra: [(String, JSONValue?)] = []
+    ) {
         let p = base.payload
         func version(
             signed: Int64, expires: Int64? = p.expiresDate, revoked: Int64? = nil, type: String? = nil,
@@ -175,7 +202,7 @@ struct RandomHistory {
             transaction(
                 p.transactionId, original: original, product: product, purchase: p.purchaseDate, expires: expires,
                 signed: signed, quantity: p.quantity, revoked: revoked, revocationType: type,
-                revocationPercentage: percentage, token: p.appAccountToken, app: carried(app))
+                revocationPercentage: percentage, token: p.appAccountToken, app: carried(app), extra: extra)
         }
         var signed = p.signedDate
         if rng.chance(0.25) {

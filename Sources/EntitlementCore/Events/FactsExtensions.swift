@@ -76,9 +76,12 @@ public struct RenewalExtensions: Sendable, Hashable {
 }
 
 extension TransactionFacts {
-    /// Whether this transaction is one month of a 12-month commitment.
+    /// Whether this transaction is one month of a 12-month commitment: `billingPlanType`
+    /// `MONTHLY`, or a `commitmentInfo` without a billing plan.
     public var isCommitmentMonth: Bool {
-        extensions?.commitment != nil || extensions?.billingPlanType == "MONTHLY"
+        guard let extensions else { return false }
+        if let plan = extensions.billingPlanType { return plan == "MONTHLY" }
+        return extensions.commitment != nil
     }
 
     /// The same facts without the extensions (as formats before them stored them).

@@ -53,7 +53,8 @@ let package = Package(
         // HTTP/1.1 on POSIX sockets for `serve`: a pure request parser and a thin socket loop.
         .target(name: "HTTPServer"),
         // `entitlements serve` as a library: the routes, the token checks and the webhook, on HTTPServer.
-        .target(name: "EntitlementsServer", dependencies: ["Entitlements", "HTTPServer"]),
+        // The dashboard's page (Dashboard/page) is compiled in as Swift literals by scripts/embed-resources.sh.
+        .target(name: "EntitlementsServer", dependencies: ["Entitlements", "HTTPServer"], exclude: ["Dashboard/page"]),
         // Signed sample histories compiled into the program for `entitlements demo`
         // (Fixtures/demo and Fixtures/real, as Swift literals by scripts/embed-resources.sh).
         .target(

@@ -4,9 +4,10 @@
 #
 #   Migrations/sql/NNN_name.sql  ->  Migrations/Embedded/NNN_name.swift + Migrations/Embedded/Index.swift
 #   Fixtures/{demo,real}/FILE    ->  Fixtures/Embedded/<folder>_<file>.swift + Fixtures/Embedded/Index.swift
+#   Sources/EntitlementsServer/Dashboard/page/FILE  ->  Sources/EntitlementsServer/Dashboard/Embedded/<file>.swift + Index.swift
 #
 # Run it after adding or changing any of those files, and commit what it writes. The
-# tests (EmbeddedSchemaTests, EmbeddedFixturesTests) fail, naming the file, when the
+# tests (EmbeddedSchemaTests, EmbeddedFixturesTests, DashboardPageTests) fail, naming the file, when the
 # compiled copy differs from the file on disk. Only POSIX sh, cat, sed, grep, sort.
 set -eu
 cd "$(dirname "$0")/.."
@@ -90,4 +91,30 @@ for file in $(ls Fixtures/demo/* Fixtures/real/* | LC_ALL=C sort); do
     printf '        %s,\n' "$id" >> "$index"
 done
 printf '    ]\n}\n' >> "$index"
-echo "embed-resources: wrote Migrations/Embedded and Fixtures/Embedded"
+# The dashboard's page
+page=Sources/EntitlementsServer/Dashboard/page
+out=Sources/EntitlementsServer/Dashboard/Embedded
+mkdir -p "$out"
+rm -f "$out"/*.swift
+index="$out/Index.swift"
+{
+    header "the files in $page"
+    printf 'extension DashboardAssets {\n'
+    printf '    /// Every file of the dashboard page, by name.\n'
+    printf '    static let embedded: [Asset] = [\n'
+} > "$index"
+for file in $(ls "$page"/* | LC_ALL=C sort); do
+    check "$file"
+    name=$(basename "$file")
+    id="d$(identifier "$name")"
+    {
+        header "$file"
+        printf 'extension DashboardAssets {\n'
+        printf '    static let %s = Asset(name: "%s", text: %s"""\n' "$id" "$name" "$delimiter"
+        cat "$file"
+        printf '\n"""%s)\n}\n' "$delimiter"
+    } > "$out/$(identifier "$name").swift"
+    printf '        %s,\n' "$id" >> "$index"
+done
+printf '    ]\n}\n' >> "$index"
+echo "embed-resources: wrote Migrations/Embedded, Fixtures/Embedded and $out"

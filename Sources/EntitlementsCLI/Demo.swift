@@ -1,12 +1,13 @@
 import DemoFixtures
 import EntitlementCore
 import Entitlements
+import EntitlementsServer
 import Foundation
 
 /// `entitlements demo`: the bundled sample histories, ingested into a fresh
 /// database in a temporary folder, and a short account of each customer.
 enum Demo {
-    static func run() -> ExitCode {
+    static func run(serve settings: ServeSettings? = nil) -> ExitCode {
         guard DemoFixtures.text("demo/config.json") != nil, let histories = DemoFixtures.text("demo/histories.ndjson")
         else {
             Output.error("entitlements demo: the samples are missing from this build (run scripts/embed-resources.sh)")
@@ -104,6 +105,7 @@ enum Demo {
             }
         }
         print("\nTry it yourself: entitlements --help")
+        if let settings { return serveDashboard(engine, settings: settings) }
         return .success
     }
 

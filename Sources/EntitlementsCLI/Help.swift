@@ -26,7 +26,7 @@ enum Help {
           entitlements deliver [--db PATH] --config PATH [--once]
           entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
           entitlements recover [--db PATH] --config PATH
-          entitlements demo
+          entitlements demo [--serve]
           entitlements --version
 
         Run `entitlements COMMAND --help` for a command's options; any other option is a usage error.
@@ -157,11 +157,17 @@ enum Help {
               --progress               progress on stderr even when it is not a terminal
             """,
         "demo": """
-            entitlements demo
+            entitlements demo [--serve [--listen HOST:PORT]]
 
             Ingests the signed sample histories shipped with the program into a fresh database
-            in a temporary folder and prints a short account of each customer. Needs no options
-            and writes nothing in the working directory.
+            in a temporary folder and prints a short account of each customer. Writes nothing
+            in the working directory.
+
+            OPTIONS
+              --serve            then serves that database (serve's endpoints and its dashboard)
+                                 and prints the dashboard's address, until Ctrl-C or SIGTERM;
+                                 the temporary folder is removed when it stops
+              --listen HOST:PORT a loopback address to serve on (default 127.0.0.1:0, any free port)
             """,
     ]
 }

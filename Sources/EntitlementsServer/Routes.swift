@@ -15,17 +15,29 @@ enum Route: Sendable, Hashable {
     /// `GET /lifecycle?since=&limit=` (specification section 12)
     case lifecycle
     case health
+    /// `GET /webhooks`: where each webhook endpoint stands (`webhooks status`).
+    case webhooks
+    /// `GET /rejections?limit=`: the latest inputs kept in the quarantine.
+    case rejections
+    /// `GET /` and `GET /dashboard/{file}`: the dashboard's page and its files (specification section 14).
+    case dashboard(String)
 
     var method: String {
         switch self {
         case .notifications, .transactions: return "POST"
-        case .customerSearch, .customer, .history, .changes, .lifecycle, .health: return "GET"
+        case .customerSearch, .customer, .history, .changes, .lifecycle, .health, .webhooks, .rejections, .dashboard: return "GET"
         }
     }
 
-    /// Whether the bearer token guards it: every endpoint but Apple's webhook and the liveness probe
-    /// (specification section 9: `GET /health` needs no token and says `{"ok":true}` and nothing more).
-    var needsToken: Bool { self != .notifications && self != .health }
+    /// Whether the bearer token guards it: every endpoint but Apple's webhook, the liveness probe
+    /// (specification section 9: `GET /health` needs no token and says `{"ok":true}` and nothing more)
+    /// and the dashboard's files (they hold no data: the page asks for the token and sends it with each request).
+    var needsToken: Bool {
+        switch self {
+        case .notifications, .health, .dashboard: return false
+        default: return true
+        }
+    }
 
     /// The route of a path, or `nil` (404). A path segment that does not percent-decode is no route.
     init?(path: Substring) {
@@ -36,7 +48,14 @@ enum Route: Sendable, Hashable {
         case "/changes": self = .changes
         case "/lifecycle": self = .lifecycle
         case "/health": self = .health
+        case "/webhooks": self = .webhooks
+        case "/rejections": self = .rejections
+        case "/": self = .dashboard(DashboardAssets.pageName)
         default:
+            if path.hasPrefix("/dashboard/"), let asset = DashboardAssets.asset(named: path.dropFirst("/dashboard/".count)) {
+                self = .dashboard(asset.name)
+                return
+            }
             let segments = path.split(separator: "/", omittingEmptySubsequences: false)
             guard segments.count >= 3, segments.count <= 4, segments[0].isEmpty, segments[1] == "customers",
                 let id = Self.percentDecoded(segments[2]), !id.isEmpty

@@ -10,7 +10,7 @@ final class ServeAPI: Sendable {
     let batcher: IngestBatcher
     let budget: QuarantineBudget
     /// Queries running at once: as many as the engine keeps reader connections, so none is opened per request.
-    private let queryGate: DispatchSemaphore
+    let queryGate: DispatchSemaphore
 
     init(engine: Engine, token: String?, bound: QuarantineBound) {
         self.engine = engine
@@ -81,6 +81,9 @@ final class ServeAPI: Sendable {
         case .changes: return feed(request) { (since, limit) throws(EngineError) in try engine.changes(since: since, limit: limit).map { $0.json() } }
         case .lifecycle: return feed(request) { (since, limit) throws(EngineError) in try engine.lifecycle(since: since, limit: limit).map { $0.json() } }
         case .health: return .json(200, Array(#"{"ok":true}"#.utf8))
+        case .webhooks: return webhooks()
+        case .rejections: return rejections(request)
+        case .dashboard(let name): return dashboard(name)
         }
     }
 

@@ -1,0 +1,731 @@
+// The dashboard of `entitlements serve`: one page that reads the server's public JSON
+// endpoints with the token the user gives once (kept in sessionStorage). Everything it
+// shows is put in the page as text (textContent, createTextNode, setAttribute): no
+// markup is ever built from data.
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "entitlements.token";
+  const SVG_NS = document.getElementById("svg-namespace").namespaceURI;
+  const DAY = 86400000;
+  const view = document.getElementById("view");
+  const statusLine = document.getElementById("status");
+  const tokenPanel = document.getElementById("token-panel");
+  const tokenForm = document.getElementById("token-form");
+  const tokenInput = document.getElementById("token-input");
+  const forgetButton = document.getElementById("forget-token");
+  let waitingForToken = null;
+  let renderCount = 0;
+
+  // MARK: DOM helpers
+
+  /** An element with attributes and children; strings become text nodes. */
+  function el(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    setAttributes(node, attributes);
+    append(node, children);
+    return node;
+  }
+
+  /** An SVG element with attributes and children. */
+  function svg(tag, attributes, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    setAttributes(node, attributes);
+    append(node, children);
+    return node;
+  }
+
+  function setAttributes(node, attributes) {
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      node.setAttribute(name, value === true ? "" : String(value));
+    }
+  }
+
+  function append(node, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  function setStatus(text, isError) {
+    statusLine.textContent = text || "";
+    statusLine.classList.toggle("error", Boolean(isError));
+  }
+
+  /** A table: `columns` are [heading, (row) => cell content, class]. */
+  function table(caption, columns, rows, attributes) {
+    const head = el("tr", {}, columns.map(([heading, , cls]) => el("th", { scope: "col", class: cls }, heading)));
+    const body = rows.map((row) =>
+      el("tr", {}, columns.map(([, cell, cls]) => el("td", { class: cls }, cell(row)))));
+    return el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption },
+      el("table", attributes || {}, el("thead", {}, head), el("tbody", {}, body)));
+  }
+
+  function card(title, ...children) {
+    const id = "h-" + Math.random().toString(36).slice(2, 9);
+    return el("section", { class: "card", "aria-labelledby": id }, el("h3", { id }, title), children);
+  }
+
+  function badge(yes, text) {
+    return el("span", { class: "badge " + (yes ? "yes" : "no") }, text);
+  }
+
+  // MARK: Formats
+
+  function date(ms) {
+    if (ms === null || ms === undefined) return "";
+    const d = new Date(Number(ms));
+    if (isNaN(d.getTime())) return String(ms);
+    return d.toISOString().slice(0, 16).replace("T", " ");
+  }
+
+  function day(ms) {
+    return new Date(Number(ms)).toISOString().slice(0, 10);
+  }
+
+  function month(ms) {
+    return new Date(Number(ms)).toISOString().slice(0, 7);
+  }
+
+  function integer(n) {
+    return n === null || n === undefined ? "" : Number(n).toLocaleString("en-US");
+  }
+
+  /** Milli-units as units with two decimals. */
+  function money(milli) {
+    if (milli === null || milli === undefined) return "";
+    return (Number(milli) / 1000).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  }
+
+  function text(value) {
+    if (value === null || value === undefined) return "";
+    if (typeof value === "object") return JSON.stringify(value);
+    return String(value);
+  }
+
+  function customerLink(id) {
+    return el("a", { href: "#/customer/" + encodeURIComponent(id), class: "mono" }, id);
+  }
+
+  // MARK: The API
+
+  function token() {
+    return sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  /** Asks for the token (once per tab); resolves when one is given. */
+  function askForToken(message) {
+    tokenPanel.hidden = false;
+    if (message) setStatus(message, true);
+    tokenInput.focus();
+    if (!waitingForToken) {
+      waitingForToken = new Promise((resolve) => {
+        tokenForm.addEventListener("submit", function submitted(event) {
+          event.preventDefault();
+          const value = tokenInput.value.trim();
+          if (!value) return;
+          sessionStorage.setItem(TOKEN_KEY, value);
+          tokenInput.value = "";
+          tokenPanel.hidden = true;
+          forgetButton.hidden = false;
+          tokenForm.removeEventListener("submit", submitted);
+          waitingForToken = null;
+          setStatus("");
+          resolve();
+        });
+      });
+    }
+    return waitingForToken;
+  }
+
+  /**
+   * A request to this server: `{status, json, text}`. A 401 asks for the token and
+   * tries again with it. Never throws for an HTTP status; throws for a network failure.
+   */
+  async function api(path, options) {
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const headers = { Accept: "application/json" };
+      const stored = token();
+      if (stored) headers.Authorization = "Bearer " + stored;
+      const init = { method: "GET", headers, cache: "no-store", credentials: "omit", redirect: "error" };
+      if (options && options.body !== undefined) {
+        init.method = options.method || "POST";
+        headers["Content-Type"] = "application/json";
+        init.body = JSON.stringify(options.body);
+      } else if (options && options.method) {
+        init.method = options.method;
+      }
+      const response = await fetch(path, init);
+      const body = await response.text();
+      if (response.status === 401) {
+        sessionStorage.removeItem(TOKEN_KEY);
+        await askForToken(stored ? "The server refused that token: give another." : "");
+        continue;
+      }
+      let json = null;
+      try { json = body ? JSON.parse(body) : null; } catch (_) { json = null; }
+      return { status: response.status, json, text: body };
+    }
+    return { status: 401, json: null, text: "" };
+  }
+
+  /** NDJSON lines of a feed answer. */
+  function lines(answer) {
+    return answer.text.split("\n").filter((line) => line.trim()).map((line) => JSON.parse(line));
+  }
+
+  /** Whether the answer says the server has no such endpoint (an older server). */
+  function notAvailable(answer) {
+    if (answer.status !== 404) return false;
+    const error = answer.json && answer.json.error;
+    return !error || /^no endpoint/.test(error.message || "");
+  }
+
+  function errorText(answer) {
+    const error = answer.json && answer.json.error;
+    return error ? error.code + ": " + error.message : "HTTP " + answer.status;
+  }
+
+  /** The whole lifecycle feed, page by page (at most `cap` lines). */
+  async function lifecycleFeed(cap) {
+    const all = [];
+    let since = 0;
+    while (all.length < cap) {
+      const answer = await api("/lifecycle?since=" + since + "&limit=10000");
+      if (answer.status !== 200) return { lines: all, error: errorText(answer) };
+      const page = lines(answer);
+      all.push(...page);
+      if (page.length < 10000) break;
+      since = page[page.length - 1].cursor;
+    }
+    return { lines: all, complete: all.length < cap };
+  }
+
+  // MARK: Charts
+
+  /** A bar chart of `values` (one per interval) as an SVG figure. */
+  function barChart(title, intervals, key, format, labelOf) {
+    const width = 480, height = 180, left = 56, right = 8, top = 10, bottom = 26;
+    const values = intervals.map((i) => Number(i[key] || 0));
+    const max = Math.max(1, ...values);
+    const step = (width - left - right) / Math.max(1, values.length);
+    const y = (v) => top + (height - top - bottom) * (1 - v / max);
+    const chart = svg("svg", {
+      viewBox: "0 0 " + width + " " + height, role: "img",
+      "aria-label": title + ": " + intervals.map((i, n) => labelOf(i.from) + " " + format(values[n])).join(", "),
+    });
+    chart.appendChild(svg("line", { class: "axis", x1: left, x2: width - right, y1: y(0), y2: y(0) }));
+    chart.appendChild(svg("text", { x: left - 4, y: y(max) + 4, "text-anchor": "end" }, format(max)));
+    chart.appendChild(svg("text", { x: left - 4, y: y(0), "text-anchor": "end" }, "0"));
+    values.forEach((value, n) => {
+      const barHeight = Math.max(0, y(0) - y(value));
+      chart.appendChild(svg("rect", {
+        class: "bar", x: (left + n * step + step * 0.12).toFixed(2), y: y(value).toFixed(2),
+        width: (step * 0.76).toFixed(2), height: barHeight.toFixed(2),
+      }, svg("title", {}, labelOf(intervals[n].from) + ": " + format(value))));
+    });
+    if (intervals.length) {
+      chart.appendChild(svg("text", { x: left, y: height - 8 }, labelOf(intervals[0].from)));
+      chart.appendChild(svg("text", { x: width - right, y: height - 8, "text-anchor": "end" },
+        labelOf(intervals[intervals.length - 1].from)));
+    }
+    return el("figure", { class: "chart", "data-chart": key }, el("figcaption", {}, title), chart);
+  }
+
+  // MARK: Overview
+
+  const METRICS = [
+    ["mrr", "MRR", money],
+    ["activeSubscriptions", "Active subscriptions", integer],
+    ["activeTrials", "Trials", integer],
+    ["expirations", "Expirations", integer],
+    ["refunds", "Refunds", integer],
+  ];
+
+  function startOfMonthsAgo(now, months) {
+    const d = new Date(now);
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - months, 1);
+  }
+
+  function startOfDaysAgo(now, days) {
+    return Math.floor(now / DAY) * DAY - days * DAY;
+  }
+
+  async function overview() {
+    const now = Date.now();
+    const page = el("div", {}, el("h2", { tabindex: "-1" }, "Overview"));
+    view.appendChild(page);
+    const monthly = await api("/metrics/summary?from=" + startOfMonthsAgo(now, 11) + "&to=" + (now + 1) + "&interval=month");
+    if (notAvailable(monthly)) {
+      page.appendChild(card("Subscriptions", el("p", { class: "note", "data-metrics": "not-available" },
+        "Metrics are not available: this server has no GET /metrics/summary.")));
+    } else if (monthly.status !== 200 || !monthly.json) {
+      page.appendChild(card("Subscriptions", el("p", { class: "error" }, "Metrics could not be read: " + errorText(monthly))));
+    } else {
+      const daily = await api("/metrics/summary?from=" + startOfDaysAgo(now, 29) + "&to=" + (now + 1) + "&interval=day");
+      const months = monthly.json.intervals || [];
+      const days = daily.status === 200 && daily.json ? daily.json.intervals || [] : [];
+      const current = months[months.length - 1] || {};
+      const tiles = el("ul", { class: "tiles", "aria-label": "Now" });
+      for (const [key, label, format] of [METRICS[0], METRICS[1], METRICS[2]]) {
+        tiles.appendChild(el("li", { class: "tile", "data-metric": key, "data-value": text(current[key]) },
+          el("span", { class: "label" }, label), el("span", { class: "figure" }, format(current[key] || 0))));
+      }
+      const sum = (list, key) => list.reduce((total, i) => total + Number(i[key] || 0), 0);
+      for (const [key, label] of [["expirations", "Expirations, 30 days"], ["refunds", "Refunds, 30 days"]]) {
+        const total = sum(days, key);
+        tiles.appendChild(el("li", { class: "tile", "data-metric": key + "30d", "data-value": total },
+          el("span", { class: "label" }, label), el("span", { class: "figure" }, integer(total))));
+      }
+      page.appendChild(tiles);
+      const missing = monthly.json.currenciesWithoutRate || [];
+      if (missing.length) {
+        page.appendChild(el("p", { class: "note" }, "No exchange rate for " + missing.join(", ") + ": their amounts are left out of MRR."));
+      }
+      page.appendChild(el("h3", {}, "Last 12 months"));
+      page.appendChild(el("div", { class: "charts", "data-range": "months" },
+        METRICS.map(([key, label, format]) => barChart(label + " by month", months, key, format, month))));
+      page.appendChild(el("h3", {}, "Last 30 days"));
+      page.appendChild(el("div", { class: "charts", "data-range": "days" },
+        METRICS.map(([key, label, format]) => barChart(label + " by day", days, key, format, day))));
+      page.appendChild(el("details", {}, el("summary", {}, "The figures as a table"),
+        table("Monthly figures", [["month", (i) => month(i.from)]].concat(
+          METRICS.map(([key, label, format]) => [label, (i) => format(i[key]), "num"])), months, { "data-table": "months" })));
+    }
+    page.appendChild(await webhooksCard());
+    page.appendChild(await rejectionsCard(10));
+  }
+
+  // MARK: Webhooks and rejections
+
+  async function webhooksCard() {
+    const answer = await api("/webhooks");
+    if (answer.status !== 200 || !answer.json) {
+      return card("Webhook endpoints", el("p", { class: notAvailable(answer) ? "note" : "error" },
+        notAvailable(answer) ? "Not available on this server." : "Could not be read: " + errorText(answer)));
+    }
+    const endpoints = answer.json.endpoints || [];
+    if (!endpoints.length) return card("Webhook endpoints", el("p", { class: "note" }, "No webhook endpoint is configured."));
+    return card("Webhook endpoints", table("Webhook endpoints", [
+      ["endpoint", (e) => el("span", { class: "mono" }, e.url)],
+      ["feed", (e) => e.feed],
+      ["delivered", (e) => integer(e.deliveredCursor), "num"],
+      ["last", (e) => integer(e.lastCursor), "num"],
+      ["lag", (e) => integer(e.lag), "num"],
+      ["failing since", (e) => date(e.failingSince)],
+      ["attempts", (e) => integer(e.attempts), "num"],
+      ["next attempt", (e) => date(e.nextAttemptAt)],
+      ["last error", (e) => text(e.lastError)],
+      ["failed lines", (e) => integer(e.failedLines), "num"],
+    ], endpoints, { "data-table": "webhooks" }));
+  }
+
+  async function rejectionsCard(limit) {
+    const answer = await api("/rejections?limit=" + limit);
+    if (answer.status !== 200 || !answer.json) {
+      return card("Latest rejected inputs", el("p", { class: notAvailable(answer) ? "note" : "error" },
+        notAvailable(answer) ? "Not available on this server." : "Could not be read: " + errorText(answer)));
+    }
+    const rows = answer.json.rejections || [];
+    if (!rows.length) return card("Latest rejected inputs", el("p", { class: "note" }, "Nothing was rejected."));
+    return card("Latest rejected inputs", table("Latest rejected inputs", [
+      ["received", (r) => date(r.receivedAt)],
+      ["code", (r) => el("code", {}, r.code)],
+      ["message", (r) => r.message],
+      ["bytes", (r) => integer(r.size), "num"],
+      ["input begins", (r) => el("code", {}, text(r.excerpt).slice(0, 80))],
+    ], rows, { "data-table": "rejections" }));
+  }
+
+  async function webhooksPage() {
+    view.appendChild(el("h2", { tabindex: "-1" }, "Webhooks"));
+    view.appendChild(await webhooksCard());
+  }
+
+  async function rejectionsPage() {
+    view.appendChild(el("h2", { tabindex: "-1" }, "Rejected inputs"));
+    view.appendChild(await rejectionsCard(200));
+  }
+
+  // MARK: Finding a customer
+
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+  /** Tries the id as each kind of id an endpoint answers for, in turn. */
+  async function find(id) {
+    view.appendChild(el("h2", { tabindex: "-1" }, "Finding ", el("span", { class: "mono" }, id)));
+    const enc = encodeURIComponent(id);
+    const tries = [
+      ["appTransactionId", "/customers/" + enc],
+      ["originalTransactionId", "/customers?originalTransactionId=" + enc],
+      ["transactionId", "/customers?transactionId=" + enc],
+    ];
+    if (UUID.test(id)) tries.push(["appAccountToken", "/customers?appAccountToken=" + enc]);
+    tries.push(["app user id", "/users/" + enc]);
+    const tried = [];
+    for (const [kind, path] of tries) {
+      const answer = await api(path);
+      if (answer.status === 200 && answer.json) {
+        if (kind === "app user id") return route("#/user/" + enc, true);
+        if (answer.json.appTransactionIds) {
+          const ids = answer.json.appTransactionIds;
+          if (ids.length === 1) return route("#/customer/" + encodeURIComponent(ids[0]), true);
+          view.appendChild(card("Customers with the account token " + id, el("ul", {}, ids.map((c) => el("li", {}, customerLink(c))))));
+          return;
+        }
+        return route("#/customer/" + encodeURIComponent(answer.json.appTransactionId), true);
+      }
+      tried.push(kind + (answer.status === 403 ? " (needs the admin token)" : answer.status === 404 ? "" : " (" + errorText(answer) + ")"));
+    }
+    view.appendChild(el("p", { class: "error", "data-found": "none" },
+      "No customer or app user has this id. Tried it as: " + tried.join(", ") + ". (An order id is found through its transaction id.)"));
+  }
+
+  // MARK: A customer
+
+  async function customerPage(id) {
+    const enc = encodeURIComponent(id);
+    const answer = await api("/customers/" + enc);
+    if (answer.status !== 200 || !answer.json) {
+      view.appendChild(el("h2", { tabindex: "-1" }, "Customer ", el("span", { class: "mono" }, id)));
+      view.appendChild(el("p", { class: "error" }, errorText(answer)));
+      return;
+    }
+    const customer = answer.json;
+    view.appendChild(el("h2", { tabindex: "-1" }, "Customer ",
+      el("span", { class: "mono", "data-field": "appTransactionId" }, customer.appTransactionId)));
+    view.appendChild(customerFacts(customer));
+    view.appendChild(entitlementsCard(customer.entitlements || {}));
+    view.appendChild(subscriptionsCard(customer.subscriptions || []));
+    view.appendChild(purchasesCard(customer.purchases || []));
+    view.appendChild(balancesCard(customer.balances || {}));
+    const history = await api("/customers/" + encodeURIComponent(customer.appTransactionId) + "/history");
+    view.appendChild(history.status === 200 && Array.isArray(history.json)
+      ? timelineCard(history.json, customer)
+      : card("Timeline", el("p", { class: "error" }, errorText(history))));
+    const feed = await lifecycleFeed(100000);
+    const own = new Set([customer.appTransactionId]);
+    for (const s of customer.subscriptions || []) own.add("otid:" + s.originalTransactionId);
+    const events = feed.lines.filter((e) => own.has(e.appTransactionId));
+    view.appendChild(lifecycleCard(events, feed));
+    view.appendChild(grantsCard(customer, events));
+  }
+
+  function customerFacts(c) {
+    const facts = [
+      ["appTransactionId", c.appTransactionId], ["environment", c.environment], ["appAccountToken", c.appAccountToken],
+      ["app user", c.appUserId], ["first purchase", date(c.originalPurchaseDate)],
+      ["original app version", c.originalApplicationVersion], ["as of", date(c.at)],
+    ].filter(([, v]) => v !== null && v !== undefined && v !== "");
+    return card("Customer", el("dl", { class: "facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", { class: "mono", "data-field": k }, text(v))])));
+  }
+
+  function entitlementsCard(entitlements) {
+    const rows = Object.entries(entitlements).map(([name, e]) => Object.assign({ name }, e));
+    if (!rows.length) return card("Entitlements", el("p", { class: "note" }, "None."));
+    return card("Entitlements", table("Entitlements", [
+      ["entitlement", (e) => el("span", { class: "mono" }, e.name)],
+      ["active", (e) => badge(e.active, e.active ? "yes" : "no")],
+      ["expires", (e) => e.expiresDate ? date(e.expiresDate) : (e.active ? "no end" : "")],
+      ["product", (e) => el("span", { class: "mono" }, text(e.productId))],
+      ["source", (e) => text(e.source) + (e.grantId ? " " + e.grantId : "")],
+    ], rows, { "data-table": "entitlements" }));
+  }
+
+  function subscriptionsCard(subscriptions) {
+    if (!subscriptions.length) return card("Subscriptions", el("p", { class: "note" }, "None."));
+    return card("Subscriptions", table("Subscriptions", [
+      ["originalTransactionId", (s) => el("span", { class: "mono" }, s.originalTransactionId)],
+      ["product", (s) => el("span", { class: "mono" }, s.productId)],
+      ["status", (s) => s.status],
+      ["expires", (s) => date(s.expiresDate)],
+      ["renews", (s) => s.willRenew === undefined ? text(s.autoRenewStatus) : (s.willRenew ? "yes" : "no")],
+      ["renews as", (s) => el("span", { class: "mono" }, text(s.autoRenewProductId))],
+      ["ownership", (s) => text(s.ownership)],
+    ], subscriptions, { "data-table": "subscriptions" }));
+  }
+
+  function purchasesCard(purchases) {
+    if (!purchases.length) return card("Purchases", el("p", { class: "note" }, "None."));
+    return card("Purchases", table("Purchases", [
+      ["transactionId", (p) => el("span", { class: "mono" }, text(p.transactionId))],
+      ["product", (p) => el("span", { class: "mono" }, p.productId)],
+      ["quantity", (p) => integer(p.quantity), "num"],
+      ["purchased", (p) => date(p.purchaseDate)],
+      ["revoked", (p) => p.revoked ? text(p.revocationType) || "yes" : "no"],
+      ["window ends", (p) => date(p.expiresDate)],
+    ], purchases, { "data-table": "purchases" }));
+  }
+
+  function balancesCard(balances) {
+    const rows = Array.isArray(balances) ? balances : Object.entries(balances).map(([currency, amount]) => ({ currency, amount }));
+    if (!rows.length) return card("Balances", el("p", { class: "note" }, "None."));
+    return card("Balances", table("Balances", [
+      ["currency", (b) => el("span", { class: "mono" }, b.currency)],
+      ["balance", (b) => integer(b.amount), "num"],
+    ], rows, { "data-table": "balances" }));
+  }
+
+  // MARK: The timeline
+
+  /**
+   * The history drawn over time: a bar per entitlement while active, a band per
+   * subscription coloured by status, a step line per balance.
+   */
+  function timelineCard(history, customer) {
+    if (!history.length) return card("Timeline", el("p", { class: "note" }, "No history."));
+    const now = Date.now();
+    const times = history.map((h) => h.at);
+    const start = Math.min(...times);
+    const end = Math.max(now, ...times) + DAY;
+    const rows = [];
+    const byKey = new Map();
+    for (const line of history) {
+      let key, kind;
+      if ("entitlement" in line) { key = "entitlement " + line.entitlement; kind = "entitlement"; }
+      else if ("subscription" in line) { key = "subscription " + line.subscription; kind = "subscription"; }
+      else if ("balance" in line) { key = "balance " + line.balance; kind = "balance"; }
+      else continue;
+      if (!byKey.has(key)) { byKey.set(key, { key, kind, lines: [] }); rows.push(byKey.get(key)); }
+      byKey.get(key).lines.push(line);
+    }
+    // Narrow screens draw each row's label above its bars; wide ones beside them.
+    const narrow = view.clientWidth < 600;
+    const width = narrow ? Math.max(300, view.clientWidth - 24) : 960;
+    const left = narrow ? 4 : 150, right = narrow ? 4 : 12, rowHeight = narrow ? 44 : 34, barTop = narrow ? 16 : 5, top = 8, axis = 26;
+    const height = top + rows.length * rowHeight + axis;
+    const x = (t) => left + (width - left - right) * (t - start) / Math.max(1, end - start);
+    const chart = svg("svg", {
+      viewBox: "0 0 " + width + " " + height, role: "img", "data-timeline": "",
+      "aria-label": "Timeline of " + customer.appTransactionId + " from " + date(start) + " to " + date(end) + ": the table below lists each change.",
+    });
+    rows.forEach((row, n) => {
+      const y = top + n * rowHeight;
+      chart.appendChild(svg("text", { class: "row-label", x: 4, y: narrow ? y + 12 : y + rowHeight / 2 + 4 }, narrow ? row.key : shorten(row.key, 24)));
+      chart.appendChild(svg("line", { class: "axis", x1: left, x2: width - right, y1: y + rowHeight - 2, y2: y + rowHeight - 2 }));
+      if (row.kind === "balance") {
+        const values = row.lines.map((l) => Number(l.value || 0)).concat(row.lines.map((l) => Number(l.previous || 0)));
+        const max = Math.max(1, ...values);
+        const vy = (v) => y + rowHeight - 4 - (rowHeight - barTop - 6) * v / max;
+        let points = [];
+        let value = Number(row.lines[0].previous || 0);
+        points.push([x(start), vy(value)]);
+        for (const l of row.lines) {
+          points.push([x(l.at), vy(value)]);
+          value = Number(l.value || 0);
+          points.push([x(l.at), vy(value)]);
+          chart.appendChild(svg("circle", { cx: x(l.at).toFixed(1), cy: vy(value).toFixed(1), r: 3, class: "bar" },
+            svg("title", {}, date(l.at) + ": " + row.key + " " + integer(l.value) + " (was " + integer(l.previous) + ")")));
+        }
+        points.push([x(end), vy(value)]);
+        chart.insertBefore(svg("polyline", { class: "step", points: points.map((p) => p[0].toFixed(1) + "," + p[1].toFixed(1)).join(" ") }), chart.lastChild);
+        return;
+      }
+      row.lines.forEach((l, i) => {
+        const next = row.lines[i + 1];
+        const until = next ? next.at : end;
+        let cls, label;
+        if (row.kind === "entitlement") {
+          if (!l.active) return;
+          cls = l.source === "grant" ? "ent-grant" : "ent-on";
+          label = row.key + " active from " + date(l.at) + (next ? " to " + date(next.at) : "") +
+            (l.expiresDate ? ", expires " + date(l.expiresDate) : "") + (l.productId ? ", " + l.productId : "");
+        } else {
+          const known = ["active", "grace_period", "billing_retry", "expired", "revoked"];
+          cls = "st-" + (known.includes(l.status) ? l.status : "other");
+          label = row.key + " " + l.status + " from " + date(l.at) + (next ? " to " + date(next.at) : "");
+        }
+        chart.appendChild(svg("rect", {
+          class: cls, x: x(l.at).toFixed(1), y: y + barTop, width: Math.max(2, x(until) - x(l.at)).toFixed(1), height: rowHeight - barTop - 7, rx: 2,
+        }, svg("title", {}, label)));
+      });
+    });
+    const base = top + rows.length * rowHeight;
+    chart.appendChild(svg("line", { class: "now", x1: x(now).toFixed(1), x2: x(now).toFixed(1), y1: top, y2: base }, svg("title", {}, "now")));
+    chart.appendChild(svg("text", { x: left, y: base + 16 }, day(start)));
+    chart.appendChild(svg("text", { x: width - right, y: base + 16, "text-anchor": "end" }, day(end)));
+    const legend = el("ul", { class: "legend", "aria-label": "Legend" },
+      [["ent-on", "entitlement active"], ["ent-grant", "granted"], ["st-active", "subscription active"],
+        ["st-grace_period", "grace period"], ["st-billing_retry", "billing retry"], ["st-expired", "expired"],
+        ["st-revoked", "revoked"], ["step", "balance"]].map(([cls, label]) =>
+        el("li", {}, el("span", { class: "swatch " + cls, "aria-hidden": "true" }), label)));
+    const list = table("Each change", [
+      ["at", (h) => date(h.at)],
+      ["what", (h) => el("span", { class: "mono" }, "entitlement" in h ? h.entitlement : "subscription" in h ? h.subscription : text(h.balance))],
+      ["becomes", (h) => "entitlement" in h ? (h.active ? "active" + (h.expiresDate ? " until " + date(h.expiresDate) : "") : "inactive")
+        : "subscription" in h ? text(h.status) + (h.previous ? " (was " + h.previous + ")" : "")
+        : integer(h.value) + " (was " + integer(h.previous) + ")"],
+      ["product", (h) => el("span", { class: "mono" }, text(h.productId))],
+      ["cause", (h) => h.cause ? [h.cause.kind, h.cause.id, h.cause.field, h.cause.notificationType, h.cause.subtype].filter(Boolean).join(" ") : ""],
+    ], history, { "data-table": "history" });
+    return card("Timeline", chart, legend, el("details", {}, el("summary", {}, "Each change (" + history.length + ")"), list));
+  }
+
+  function shorten(value, length) {
+    return value.length > length ? value.slice(0, length - 1) + "…" : value;
+  }
+
+  // MARK: Lifecycle and grants
+
+  function lifecycleCard(events, feed) {
+    const notes = [];
+    if (feed.error) notes.push(el("p", { class: "error" }, "The lifecycle feed could not be read: " + feed.error));
+    else if (!feed.complete) notes.push(el("p", { class: "note" }, "Only the first " + integer(feed.lines.length) + " lines of the feed were read."));
+    if (!events.length) return card("Lifecycle events", notes, el("p", { class: "note" }, "None."));
+    return card("Lifecycle events", notes, table("Lifecycle events", [
+      ["effective", (e) => date(e.effectiveAt)],
+      ["event", (e) => e.type],
+      ["product", (e) => el("span", { class: "mono" }, text(e.productId))],
+      ["price", (e) => e.price === undefined || e.price === null ? "" : money(e.price) + " " + text(e.currency), "num"],
+      ["details", (e) => [e.periodType, e.reason, e.isTrialConversion ? "trial conversion" : "", e.grantId, e.fromProductId]
+        .filter(Boolean).map(text).join(", ")],
+      ["recorded", (e) => date(e.recordedAt)],
+    ], events, { "data-table": "lifecycle" }));
+  }
+
+  /** The grants the lifecycle feed shows for the customer, each still standing with a revoke button, and a form to grant. */
+  function grantsCard(customer, events) {
+    const grants = new Map();
+    for (const e of events) {
+      if (!e.grantId) continue;
+      const g = grants.get(e.grantId) || { id: e.grantId, entitlements: e.entitlements || [], state: "" };
+      if (e.type === "GRANT_STARTED") { g.from = e.effectiveAt; g.state = g.state || "active"; }
+      if (e.type === "GRANT_ENDED") { g.until = e.effectiveAt; g.state = "ended"; }
+      if (e.type === "GRANT_REVOKED") { g.revokedAt = e.effectiveAt; g.state = "revoked"; }
+      grants.set(e.grantId, g);
+    }
+    for (const [name, e] of Object.entries(customer.entitlements || {})) {
+      if (e.grantId && !grants.has(e.grantId)) grants.set(e.grantId, { id: e.grantId, entitlements: [name], state: e.active ? "active" : "" });
+    }
+    const message = el("p", { class: "note", role: "status", "aria-live": "polite" });
+    const rows = Array.from(grants.values());
+    const list = rows.length ? table("Grants", [
+      ["grant", (g) => el("span", { class: "mono" }, g.id)],
+      ["entitlements", (g) => g.entitlements.join(", ")],
+      ["from", (g) => date(g.from)],
+      ["state", (g) => g.state],
+      ["", (g) => g.state === "active" ? el("button", { type: "button", class: "danger", "data-revoke": g.id }, "Revoke") : ""],
+    ], rows, { "data-table": "grants" }) : el("p", { class: "note" }, "No grant.");
+    list.addEventListener("click", async (event) => {
+      const button = event.target.closest("button[data-revoke]");
+      if (!button) return;
+      button.disabled = true;
+      const id = button.getAttribute("data-revoke");
+      const answer = await api("/grants/" + encodeURIComponent(id) + "/revoke", { body: {} });
+      operatorAnswer(answer, message, "Revoked " + id + ".");
+      if (answer.status === 200) render();
+      else button.disabled = false;
+    });
+    const suggestions = Object.keys(customer.entitlements || {});
+    const form = el("form", { class: "grant", "aria-label": "Grant an entitlement" },
+      el("label", {}, "Entitlement", el("input", { name: "entitlement", required: true, value: suggestions[0] || "", spellcheck: "false" })),
+      el("label", {}, "Days", el("input", { name: "days", type: "number", min: "1", max: "3650", value: "7", required: true })),
+      el("label", {}, "Reason", el("input", { name: "reason", value: "" })),
+      el("button", { type: "submit" }, "Grant"));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const data = new FormData(form);
+      const id = "dashboard-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 8);
+      const body = { id, appTransactionId: customer.appTransactionId, entitlement: String(data.get("entitlement")), days: Number(data.get("days")) };
+      if (data.get("reason")) body.reason = String(data.get("reason"));
+      const answer = await api("/grants", { body });
+      operatorAnswer(answer, message, "Granted " + body.entitlement + " for " + body.days + " days (" + id + ").");
+      if (answer.status === 200) render();
+    });
+    return card("Grants", list, el("h4", {}, "Grant"), form, message,
+      el("p", { class: "note" }, "Granting and revoking need serve.adminToken."));
+  }
+
+  function operatorAnswer(answer, node, success) {
+    if (answer.status === 200) { node.textContent = success; node.className = "note"; return; }
+    node.className = "error";
+    if (answer.status === 403) node.textContent = "This needs the admin token (serve.adminToken): give it with “Forget the token”, then reload.";
+    else if (notAvailable(answer)) node.textContent = "Not available on this server.";
+    else node.textContent = errorText(answer);
+  }
+
+  // MARK: An app user
+
+  async function userPage(id) {
+    view.appendChild(el("h2", { tabindex: "-1" }, "App user ", el("span", { class: "mono", "data-field": "appUserId" }, id)));
+    const answer = await api("/users/" + encodeURIComponent(id));
+    if (answer.status !== 200 || !answer.json) {
+      view.appendChild(el("p", { class: "error" }, answer.status === 403 ? "Reading app users needs the admin token." : errorText(answer)));
+      return;
+    }
+    const user = answer.json;
+    view.appendChild(entitlementsCard(user.entitlements || {}));
+    view.appendChild(card("Customers", (user.customers || []).length
+      ? el("ul", {}, user.customers.map((c) => el("li", {}, customerLink(c.appTransactionId))))
+      : el("p", { class: "note" }, "None.")));
+    const grants = user.grants || [];
+    view.appendChild(card("Grants", grants.length ? table("Grants", [
+      ["grant", (g) => el("span", { class: "mono" }, text(g.id || g.grantId))],
+      ["entitlement", (g) => text(g.entitlement)],
+      ["from", (g) => date(g.from)],
+      ["until", (g) => date(g.until)],
+      ["revoked", (g) => date(g.revokedAt || g.revoked)],
+    ], grants, { "data-table": "grants" }) : el("p", { class: "note" }, "None.")));
+    view.appendChild(balancesCard(user.balances || {}));
+  }
+
+  // MARK: Routing
+
+  function route(hash, replace) {
+    if (replace) history.replaceState(null, "", hash);
+    else location.hash = hash;
+    return render();
+  }
+
+  async function render() {
+    const current = ++renderCount;
+    document.body.setAttribute("data-state", "loading");
+    clear(view);
+    setStatus("Loading…");
+    const hash = location.hash || "#/";
+    const parts = hash.slice(2).split("/");
+    const name = parts[0] || "overview";
+    const arg = parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : "";
+    for (const link of document.querySelectorAll("[data-nav]")) {
+      if (link.getAttribute("data-nav") === name) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    try {
+      if (name === "customer" && arg) await customerPage(arg);
+      else if (name === "user" && arg) await userPage(arg);
+      else if (name === "find" && arg) await find(arg);
+      else if (name === "webhooks") await webhooksPage();
+      else if (name === "rejections") await rejectionsPage();
+      else await overview();
+      if (current !== renderCount) return;
+      setStatus("");
+    } catch (error) {
+      if (current !== renderCount) return;
+      setStatus("The server could not be reached: " + (error && error.message ? error.message : String(error)), true);
+    }
+    if (current !== renderCount) return;
+    document.body.setAttribute("data-state", "ready");
+    const heading = view.querySelector("h2");
+    if (heading && document.activeElement !== tokenInput) heading.focus({ preventScroll: true });
+  }
+
+  document.getElementById("find").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = document.getElementById("find-id").value.trim();
+    if (value) route("#/find/" + encodeURIComponent(value));
+  });
+  forgetButton.addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    forgetButton.hidden = true;
+    askForToken("").then(() => render());
+  });
+  forgetButton.hidden = !token();
+  window.addEventListener("hashchange", () => render());
+  render();
+})();

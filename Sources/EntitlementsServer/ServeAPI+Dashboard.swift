@@ -29,7 +29,9 @@ extension ServeAPI {
     }
 
     /// `GET /webhooks`: `{"endpoints": [...]}`, each configured endpoint in each of its feeds as `webhooks status` prints it.
-    func webhooks() -> ServerResponse {
+    func webhooks(_ request: ServerRequest) -> ServerResponse {
+        guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
+        if let name = parameters.keys.first { return Self.badRequest("unknown query parameter \(name.prefix(40)) (GET /webhooks takes none)") }
         queryGate.wait()
         defer { queryGate.signal() }
         do {

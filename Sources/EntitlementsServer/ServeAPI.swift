@@ -81,7 +81,7 @@ final class ServeAPI: Sendable {
         case .changes: return feed(request) { (since, limit) throws(EngineError) in try engine.changes(since: since, limit: limit).map { $0.json() } }
         case .lifecycle: return feed(request) { (since, limit) throws(EngineError) in try engine.lifecycle(since: since, limit: limit).map { $0.json() } }
         case .health: return .json(200, Array(#"{"ok":true}"#.utf8))
-        case .webhooks: return webhooks()
+        case .webhooks: return webhooks(request)
         case .rejections: return rejections(request)
         case .dashboard(let name): return dashboard(name)
         }

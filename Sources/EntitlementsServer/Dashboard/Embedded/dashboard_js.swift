@@ -62,11 +62,14 @@ extension DashboardAssets {
     statusLine.classList.toggle("error", Boolean(isError));
   }
 
-  /** A table: `columns` are [heading, (row) => cell content, class]. */
-  function table(caption, columns, rows, attributes) {
+  /**
+   * A table: `columns` are [heading, (row) => cell content, class]; `rowAttributes(row)`
+   * gives each row's attributes (the ids and values it shows, for tests and tools).
+   */
+  function table(caption, columns, rows, attributes, rowAttributes) {
     const head = el("tr", {}, columns.map(([heading, , cls]) => el("th", { scope: "col", class: cls }, heading)));
     const body = rows.map((row) =>
-      el("tr", {}, columns.map(([, cell, cls]) => el("td", { class: cls }, cell(row)))));
+      el("tr", rowAttributes ? rowAttributes(row) : {}, columns.map(([, cell, cls]) => el("td", { class: cls }, cell(row)))));
     return el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption },
       el("table", attributes || {}, el("thead", {}, head), el("tbody", {}, body)));
   }
@@ -327,7 +330,7 @@ extension DashboardAssets {
       ["next attempt", (e) => date(e.nextAttemptAt)],
       ["last error", (e) => text(e.lastError)],
       ["failed lines", (e) => integer(e.failedLines), "num"],
-    ], endpoints, { "data-table": "webhooks" }));
+    ], endpoints, { "data-table": "webhooks" }, (e) => ({ "data-endpoint": e.url, "data-feed": e.feed, "data-lag": text(e.lag) })));
   }
 
   async function rejectionsCard(limit) {
@@ -344,7 +347,7 @@ extension DashboardAssets {
       ["message", (r) => r.message],
       ["bytes", (r) => integer(r.size), "num"],
       ["input begins", (r) => el("code", {}, text(r.excerpt).slice(0, 80))],
-    ], rows, { "data-table": "rejections" }));
+    ], rows, { "data-table": "rejections" }, (r) => ({ "data-rejection": r.id })));
   }
 
   async function webhooksPage() {
@@ -439,7 +442,8 @@ extension DashboardAssets {
       ["expires", (e) => e.expiresDate ? date(e.expiresDate) : (e.active ? "no end" : "")],
       ["product", (e) => el("span", { class: "mono" }, text(e.productId))],
       ["source", (e) => text(e.source) + (e.grantId ? " " + e.grantId : "")],
-    ], rows, { "data-table": "entitlements" }));
+    ], rows, { "data-table": "entitlements" },
+    (e) => ({ "data-entitlement": e.name, "data-active": String(Boolean(e.active)), "data-expires": text(e.expiresDate) })));
   }
 
   function subscriptionsCard(subscriptions) {
@@ -452,7 +456,8 @@ extension DashboardAssets {
       ["renews", (s) => s.willRenew === undefined ? text(s.autoRenewStatus) : (s.willRenew ? "yes" : "no")],
       ["renews as", (s) => el("span", { class: "mono" }, text(s.autoRenewProductId))],
       ["ownership", (s) => text(s.ownership)],
-    ], subscriptions, { "data-table": "subscriptions" }));
+    ], subscriptions, { "data-table": "subscriptions" },
+    (s) => ({ "data-subscription": s.originalTransactionId, "data-status": s.status, "data-expires": text(s.expiresDate) })));
   }
 
   function purchasesCard(purchases) {
@@ -464,7 +469,7 @@ extension DashboardAssets {
       ["purchased", (p) => date(p.purchaseDate)],
       ["revoked", (p) => p.revoked ? text(p.revocationType) || "yes" : "no"],
       ["window ends", (p) => date(p.expiresDate)],
-    ], purchases, { "data-table": "purchases" }));
+    ], purchases, { "data-table": "purchases" }, (p) => ({ "data-purchase": text(p.transactionId) })));
   }
 
   function balancesCard(balances) {
@@ -473,7 +478,7 @@ extension DashboardAssets {
     return card("Balances", table("Balances", [
       ["currency", (b) => el("span", { class: "mono" }, b.currency)],
       ["balance", (b) => integer(b.amount), "num"],
-    ], rows, { "data-table": "balances" }));
+    ], rows, { "data-table": "balances" }, (b) => ({ "data-balance": b.currency, "data-value": text(b.amount) })));
   }
 
   // MARK: The timeline
@@ -567,7 +572,7 @@ extension DashboardAssets {
         : integer(h.value) + " (was " + integer(h.previous) + ")"],
       ["product", (h) => el("span", { class: "mono" }, text(h.productId))],
       ["cause", (h) => h.cause ? [h.cause.kind, h.cause.id, h.cause.field, h.cause.notificationType, h.cause.subtype].filter(Boolean).join(" ") : ""],
-    ], history, { "data-table": "history" });
+    ], history, { "data-table": "history" }, (h) => ({ "data-at": h.at }));
     return card("Timeline", chart, legend, el("details", {}, el("summary", {}, "Each change (" + history.length + ")"), list));
   }
 
@@ -590,7 +595,7 @@ extension DashboardAssets {
       ["details", (e) => [e.periodType, e.reason, e.isTrialConversion ? "trial conversion" : "", e.grantId, e.fromProductId]
         .filter(Boolean).map(text).join(", ")],
       ["recorded", (e) => date(e.recordedAt)],
-    ], events, { "data-table": "lifecycle" }));
+    ], events, { "data-table": "lifecycle" }, (e) => ({ "data-event": e.id })));
   }
 
   /** The grants the lifecycle feed shows for the customer, each still standing with a revoke button, and a form to grant. */

@@ -86,6 +86,8 @@ enum ServeCommand {
             return error.code == .tokenRequired ? .usage : .storage
         }
         server.stopOnSignals()
+        let finisher = FinishTransactionCommand.startFinisher(engine, command: "serve")
+        defer { finisher?.stop() }
         Output.line(["listening": .string(server.address.description)])
         do {
             try server.run()

@@ -24,7 +24,14 @@ public final class TransactionFinisher: Sendable {
     let clients: [String: AppStoreServerAPIClient]
     let clock: @Sendable () -> Int64
     let report: @Sendable (FinishResult) -> Void
-    private let running = Mutex<(stopping: Bool, done: DispatchSemaphore?)>((false, nil))
+    private let running = Mutex<RunState>(RunState())
+
+    private struct RunState {
+        var stopping = false
+        /// Stop between calls, leaving what is due for the next run.
+        var abandon = false
+        var done: DispatchSemaphore?
+    }
 
     /// Attempts before a finish that keeps failing for want of an answer is given up.
     public static let maximumAttempts: Int64 = 8
@@ -60,7 +67,10 @@ public final class TransactionFinisher: Sendable {
 
     /// Calls Apple for every finish due now and records each answer; returns them in order.
     @discardableResult
-    public func finishDue() -> [FinishResult] {
+    public func finishDue() -> [FinishResult] { finishDue(while: { true }) }
+
+    /// ``finishDue()``, asking `proceed` before each call.
+    func finishDue(while proceed: () -> Bool) -> [FinishResult] {
         var results: [FinishResult] = []
         while true {
             let due: [(transactionId: String, environment: String, attempts: Int64)]
@@ -72,6 +82,7 @@ public final class TransactionFinisher: Sendable {
             if due.isEmpty { return results }
             var progressed = false
             for row in due {
+                guard proceed() else { return results }
                 let result = finish(row.transactionId, environment: row.environment, attempts: row.attempts)
                 results.append(result)
                 report(result)
@@ -129,7 +140,7 @@ public final class TransactionFinisher: Sendable {
         let done = DispatchSemaphore(value: 0)
         let started = running.withLock { state -> Bool in
             guard state.done == nil else { return false }
-            state = (false, done)
+            state = RunState(done: done)
             return true
         }
         guard started else { return }
@@ -137,7 +148,7 @@ public final class TransactionFinisher: Sendable {
             defer { done.signal() }
             var seen = engine.finishWakeup.count
             while !running.withLock({ $0.stopping }) {
-                finishDue()
+                finishDue(while: { !running.withLock { $0.abandon } })
                 var deadline = Date(timeIntervalSinceNow: 60)
                 if let next = try? engine.store.withLock({ store throws(StoreError) in try store.nextFinishDue() }) {
                     let wait = max(0.05, Double(next - clock()) / 1000)
@@ -150,21 +161,24 @@ public final class TransactionFinisher: Sendable {
         thread.start()
     }
 
-    /// Ends the thread ``start()`` began after one last pass over what is due (bounded by
-    /// the client's deadlines); without a thread, makes that pass here.
-    public func stop() {
+    /// Ends the thread ``start()`` began.
+    ///
+    /// - Parameter finishingDue: `true` (a command that ends: `ingest` of a file, `sync`)
+    ///   waits for the thread, then makes one last pass over what is due, bounded by the
+    ///   client's deadlines; without a thread, makes that pass here. `false` (a server that
+    ///   must stop within seconds) returns at once: the thread makes no further call, a call
+    ///   in flight ends on its own, and what is still pending stays queued for the next run.
+    public func stop(finishingDue: Bool = true) {
         let done = running.withLock { state -> DispatchSemaphore? in
             state.stopping = true
+            state.abandon = !finishingDue
             return state.done
         }
-        guard let done else {
-            finishDue()
-            return
-        }
         engine.finishWakeup.signal()
-        done.wait()
+        guard finishingDue else { return }
+        if let done { done.wait() }
         finishDue()
-        running.withLock { $0 = (false, nil) }
+        running.withLock { $0 = RunState() }
     }
 }
 

@@ -87,7 +87,8 @@ enum ServeCommand {
         }
         server.stopOnSignals()
         let finisher = FinishTransactionCommand.startFinisher(engine, command: "serve")
-        defer { finisher?.stop() }
+        // SIGTERM ends serve within seconds: what is still due stays queued for the next run.
+        defer { finisher?.stop(finishingDue: false) }
         Output.line(["listening": .string(server.address.description)])
         do {
             try server.run()

@@ -119,3 +119,43 @@ import TestPKI
         #expect(fixture.mock.requests.allSatisfy { $0.tokenProblem == nil })
     }
 }
+
+/// The typed library form of `extend`.
+@Suite struct RenewalDateExtensionLibraryTests {
+    @Test func typedExtensionsCheckApplesLimitsBeforeSending() throws {
+        let fixture = try SyncFixture()
+        fixture.mock.handle { request in
+            switch (request.method, request.path) {
+            case ("PUT", "/inApps/v1/subscriptions/extend/2312412"):
+                return .json(["originalTransactionId": "2312412", "webOrderLineItemId": "9993", "success": true, "effectiveDate": 1_698_148_900_000])
+            case ("POST", "/inApps/v1/subscriptions/extend/mass"): return .json(["requestIdentifier": request.json?["requestIdentifier"] ?? .null])
+            case ("GET", "/inApps/v1/subscriptions/extend/mass/p/20fba8a0-2b80-4a7d-a17f-85c1854727f8"):
+                return .json([
+                    "requestIdentifier": "20fba8a0-2b80-4a7d-a17f-85c1854727f8", "complete": true, "completeDate": 1_698_148_900_000,
+                    "succeededCount": 30, "failedCount": 2,
+                ])
+            default: return MockResponse(status: 404)
+            }
+        }
+        let client = try AppStoreSync.client(for: fixture.configuration, transport: try HTTPClient())
+        #expect(throws: APIError.self) { try client.extendRenewalDate(originalTransactionId: "2312412", days: 91, reason: .other, requestIdentifier: "r") }
+        #expect(throws: APIError.self) {
+            try client.extendRenewalDatesForAllActiveSubscribers(productId: "p", days: 0, reason: .serviceIssueOrOutage, requestIdentifier: "r")
+        }
+        #expect(fixture.mock.requests.isEmpty)
+        let single = try client.extendRenewalDate(originalTransactionId: "2312412", days: 45, reason: .customerSatisfaction, requestIdentifier: "r-1")
+        #expect(single.success)
+        #expect(single.effectiveDate == 1_698_148_900_000)
+        #expect(single.webOrderLineItemId == "9993")
+        let acknowledged = try client.extendRenewalDatesForAllActiveSubscribers(
+            productId: "p", days: 3, reason: .serviceIssueOrOutage, requestIdentifier: "20fba8a0-2b80-4a7d-a17f-85c1854727f8",
+            storefrontCountryCodes: ["USA"])
+        #expect(acknowledged == "20fba8a0-2b80-4a7d-a17f-85c1854727f8")
+        let status = try client.massExtensionStatus(productId: "p", requestIdentifier: acknowledged)
+        #expect(status.complete)
+        #expect(status.succeededCount == 30)
+        #expect(status.failedCount == 2)
+        #expect(fixture.mock.requests.count == 3)
+        #expect(fixture.mock.requests.allSatisfy { $0.tokenProblem == nil })
+    }
+}

@@ -73,7 +73,7 @@ enum ExtendCommand {
                 return (line, true)
             }
         }
-        let days = try bounded(arguments, "--days", 1...90, command: command, hint: "extendByDays: Apple extends by 1 to 90 days")
+        let days = try bounded(arguments, "--days", 1...AppStoreServerAPIClient.maximumExtensionDays, command: command, hint: "extendByDays: Apple extends by 1 to 90 days")
         let reason = try bounded(
             arguments, "--reason", 0...3, command: command,
             hint: "extendReasonCode: 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage")

@@ -2,7 +2,7 @@
 // edit that file and run the script again.
 extension SchemaMigrations {
     static let m020_transaction_finishes = Migration(identifier: "020_transaction_finishes", sql: ####"""
--- Finish Transaction (specification section 17): with
+-- Finish Transaction (specification section 10.5): with
 -- `appStoreServerAPI.finishTransactions`, each transaction the engine appends for the
 -- first time that grants an entitlement or units is queued here in a short write
 -- after its batch commits, then finished by a call to Apple made outside any write

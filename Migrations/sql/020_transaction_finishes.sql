@@ -1,4 +1,4 @@
--- Finish Transaction (specification section 17): with
+-- Finish Transaction (specification section 10.5): with
 -- `appStoreServerAPI.finishTransactions`, each transaction the engine appends for the
 -- first time that grants an entitlement or units is queued here in a short write
 -- after its batch commits, then finished by a call to Apple made outside any write

@@ -1,4 +1,4 @@
-public import JSONAndBase64
+import JSONAndBase64
 
 /// Apple's `extendReasonCode`: why a renewal date is extended.
 public enum ExtendReasonCode: Int, Sendable, Hashable, CaseIterable {

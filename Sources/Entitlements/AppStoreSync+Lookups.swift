@@ -2,7 +2,7 @@ import EntitlementCore
 internal import EventStore
 import Foundation
 
-/// Support's lookups in the App Store Server API (specification section 17), each ingesting
+/// Support's lookups in the App Store Server API (specification section 10.5), each ingesting
 /// what Apple returns through the same verification as any other input.
 extension AppStoreSync {
     // MARK: Get Transaction Info

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 /// Calls Apple's Finish Transaction for the transactions the engine queued
-/// (`appStoreServerAPI.finishTransactions`, specification section 17), each once.
+/// (`appStoreServerAPI.finishTransactions`, specification section 10.5), each once.
 ///
 /// The engine queues, after each committed batch, the transactions it appended for the first
 /// time that grant an entitlement or units; the finisher takes what is due, calls Apple with

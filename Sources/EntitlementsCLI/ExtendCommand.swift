@@ -2,7 +2,7 @@ import EntitlementCore
 import Entitlements
 import Foundation
 
-/// `entitlements extend` (specification section 17): renewal date extensions.
+/// `entitlements extend` (specification section 10.5): renewal date extensions.
 enum ExtendCommand {
     static let help = """
         entitlements extend --config PATH --original-transaction-id X --days N --reason 0-3 --request-id R [--environment E]

@@ -1,7 +1,7 @@
 import EntitlementCore
 import Entitlements
 
-/// `entitlements lookup-order` (specification section 17): how support finds a customer.
+/// `entitlements lookup-order` (specification section 10.5): how support finds a customer.
 enum LookupOrderCommand {
     static let help = """
         entitlements lookup-order [--db PATH] --config PATH --order-id O [--at TIME] [--pretty] [--environment E]

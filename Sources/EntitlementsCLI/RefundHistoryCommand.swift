@@ -1,7 +1,7 @@
 import EntitlementCore
 import Entitlements
 
-/// `entitlements refund-history` (specification section 17).
+/// `entitlements refund-history` (specification section 10.5).
 enum RefundHistoryCommand {
     static let help = """
         entitlements refund-history [--db PATH] --config PATH --customer ID [--environment E]

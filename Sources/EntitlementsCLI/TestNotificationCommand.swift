@@ -1,7 +1,7 @@
 import EntitlementCore
 import Entitlements
 
-/// `entitlements test-notification` (specification section 17): the webhook path checked end to end.
+/// `entitlements test-notification` (specification section 10.5): the webhook path checked end to end.
 enum TestNotificationCommand {
     static let help = """
         entitlements test-notification [--db PATH] --config PATH [--wait SECONDS] [--environment E]

@@ -1,7 +1,7 @@
 import EntitlementCore
 import Entitlements
 
-/// `entitlements transaction-info` (specification section 17).
+/// `entitlements transaction-info` (specification section 10.5).
 enum TransactionInfoCommand {
     static let help = """
         entitlements transaction-info [--db PATH] --config PATH --transaction-id T [--environment E]

@@ -70,6 +70,7 @@ public final class TransactionFinisher: Sendable {
     public func finishDue() -> [FinishResult] { finishDue(while: { true }) }
 
     /// ``finishDue()``, asking `proceed` before each call.
+    @discardableResult
     func finishDue(while proceed: () -> Bool) -> [FinishResult] {
         var results: [FinishResult] = []
         while true {

@@ -144,6 +144,7 @@ extension Engine {
                 throw EngineError(error)
             }
             try confirmReplicated()
+            queueFinishes(items, outcomes)
             return outcomes
         }
     }

@@ -26,6 +26,12 @@ enum Help {
           entitlements deliver [--db PATH] --config PATH [--once]
           entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
           entitlements recover [--db PATH] --config PATH
+          entitlements transaction-info [--db PATH] --config PATH --transaction-id T
+          entitlements refund-history [--db PATH] --config PATH --customer ID
+          entitlements lookup-order [--db PATH] --config PATH --order-id O [--pretty]
+          entitlements finish-transaction [--db PATH] --config PATH --transaction-id T
+          entitlements extend --config PATH (--original-transaction-id X --days N --reason 0-3 --request-id R | --mass --product P --days N --reason 0-3 [--storefront CC]... [--request-id R] | --status --product P --request-id R)
+          entitlements test-notification [--db PATH] --config PATH [--wait SECONDS]
           entitlements demo
           entitlements --version
 
@@ -53,6 +59,12 @@ enum Help {
         "deliver": WebhooksCommand.deliverHelp,
         "webhooks": WebhooksCommand.webhooksHelp,
         "recover": RecoverCommand.help,
+        "transaction-info": TransactionInfoCommand.help,
+        "refund-history": RefundHistoryCommand.help,
+        "lookup-order": LookupOrderCommand.help,
+        "finish-transaction": FinishTransactionCommand.help,
+        "extend": ExtendCommand.help,
+        "test-notification": TestNotificationCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 

@@ -20,6 +20,9 @@ extension Commands {
         let (loaded, code) = try loadEngine(arguments, command: "ingest", mode: .create)
         guard let engine = loaded else { return code }
         if let warning = engine.rulesWarning() { Output.error(warning) }
+        // Finish Transaction calls (finishTransactions) run beside the ingest; what is due is finished before exit.
+        let finisher = FinishTransactionCommand.startFinisher(engine, command: "ingest")
+        defer { finisher?.stop() }
         let limit = engine.configuration.maxInputBytes
         var anyRejected = false
         var acknowledged = 0

@@ -86,6 +86,9 @@ enum ServeCommand {
             return error.code == .tokenRequired ? .usage : .storage
         }
         server.stopOnSignals()
+        let finisher = FinishTransactionCommand.startFinisher(engine, command: "serve")
+        // SIGTERM ends serve within seconds: what is still due stays queued for the next run.
+        defer { finisher?.stop(finishingDue: false) }
         Output.line(["listening": .string(server.address.description)])
         do {
             try server.run()

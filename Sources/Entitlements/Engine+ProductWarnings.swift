@@ -39,7 +39,7 @@ extension Engine {
     }
 
     /// Notes the products that verified items carry.
-    func noteProducts(_ items: [AppendItem]) {
+    func noteProducts(_ items: [AppendItem], rules: Rules) {
         var products: [String] = []
         for item in items {
             guard case .verified(let input) = item else { continue }
@@ -52,11 +52,11 @@ extension Engine {
             case .appTransaction: break
             }
         }
-        productWarnings.note(products, rules: configuration.rules)
+        productWarnings.note(products, rules: rules)
     }
 
     /// Notes the products an answer shows.
-    func noteProducts(_ view: CustomerView) {
-        productWarnings.note(view.subscriptions.map(\.productId) + view.purchases.map(\.productId), rules: configuration.rules)
+    func noteProducts(_ view: CustomerView, rules: Rules) {
+        productWarnings.note(view.subscriptions.map(\.productId) + view.purchases.map(\.productId), rules: rules)
     }
 }

@@ -19,7 +19,6 @@ extension Commands {
         try checkInputs(files, command: "ingest")
         let (loaded, code) = try loadEngine(arguments, command: "ingest", mode: .create)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
         let limit = engine.configuration.maxInputBytes
         var anyRejected = false
         var acknowledged = 0

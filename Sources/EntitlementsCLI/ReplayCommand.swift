@@ -14,7 +14,7 @@ extension Commands {
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "replay")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "replay", mode: .existing)
+        let (loaded, code) = try loadEngine(arguments, command: "replay", mode: .existing, warnRules: false)
         guard let engine = loaded else { return code }
         let showProgress = !arguments.flags.contains("--quiet") && (arguments.flags.contains("--progress") || Output.stderrIsTerminal)
         let meter = ProgressMeter(enabled: showProgress)

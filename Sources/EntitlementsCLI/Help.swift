@@ -26,7 +26,7 @@ enum Help {
           entitlements deliver [--db PATH] --config PATH [--once]
           entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
           entitlements recover [--db PATH] --config PATH
-          entitlements demo
+          entitlements demo [--keep DIR]
           entitlements --version
 
         Run `entitlements COMMAND --help` for a command's options; any other option is a usage error.
@@ -116,8 +116,14 @@ enum Help {
 
             Rebuilds every projection from the log under the configuration's rules, beside the
             current one, and swaps it in one transaction (a replay killed midway changes
-            nothing; events ingested meanwhile are applied before the swap). Prints
-            {"events":N,"appTransactionIds":M,"changed":K,"rulesVersion":"..."}.
+            nothing; events ingested meanwhile are applied before the swap). Those rules become
+            the database's active rules: every other command, whatever its configuration,
+            answers under them (and warns on stderr when its own rules differ). Prints
+            {"events":N,"appTransactionIds":M,"changed":K,"rulesVersion":"...","rulesCheck":{
+            "productsNotInRules":[{"productId":"...","didYouMean":"..."|null}],
+            "productsNotInData":[...]}}: the rules checked against every product in the log,
+            each with the closest name on the other side when it looks like a typo; stderr
+            warns of each product not in the rules and notes each configured one never seen.
 
             OPTIONS
               --db PATH     database (default entitlements.sqlite)
@@ -157,11 +163,17 @@ enum Help {
               --progress               progress on stderr even when it is not a terminal
             """,
         "demo": """
-            entitlements demo
+            entitlements demo [--keep DIR]
 
             Ingests the signed sample histories shipped with the program into a fresh database
             in a temporary folder and prints a short account of each customer. Needs no options
             and writes nothing in the working directory.
+
+            OPTIONS
+              --keep DIR   keep the demo's database (DIR/demo.sqlite), its configuration
+                           (config.json, test-root.pem) and the samples (histories.ndjson,
+                           tour.json) in DIR, created when missing, and print the commands to
+                           try next; refused when DIR already holds one of those files
             """,
     ]
 }

@@ -42,6 +42,12 @@ extension Commands {
             object["appTransactionIds"] = .int(report.customers)
             object["changed"] = .int(report.changed)
             object["rulesVersion"] = .string(report.rulesVersion)
+            // The rules just applied, checked against every product the log names.
+            let check = RulesCheck(rules: engine.configuration.rules, productsSeen: report.productsSeen)
+            func findings(_ list: [RulesCheck.Finding]) -> JSONValue {
+                .array(list.map { ["productId": .string($0.productId), "didYouMean": $0.didYouMean.map(JSONValue.string) ?? .null] })
+            }
+            object["rulesCheck"] = ["productsNotInRules": findings(check.notInRules), "productsNotInData": findings(check.notInData)]
             if arguments.flags.contains("--diff") {
                 object["diff"] = .array(
                     report.diffs.map { diff in
@@ -56,6 +62,10 @@ extension Commands {
             }
             Output.line(.object(object))
             for warning in engine.takeProductWarnings() { Output.error(warning) }
+            // Before any data, every configured product is unseen: nothing worth saying.
+            if !report.productsSeen.isEmpty {
+                for finding in check.notInData { Output.error(Engine.warning(notInData: finding)) }
+            }
             return .success
         } catch {
             meter.finish()

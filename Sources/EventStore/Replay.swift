@@ -51,7 +51,8 @@ extension EventStore {
             // reads: the next replay empties it as a whole table before it fills that table
             // again (so its pages are freed just before that replay writes as many), and
             // this one returns as soon as the swap is committed.
-            report.unknownProducts = productsMet.sorted
+            report.productsSeen = productsMet.sorted
+            report.unknownProducts = report.productsSeen.filter { rules.products[$0] == nil }
             return report
         }
     }
@@ -208,26 +209,26 @@ struct ReplayChunk: Sendable {
         let lanes = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8, customers.count / 16))
         if lanes == 1 {
             var interner = StringInterner()
-            var unknown = Set<String>()
-            defer { products.add(unknown) }
-            return customers.map { reduce($0, rules: rules, interner: &interner, unknownProducts: &unknown) }
+            var met = Set<String>()
+            defer { products.add(met) }
+            return customers.map { reduce($0, rules: rules, interner: &interner, productsMet: &met) }
         }
         let results = OutcomeSlots(count: customers.count)
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
             var interner = StringInterner()
-            var unknown = Set<String>()
+            var met = Set<String>()
             var index = lane
             while index < customers.count {
-                results.set(index, reduce(customers[index], rules: rules, interner: &interner, unknownProducts: &unknown))
+                results.set(index, reduce(customers[index], rules: rules, interner: &interner, productsMet: &met))
                 index += lanes
             }
-            products.add(unknown)
+            products.add(met)
         }
         return results.values()
     }
 
     func reduce(
-        _ customer: ReplayCustomer, rules: Rules, interner: inout StringInterner, unknownProducts: inout Set<String>
+        _ customer: ReplayCustomer, rules: Rules, interner: inout StringInterner, productsMet: inout Set<String>
     ) -> Outcome {
         var state = CustomerState(key: customer.key)
         // At most one transaction per event: the dictionary never grows in steps.
@@ -250,12 +251,12 @@ struct ReplayChunk: Sendable {
             return nil
         }
         if let failure { return failure }
-        state.insertProducts(notIn: rules, into: &unknownProducts)
+        state.insertProducts(into: &productsMet)
         return .reduced(lastSeq, StateCodec.encode(state))
     }
 }
 
-/// The products that reducing met and the rules do not name, from every lane.
+/// The products that reducing met, from every lane.
 final class ProductsMet: Sendable {
     private let met = Mutex(Set<String>())
 

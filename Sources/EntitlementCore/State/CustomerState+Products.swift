@@ -16,4 +16,20 @@ extension CustomerState {
             for version in versions { if let productId = version.facts.productId { consider(productId) } }
         }
     }
+
+    /// Inserts into `products` each product this state's signed data names (its
+    /// transactions' `productId`, its renewal infos' `productId`), whether the rules
+    /// name it or not: what a rules file is checked against (``RulesCheck``).
+    public func insertProducts(into products: inout Set<String>) {
+        var last: String? = nil
+        func consider(_ productId: String) {
+            guard productId != last else { return }
+            last = productId
+            products.insert(productId)
+        }
+        for signed in transactions.values { consider(signed.facts.productId) }
+        for versions in renewalInfos.values {
+            for version in versions { if let productId = version.facts.productId { consider(productId) } }
+        }
+    }
 }

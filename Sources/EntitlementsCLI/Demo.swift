@@ -13,7 +13,7 @@ enum Demo {
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let arguments = try Arguments(args, command: "demo", valued: ["--keep"], switches: [])
-        if let extra = arguments.positional.first { throw UsageError(message: "unexpected argument \(extra)", command: "demo") }
+        if let extra = arguments.positional.first { throw UsageError(message: "demo takes no arguments but --keep DIR (got \(extra))", command: "demo") }
         var kept: URL? = nil
         if let keep = arguments.values["--keep"] {
             guard !keep.isEmpty else { throw UsageError(message: "--keep needs a folder", command: "demo") }

@@ -11,7 +11,7 @@ enum Help {
         USAGE
           entitlements ingest  [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
           entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]
-          entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
+          entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--check] [--progress | --quiet]
           entitlements verify  --config PATH [FILE ...]
           entitlements audit   [--db PATH] --config PATH [--expect-head SEQ:HASH] [--progress]
           entitlements history [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) [--until MS]
@@ -112,18 +112,21 @@ enum Help {
         "changes": changes,
         "lifecycle": lifecycle,
         "replay": """
-            entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
+            entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--check] [--progress | --quiet]
 
             Rebuilds every projection from the log under the configuration's rules, beside the
             current one, and swaps it in one transaction (a replay killed midway changes
             nothing; events ingested meanwhile are applied before the swap). Those rules become
             the database's active rules: every other command, whatever its configuration,
             answers under them (and warns on stderr when its own rules differ). Prints
-            {"events":N,"appTransactionIds":M,"changed":K,"rulesVersion":"...","rulesCheck":{
-            "productsNotInRules":[{"productId":"...","didYouMean":"..."|null}],
-            "productsNotInData":[...]}}: the rules checked against every product in the log,
-            each with the closest name on the other side when it looks like a typo; stderr
-            warns of each product not in the rules and notes each configured one never seen.
+            {"events":N,"appTransactionIds":M,"changed":K,"rulesVersion":"..."}.
+
+            The rules are checked against every product in the log: stderr warns of each
+            product the data names and the rules do not, and notes each configured product
+            no data names, each with the closest name on the other side when it looks like a
+            typo ("did you mean ...?"). --check adds the same to the JSON:
+            "rulesCheck":{"productsNotInRules":[{"productId":"...","didYouMean":"..."|null}],
+            "productsNotInData":[...]}.
 
             OPTIONS
               --db PATH     database (default entitlements.sqlite)
@@ -131,6 +134,7 @@ enum Help {
               --diff        also list the customers whose active entitlements (now) change, and
                           those left with no event in the log ("removed": true)
               --reverify    first re-verify every stored JWS against the current trust store
+              --check       add "rulesCheck" to the JSON: the rules checked against the data
               --progress    progress on stderr even when it is not a terminal
               --quiet       no progress
             """,

@@ -10,7 +10,7 @@ extension Commands {
 
     static func replay(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let arguments = try Arguments(
-            args, command: "replay", valued: ["--db", "--config"], switches: ["--diff", "--reverify", "--progress", "--quiet"])
+            args, command: "replay", valued: ["--db", "--config"], switches: ["--diff", "--reverify", "--check", "--progress", "--quiet"])
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "replay")
         }
@@ -47,7 +47,9 @@ extension Commands {
             func findings(_ list: [RulesCheck.Finding]) -> JSONValue {
                 .array(list.map { ["productId": .string($0.productId), "didYouMean": $0.didYouMean.map(JSONValue.string) ?? .null] })
             }
-            object["rulesCheck"] = ["productsNotInRules": findings(check.notInRules), "productsNotInData": findings(check.notInData)]
+            if arguments.flags.contains("--check") {
+                object["rulesCheck"] = ["productsNotInRules": findings(check.notInRules), "productsNotInData": findings(check.notInData)]
+            }
             if arguments.flags.contains("--diff") {
                 object["diff"] = .array(
                     report.diffs.map { diff in

@@ -3,16 +3,16 @@ internal import EventStore
 import Synchronization
 
 /// The rules a database answers under, as last read from it, so that the stored
-/// text is parsed once per change rather than once per answer.
+/// text is read and parsed once per change rather than once per answer.
 final class ActiveRulesCache: Sendable {
-    private let last = Mutex<(json: String, rules: Rules)?>(nil)
+    private let last = Mutex<(key: ActiveRulesKey, rules: Rules, json: String)?>(nil)
 
-    func rules(for json: String) -> Rules? {
-        last.withLock { last in last.flatMap { $0.json == json ? $0.rules : nil } }
+    func rules(for key: ActiveRulesKey) -> (rules: Rules, json: String)? {
+        last.withLock { last in last.flatMap { $0.key == key ? ($0.rules, $0.json) : nil } }
     }
 
-    func remember(_ rules: Rules, json: String) {
-        last.withLock { $0 = (json, rules) }
+    func remember(_ rules: Rules, json: String, key: ActiveRulesKey) {
+        last.withLock { $0 = (key, rules, json) }
     }
 }
 
@@ -36,18 +36,21 @@ extension Engine {
     /// The database's active rules and their canonical JSON, read on `store`'s connection:
     /// the configuration's rules while the database records none.
     func activeRules(_ store: EventStore) throws(StoreError) -> (rules: Rules, json: String) {
-        let state = try store.engineState()
-        return resolvedRules(stored: state.rulesJSON)
+        // Most answers find the rules they had: one small row read, no text.
+        let key = try store.activeRulesKey()
+        if key.length == 0 { return (configuration.rules, rulesJSON) }
+        if let known = activeRulesCache.rules(for: key) { return known }
+        let resolved = resolvedRules(stored: try store.engineState().rulesJSON)
+        activeRulesCache.remember(resolved.rules, json: resolved.json, key: key)
+        return resolved
     }
 
     /// The rules recorded as `stored` (canonical JSON; empty for none yet).
     func resolvedRules(stored: String) -> (rules: Rules, json: String) {
         if stored.isEmpty || stored == rulesJSON { return (configuration.rules, rulesJSON) }
-        if let rules = activeRulesCache.rules(for: stored) { return (rules, stored) }
         // Recorded by this engine's code as canonical JSON; a text that does not read
         // back (never written so) leaves the configuration's rules in charge.
         guard let rules = try? Rules(jsonText: stored) else { return (configuration.rules, rulesJSON) }
-        activeRulesCache.remember(rules, json: stored)
         return (rules, stored)
     }
 

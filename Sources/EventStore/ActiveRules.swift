@@ -1,6 +1,27 @@
 import EntitlementCore
 
+/// What identifies the database's active rules without reading them: a replay
+/// moves to a new generation, and a fresh database's first rules change the length
+/// of the recorded text from 0.
+public struct ActiveRulesKey: Sendable, Hashable {
+    public var generation: Int64
+    public var version: String
+    public var length: Int64
+}
+
 extension EventStore {
+    /// The key of the active rules (``ActiveRulesKey``), read without the rules' text.
+    public func activeRulesKey() throws(StoreError) -> ActiveRulesKey {
+        try mapped {
+            let statement = try connection.cached("SELECT generation, rules_version, length(rules_json) FROM engine_state WHERE id = 1")
+            defer { statement.reset() }
+            guard try statement.step() else {
+                throw StoreError(code: .corrupt, message: "\(path) has no engine_state row; it was not made by this engine")
+            }
+            return ActiveRulesKey(generation: statement.int64(0), version: statement.string(1) ?? "", length: statement.int64(2))
+        }
+    }
+
     /// Records `json` (canonical rules, of `version`) as the database's active rules
     /// when it has none yet: a fresh database takes the rules of its first user.
     /// Rules recorded before are left as they are; only ``replay(rules:rulesJSON:now:collectDiff:chunkSize:progress:)``

@@ -52,7 +52,8 @@ extension EventStore {
             return rules
         }
         if engine.rulesJSON == rulesJSON { return rules }
-        // Another process replayed under other rules since the caller read them.
-        return try Rules(jsonText: engine.rulesJSON)
+        // Another process replayed under other rules since the caller read them (a text
+        // that does not read back, never written so, leaves the caller's rules in charge).
+        return (try? Rules(jsonText: engine.rulesJSON)) ?? rules
     }
 }

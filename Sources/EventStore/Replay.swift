@@ -21,7 +21,7 @@ extension EventStore {
     ///
     /// The steps: ``startGeneration()`` (clear the table the new generation fills),
     /// ``ReplayScan`` (read the snapshot, reduce its customers in lanes, compare each with
-    /// the previous generation, write), then ``catchUpAndSwap(_:next:rules:rulesJSON:now:rulesChanged:)``.
+    /// the previous generation, write), then ``catchUpAndSwap(_:next:rules:rulesJSON:now:rulesChanged:products:)``.
     public func replay(
         rules: Rules, rulesJSON: String, now: Int64, collectDiff: Bool, chunkSize: Int = 500,
         progress: (ReplayProgress) -> Void = { _ in }
@@ -45,7 +45,8 @@ extension EventStore {
             }
             var report = scanned.report
             try connection.execute("PRAGMA synchronous = FULL")
-            report.caughtUp = try catchUpAndSwap(scanned, next: next, rules: rules, rulesJSON: rulesJSON, now: now, rulesChanged: rulesChanged)
+            report.caughtUp = try catchUpAndSwap(
+                scanned, next: next, rules: rules, rulesJSON: rulesJSON, now: now, rulesChanged: rulesChanged, products: productsMet)
             report.events += report.caughtUp
             // The previous generation, now in `projections_next`, is garbage that nothing
             // reads: the next replay empties it as a whole table before it fills that table
@@ -79,7 +80,8 @@ extension EventStore {
     /// snapshot, switch generations, record the change feed's differences. Returns how
     /// many events were appended since the snapshot (facts or not).
     private func catchUpAndSwap(
-        _ scanned: ReplayScan.Result, next: Int64, rules: Rules, rulesJSON: String, now: Int64, rulesChanged: Bool
+        _ scanned: ReplayScan.Result, next: Int64, rules: Rules, rulesJSON: String, now: Int64, rulesChanged: Bool,
+        products: ProductsMet
     ) throws -> Int64 {
         try connection.write { () throws -> (Int64, Connection.Completion) in
             let (events, count) = try events(after: scanned.snapshotSeq)
@@ -88,6 +90,10 @@ extension EventStore {
             var projected: [CustomerKey: CustomerState] = [:]
             _ = try project(
                 batch: events, changes: changes, generation: next, rules: rules, table: .next, owners: &owners, states: &projected)
+            // The products of what was caught up count among those the log names.
+            var met = Set<String>()
+            for state in projected.values { state.insertProducts(into: &met) }
+            products.add(met)
             try connection.execute("DELETE FROM identity_rebuild_pending")
             try swapGenerations(to: next, rules: rules, rulesJSON: rulesJSON)
             try recordReplayChanges(

@@ -12,7 +12,8 @@ extension Engine {
     /// A failure to queue leaves the batch committed: it is kept for ``finishQueueFailure``.
     func queueFinishes(_ items: [AppendItem], _ outcomes: [AppendOutcome]) {
         guard finishesTransactions else { return }
-        let candidates = Self.finishCandidates(items, outcomes, rules: configuration.rules)
+        let rules = (try? activeRules()) ?? configuration.rules
+        let candidates = Self.finishCandidates(items, outcomes, rules: rules)
         guard !candidates.isEmpty else { return }
         do {
             let queued = try store.withLock { store throws(StoreError) in try store.queueFinishes(candidates, at: Self.now()) }
@@ -47,6 +48,11 @@ extension Engine {
     /// Whether `transaction`'s product grants an entitlement or units under `rules`.
     static func grants(_ transaction: TransactionPayload, rules: Rules) -> Bool {
         let rule = rules.products[transaction.productId]
+        // An Advanced Commerce purchase grants through its items' SKUs (rules.skus).
+        if let items = transaction.advancedCommerceInfo?.items,
+            items.contains(where: { item in item.sku.map { !(rules.skus[$0]?.entitlements.isEmpty ?? true) } ?? false }) {
+            return true
+        }
         switch transaction.type {
         case .consumable:
             if let rule, !rule.entitlements.isEmpty { return true }

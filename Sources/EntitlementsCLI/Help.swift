@@ -11,7 +11,7 @@ enum Help {
         USAGE
           entitlements ingest  [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
           entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]
-          entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
+          entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--check] [--progress | --quiet]
           entitlements verify  --config PATH [FILE ...]
           entitlements audit   [--db PATH] --config PATH [--expect-head SEQ:HASH] [--progress]
           entitlements history [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) [--until MS]
@@ -32,7 +32,7 @@ enum Help {
           entitlements finish-transaction [--db PATH] --config PATH --transaction-id T
           entitlements extend --config PATH (--original-transaction-id X --days N --reason 0-3 --request-id R | --mass --product P --days N --reason 0-3 [--storefront CC]... [--request-id R] | --status --product P --request-id R)
           entitlements test-notification [--db PATH] --config PATH [--wait SECONDS]
-          entitlements demo
+          entitlements demo [--keep DIR]
           entitlements --version
 
         Run `entitlements COMMAND --help` for a command's options; any other option is a usage error.
@@ -124,12 +124,21 @@ enum Help {
         "changes": changes,
         "lifecycle": lifecycle,
         "replay": """
-            entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
+            entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--check] [--progress | --quiet]
 
             Rebuilds every projection from the log under the configuration's rules, beside the
             current one, and swaps it in one transaction (a replay killed midway changes
-            nothing; events ingested meanwhile are applied before the swap). Prints
+            nothing; events ingested meanwhile are applied before the swap). Those rules become
+            the database's active rules: every other command, whatever its configuration,
+            answers under them (and warns on stderr when its own rules differ). Prints
             {"events":N,"appTransactionIds":M,"changed":K,"rulesVersion":"..."}.
+
+            The rules are checked against every product in the log: stderr warns of each
+            product the data names and the rules do not, and notes each configured product
+            no data names, each with the closest name on the other side when it looks like a
+            typo ("did you mean ...?"). --check adds the same to the JSON:
+            "rulesCheck":{"productsNotInRules":[{"productId":"...","didYouMean":"..."|null}],
+            "productsNotInData":[...]}.
 
             OPTIONS
               --db PATH     database (default entitlements.sqlite)
@@ -137,6 +146,7 @@ enum Help {
               --diff        also list the customers whose active entitlements (now) change, and
                           those left with no event in the log ("removed": true)
               --reverify    first re-verify every stored JWS against the current trust store
+              --check       add "rulesCheck" to the JSON: the rules checked against the data
               --progress    progress on stderr even when it is not a terminal
               --quiet       no progress
             """,
@@ -169,11 +179,17 @@ enum Help {
               --progress               progress on stderr even when it is not a terminal
             """,
         "demo": """
-            entitlements demo
+            entitlements demo [--keep DIR]
 
             Ingests the signed sample histories shipped with the program into a fresh database
             in a temporary folder and prints a short account of each customer. Needs no options
             and writes nothing in the working directory.
+
+            OPTIONS
+              --keep DIR   keep the demo's database (DIR/demo.sqlite), its configuration
+                           (config.json, test-root.pem) and the samples (histories.ndjson,
+                           tour.json) in DIR, created when missing, and print the commands to
+                           try next; refused when DIR already holds one of those files
             """,
     ]
 }

@@ -68,7 +68,6 @@ enum ServeCommand {
         let readOnly = arguments.flags.contains("--read-only")
         let (loaded, code) = try Commands.loadEngine(arguments, command: "serve", mode: readOnly ? .readOnly : .create)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
         let server: Server
         var options = Server.Options(maxBodyBytes: engine.configuration.maxInputBytes)
         options.webhooks.onAttempt = { attempt in

@@ -60,9 +60,7 @@ func run(_ argv: [String]) -> ExitCode {
         case "finish-transaction": return try FinishTransactionCommand.run(rest)
         case "extend": return try ExtendCommand.run(rest)
         case "test-notification": return try TestNotificationCommand.run(rest)
-        case "demo":
-            if let extra = rest.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
-            return Demo.run()
+        case "demo": return try Demo.run(rest)
         default:
             throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, consumption, deliver, webhooks, recover, transaction-info, refund-history, lookup-order, finish-transaction, extend, test-notification, demo)", command: nil)
         }

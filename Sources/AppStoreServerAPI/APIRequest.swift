@@ -87,3 +87,80 @@ extension APIRequest {
         APIRequest(method: "PUT", path: "/inApps/v2/transactions/consumption/" + encode(transactionId), body: body)
     }
 }
+
+extension APIRequest {
+    /// Get Transaction Info: `GET /inApps/v1/transactions/{transactionId}`; Apple answers
+    /// `{"signedTransactionInfo": JWS}`.
+    public static func transactionInfo(transactionId: String) -> APIRequest {
+        APIRequest(method: "GET", path: "/inApps/v1/transactions/" + encode(transactionId))
+    }
+
+    /// Get Refund History (v2): `GET /inApps/v2/refund/lookup/{transactionId}`; Apple answers
+    /// `{"signedTransactions", "revision", "hasMore"}`: pass the previous page's `revision` for the next.
+    public static func refundHistory(transactionId: String, revision: String?) -> APIRequest {
+        APIRequest(
+            method: "GET", path: "/inApps/v2/refund/lookup/" + encode(transactionId),
+            query: revision.map { [("revision", $0)] } ?? [])
+    }
+
+    /// Look Up Order ID: `GET /inApps/v1/lookup/{orderId}`; Apple answers `{"status", "signedTransactions"}`
+    /// (`status` 0 valid, 1 invalid).
+    public static func lookUpOrderId(orderId: String) -> APIRequest {
+        APIRequest(method: "GET", path: "/inApps/v1/lookup/" + encode(orderId))
+    }
+
+    /// Finish Transaction: `POST /inApps/v1/transactions/{transactionId}/finish`, no body.
+    public static func finishTransaction(transactionId: String) -> APIRequest {
+        APIRequest(method: "POST", path: "/inApps/v1/transactions/" + encode(transactionId) + "/finish")
+    }
+
+    /// Extend a Subscription Renewal Date: `PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`
+    /// with `{"extendByDays", "extendReasonCode", "requestIdentifier"}`; Apple answers
+    /// `{"originalTransactionId", "webOrderLineItemId", "success", "effectiveDate"}`.
+    public static func extendRenewalDate(
+        originalTransactionId: String, extendByDays: Int, extendReasonCode: Int, requestIdentifier: String
+    ) -> APIRequest {
+        APIRequest(
+            method: "PUT", path: "/inApps/v1/subscriptions/extend/" + encode(originalTransactionId),
+            body: .object(
+                JSONObject([
+                    ("extendByDays", .int(Int64(extendByDays))), ("extendReasonCode", .int(Int64(extendReasonCode))),
+                    ("requestIdentifier", .string(requestIdentifier)),
+                ])))
+    }
+
+    /// Extend Subscription Renewal Dates for All Active Subscribers: `POST
+    /// /inApps/v1/subscriptions/extend/mass` with `{"extendByDays", "extendReasonCode",
+    /// "requestIdentifier", "storefrontCountryCodes", "productId"}` (`storefrontCountryCodes`
+    /// left out when empty: every storefront); Apple answers `{"requestIdentifier"}`.
+    public static func massExtendRenewalDate(
+        productId: String, extendByDays: Int, extendReasonCode: Int, requestIdentifier: String, storefrontCountryCodes: [String]
+    ) -> APIRequest {
+        var body = JSONObject([
+            ("extendByDays", .int(Int64(extendByDays))), ("extendReasonCode", .int(Int64(extendReasonCode))),
+            ("requestIdentifier", .string(requestIdentifier)),
+        ])
+        if !storefrontCountryCodes.isEmpty { body["storefrontCountryCodes"] = .array(storefrontCountryCodes.map(JSONValue.string)) }
+        body["productId"] = .string(productId)
+        return APIRequest(method: "POST", path: "/inApps/v1/subscriptions/extend/mass", body: .object(body))
+    }
+
+    /// Get Status of Subscription Renewal Date Extensions: `GET
+    /// /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}`; Apple answers
+    /// `{"requestIdentifier", "complete", "completeDate", "succeededCount", "failedCount"}`.
+    public static func massExtensionStatus(productId: String, requestIdentifier: String) -> APIRequest {
+        APIRequest(method: "GET", path: "/inApps/v1/subscriptions/extend/mass/" + encode(productId) + "/" + encode(requestIdentifier))
+    }
+
+    /// Request a Test Notification: `POST /inApps/v1/notifications/test`, no body; Apple
+    /// answers `{"testNotificationToken"}`.
+    public static func requestTestNotification() -> APIRequest {
+        APIRequest(method: "POST", path: "/inApps/v1/notifications/test")
+    }
+
+    /// Get Test Notification Status: `GET /inApps/v1/notifications/test/{testNotificationToken}`;
+    /// Apple answers `{"signedPayload", "sendAttempts": [{"attemptDate", "sendAttemptResult"}]}`.
+    public static func testNotificationStatus(token: String) -> APIRequest {
+        APIRequest(method: "GET", path: "/inApps/v1/notifications/test/" + encode(token))
+    }
+}

@@ -155,6 +155,8 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
         /// A paged answer that would never end: a `paginationToken` given twice, a `revision`
         /// that does not advance while `hasMore`, or more pages than `appStoreServerAPI.maxPages`.
         public static let paginationLoop = Code(rawValue: "PAGINATION_LOOP")
+        /// A request outside Apple's documented limits (an extension of more than 90 days), not sent.
+        public static let invalidRequest = Code(rawValue: "INVALID_REQUEST")
         // Transport failures keep ``HTTPClientError``'s codes: CONNECTION_FAILED,
         // TLS_CERTIFICATE_REJECTED, TLS_FAILURE, TIMEOUT, HTTP_PROTOCOL_ERROR.
         public var description: String { rawValue }

@@ -19,13 +19,16 @@ public struct AppStoreServerAPIConfiguration: Sendable, Equatable {
     /// The most pages one paged request of a `sync` follows before it stops with
     /// `PAGINATION_LOOP` (an API that says `hasMore` forever).
     public var maxPages: Int
+    /// Whether the engine calls Finish Transaction, once, for each transaction it appends
+    /// for the first time that grants an entitlement or units under the rules.
+    public var finishTransactions: Bool
 
     /// The default of ``maxPages``: 200,000 notifications, or 2,000,000 transactions of one customer.
     public static let defaultMaxPages = 10_000
 
     public init(
         issuerId: String, keyId: String, privateKeyPath: String, baseURL: URL? = nil, maxPages: Int = defaultMaxPages,
-        sandboxBaseURL: URL? = nil, proxy: URL? = nil
+        sandboxBaseURL: URL? = nil, proxy: URL? = nil, finishTransactions: Bool = false
     ) {
         self.issuerId = issuerId
         self.keyId = keyId
@@ -34,6 +37,7 @@ public struct AppStoreServerAPIConfiguration: Sendable, Equatable {
         self.maxPages = maxPages
         self.sandboxBaseURL = sandboxBaseURL
         self.proxy = proxy
+        self.finishTransactions = finishTransactions
     }
 
     /// Apple's production host.

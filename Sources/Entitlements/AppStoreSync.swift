@@ -364,7 +364,7 @@ public final class AppStoreSync: Sendable {
     /// Ingests one answer: each signed item as an input document of its own (specification
     /// section 1), so no item waits on the size limit of a whole page; an answer of
     /// another shape goes in whole, for the ingest to judge.
-    private func ingestWhole(
+    func ingestWhole(
         _ json: JSONValue, request: APIRequest, response: APIResponse, totals: inout SyncTotals, page: (SyncPage) -> Void
     ) -> Result<[IngestResult], SyncFailure> {
         var results: [IngestResult] = []
@@ -406,7 +406,7 @@ public final class AppStoreSync: Sendable {
         return whole
     }
 
-    private func ingest(
+    func ingest(
         _ documents: [InputBytes], request: APIRequest, response: APIResponse, totals: inout SyncTotals, page: (SyncPage) -> Void
     ) -> SyncFailure? {
         var results: [IngestResult] = []

@@ -11,7 +11,7 @@ extension AppStoreServerAPIConfiguration {
         guard case .object(let object) = json else {
             throw ConfigurationError(field: section, message: "expected an object with issuerId, keyId, privateKeyPath (and baseURL for tests)")
         }
-        let known: Set<String> = ["issuerId", "keyId", "privateKeyPath", "baseURL", "maxPages", "sandboxBaseURL", "proxy"]
+        let known: Set<String> = ["issuerId", "keyId", "privateKeyPath", "baseURL", "maxPages", "sandboxBaseURL", "proxy", "finishTransactions"]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: "\(section).\(key)", message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
         }
@@ -66,7 +66,14 @@ extension AppStoreServerAPIConfiguration {
                 field: "\(section).maxPages",
                 message: "expected a positive integer (pages one sync follows; default \(AppStoreServerAPIConfiguration.defaultMaxPages)), found \(JSONWriter.string(other))")
         }
+        var finishTransactions = false
+        switch object["finishTransactions"] {
+        case nil, .null?: break
+        case .bool(let value)?: finishTransactions = value
+        case let other?:
+            throw ConfigurationError(field: "\(section).finishTransactions", message: "expected true or false, found \(JSONWriter.string(other))")
+        }
         return AppStoreServerAPIConfiguration(issuerId: issuerId, keyId: keyId, privateKeyPath: keyPath, baseURL: baseURL, maxPages: maxPages,
-            sandboxBaseURL: sandboxBaseURL, proxy: proxy)
+            sandboxBaseURL: sandboxBaseURL, proxy: proxy, finishTransactions: finishTransactions)
     }
 }

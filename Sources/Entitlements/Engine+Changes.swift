@@ -16,7 +16,7 @@ extension Engine {
         do {
             // A reader first: nothing due, nothing locked.
             guard try readers.withReader({ store throws(StoreError) in try store.hasDueChanges(now: now) }) else { return 0 }
-            return try store.withLock { store throws(StoreError) in try store.recordDueChanges(rules: configuration.rules, now: now) }
+            return try store.withLock { store throws(StoreError) in try store.recordDueChanges(rules: activeRules(store).rules, now: now) }
         } catch {
             throw EngineError(error)
         }

@@ -102,7 +102,7 @@ extension Engine {
                 let request = try store.consumptionRequests(transactionId: transactionId).last
                 guard
                     let share = Consumption.share(
-                        of: transactionId, in: state, rules: configuration.rules, now: now, requestedAt: request?.requestedAt ?? now)
+                        of: transactionId, in: state, rules: try activeRules(store).rules, now: now, requestedAt: request?.requestedAt ?? now)
                 else { return nil }
                 let answered =
                     try request.map { request throws(StoreError) in

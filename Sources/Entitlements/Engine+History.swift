@@ -55,7 +55,7 @@ extension Engine {
                 if let key, let projection = try store.projection(of: key) {
                     let events = try store.events(of: key)
                     let lines = CustomerHistory.timeline(
-                        state: projection.state, events: events, rules: configuration.rules, until: until)
+                        state: projection.state, events: events, rules: try activeRules(store).rules, until: until)
                     return .lines(appTransactionId: projection.state.key, lines)
                 }
                 return .notFound("no events for \(described)")

@@ -19,7 +19,6 @@ extension Engine {
 
     /// Appends a verified batch in one transaction; one result per item, in order.
     private func append(_ documents: [InputBytes], verified: VerifiedBatch, receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
-        noteProducts(verified.items)
         let outcomes = try appendRetryingBusy(verified.items, receivedAt: receivedAt ?? Self.now())
         return Self.results(outcomes, documents: documents, counts: verified.counts)
     }
@@ -132,7 +131,9 @@ extension Engine {
             let outcomes: [AppendOutcome]
             do {
                 outcomes = try store.withLock { store throws(StoreError) in
-                    try store.append(items, rules: configuration.rules, rulesJSON: rulesJSON, receivedAt: receivedAt)
+                    let active = try activeRules(store)
+                    noteProducts(items, rules: active.rules)
+                    return try store.append(items, rules: active.rules, rulesJSON: active.json, receivedAt: receivedAt)
                 }
             } catch {
                 let busy = error.code == .busy
@@ -144,6 +145,7 @@ extension Engine {
                 throw EngineError(error)
             }
             try confirmReplicated()
+            queueFinishes(items, outcomes)
             return outcomes
         }
     }

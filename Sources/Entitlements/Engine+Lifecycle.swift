@@ -16,7 +16,7 @@ extension Engine {
         do {
             // A reader first: nothing due, nothing locked.
             guard try readers.withReader({ store throws(StoreError) in try store.hasDueLifecycle(now: now) }) else { return 0 }
-            return try store.withLock { store throws(StoreError) in try store.recordDueLifecycle(rules: configuration.rules, now: now) }
+            return try store.withLock { store throws(StoreError) in try store.recordDueLifecycle(rules: activeRules(store).rules, now: now) }
         } catch {
             throw EngineError(error)
         }
@@ -55,7 +55,7 @@ extension Engine {
     public func derivedLifecycle(of customer: CustomerKey) throws(EngineError) -> [LifecycleEvent] {
         do {
             return try readers.withReader { store throws(StoreError) in
-                try store.derivedLifecycle(of: try store.resolveCustomer(customer), rules: configuration.rules)
+                try store.derivedLifecycle(of: try store.resolveCustomer(customer), rules: activeRules(store).rules)
             }
         } catch {
             throw EngineError(error)

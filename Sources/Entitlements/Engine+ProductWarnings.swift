@@ -8,19 +8,23 @@ import Synchronization
 final class ProductWarnings: Sendable {
     private struct Seen {
         var reported: Set<String> = []
-        var pending: [String] = []
+        var pending: [RulesCheck.Finding] = []
         /// Other warnings about what data grants (Advanced Commerce SKUs), each once.
         var reportedMessages: Set<String> = []
         var pendingMessages: [String] = []
     }
     private let seen = Mutex(Seen())
 
-    /// Notes the products of `productIds` that `rules` does not name.
+    /// Notes the products of `productIds` that `rules` does not name, each with the
+    /// closest configured name when one is near enough to be a typo.
     func note(_ productIds: some Sequence<String>, rules: Rules) {
         let unknown = productIds.filter { rules.products[$0] == nil }
         guard !unknown.isEmpty else { return }
+        let fresh = seen.withLock { seen in unknown.filter { !seen.reported.contains($0) } }
+        guard !fresh.isEmpty else { return }
+        let findings = fresh.map { RulesCheck.Finding(productId: $0, didYouMean: RulesCheck.closest(to: $0, among: rules.products.keys)) }
         seen.withLock { seen in
-            for productId in unknown where seen.reported.insert(productId).inserted { seen.pending.append(productId) }
+            for finding in findings where seen.reported.insert(finding.productId).inserted { seen.pending.append(finding) }
         }
     }
 
@@ -32,7 +36,7 @@ final class ProductWarnings: Sendable {
     }
 
     /// The products noted since the last call, each once per engine, in the order met.
-    func take() -> [String] {
+    func take() -> [RulesCheck.Finding] {
         seen.withLock { seen in
             defer { seen.pending.removeAll() }
             return seen.pending
@@ -51,17 +55,33 @@ final class ProductWarnings: Sendable {
 extension Engine {
     /// The warnings to print for products met in data (ingested, or in an
     /// answer) that `rules.products` does not name, each product once per engine:
-    /// `warning: product com.example.new is not in rules.products: it grants nothing`.
+    /// `warning: product com.example.new is not in rules.products: it grants nothing`,
+    /// followed by ` (did you mean com.example.news?)` when a configured name is
+    /// near enough to be a typo (``RulesCheck/closest(to:among:)``).
     public func takeProductWarnings() -> [String] {
-        productWarnings.take().map { "warning: product \($0) is not in rules.products: it grants nothing" }
-            + productWarnings.takeMessages()
+        productWarnings.take().map(Self.warning(notInRules:)) + productWarnings.takeMessages()
+    }
+
+    /// The warning for a product the data names and the rules do not.
+    public static func warning(notInRules finding: RulesCheck.Finding) -> String {
+        let suggestion = finding.didYouMean.map { " (did you mean \($0)?)" } ?? ""
+        return "warning: product \(finding.productId) is not in rules.products: it grants nothing" + suggestion
+    }
+
+    /// The line for a product the rules name and no ingested data does: a warning
+    /// when a product of the data is near enough to be what was meant, else a note
+    /// (a product nobody has bought yet is no error).
+    public static func warning(notInData finding: RulesCheck.Finding) -> String {
+        if let seen = finding.didYouMean {
+            return "warning: product \(finding.productId) is in rules.products but in no ingested data (did you mean \(seen)?)"
+        }
+        return "note: product \(finding.productId) is in rules.products but in no ingested data yet"
     }
 
     /// Notes the products that verified items carry.
-    func noteProducts(_ items: [AppendItem]) {
+    func noteProducts(_ items: [AppendItem], rules: Rules) {
         var products: [String] = []
         var messages: [String] = []
-        let rules = configuration.rules
         func transaction(_ t: TransactionPayload) {
             guard let items = t.advancedCommerceInfo?.items else {
                 products.append(t.productId)
@@ -94,9 +114,9 @@ extension Engine {
     }
 
     /// Notes the products an answer shows.
-    func noteProducts(_ view: CustomerView) {
+    func noteProducts(_ view: CustomerView, rules: Rules) {
         // An Advanced Commerce subscription grants through its SKUs: its product may grant nothing.
         let subscriptions = view.subscriptions.filter { $0.advancedCommerceItems == nil }.map(\.productId)
-        productWarnings.note(subscriptions + view.purchases.map(\.productId), rules: configuration.rules)
+        productWarnings.note(subscriptions + view.purchases.map(\.productId), rules: rules)
     }
 }

@@ -33,11 +33,15 @@ public enum QueryAnswer: Sendable, JSONRepresentable {
 }
 
 extension Engine {
-    /// What the customer may use at `at` (default now), under the configuration's rules.
+    /// What the customer may use at `at` (default now), under the database's active rules (``activeRules()``).
     public func query(_ query: CustomerQuery, at: Int64? = nil) throws(EngineError) -> QueryAnswer {
         let at = at ?? Self.now()
         do {
             return try readers.withReader { store throws(StoreError) -> QueryAnswer in
+                let rules = try activeRules(store).rules
+                func view(of key: CustomerKey, at: Int64, store: EventStore) throws(StoreError) -> CustomerView? {
+                    try self.view(of: key, at: at, store: store, rules: rules)
+                }
                 switch query {
                 case .appTransactionId(let id):
                     guard let view = try view(of: try store.resolveCustomer(id), at: at, store: store) else {
@@ -71,9 +75,9 @@ extension Engine {
         }
     }
 
-    private func view(of key: CustomerKey, at: Int64, store: EventStore) throws(StoreError) -> CustomerView? {
-        let view = try store.view(of: key, rules: configuration.rules, at: at)
-        if let view { noteProducts(view) }
+    private func view(of key: CustomerKey, at: Int64, store: EventStore, rules: Rules) throws(StoreError) -> CustomerView? {
+        let view = try store.view(of: key, rules: rules, at: at)
+        if let view { noteProducts(view, rules: rules) }
         return view
     }
 

@@ -114,19 +114,20 @@ extension Engine {
                     return .refused(UsageRefusal(code: "NOT_FOUND", message: "no customer for \(Self.describe(customer))"))
                 }
                 let usage = UsageFacts(usageId: request.id, customer: key, at: at, amount: request.amount)
+                let rules = try activeRules(store).rules
                 var attempt = 0
                 while true {
                     do throws(StoreError) {
-                        switch try store.appendUsage(usage, atGiven: request.at != nil, rules: configuration.rules, receivedAt: now ?? Self.now()) {
+                        switch try store.appendUsage(usage, atGiven: request.at != nil, rules: rules, receivedAt: now ?? Self.now()) {
                         case .refused(let refusal):
                             return .refused(refusal)
                         case .appended(_, let state):
-                            return .recorded(Self.receipt(.appended, usage, state: state, rules: configuration.rules))
+                            return .recorded(Self.receipt(.appended, usage, state: state, rules: rules))
                         case .duplicate(let seq, let state):
                             _ = seq
                             // The record as logged (a retry without --at keeps the first moment).
                             let logged = state.usages[usage.usageId] ?? usage
-                            return .recorded(Self.receipt(.duplicate, logged, state: state, rules: configuration.rules))
+                            return .recorded(Self.receipt(.duplicate, logged, state: state, rules: rules))
                         }
                     } catch {
                         // Another writer held the database past the busy timeout: nothing was written, try again.

@@ -24,8 +24,12 @@ public final class Engine: Sendable {
     let readers: ReaderPool
     /// Products met that the rules do not name (``takeProductWarnings()``).
     let productWarnings = ProductWarnings()
+    /// The database's active rules, parsed once per change (``activeRules()``).
+    let activeRulesCache = ActiveRulesCache()
     /// Threads on which the `async` API runs the work (started on first use).
     let threads = EngineThreads()
+    /// Wakes the ``TransactionFinisher`` when a batch queued Finish Transaction calls.
+    let finishWakeup = FinishWakeup()
     /// Confirms commits with Litestream before they are acknowledged; `nil` without replication.
     let replication: ReplicationGate?
 
@@ -63,13 +67,18 @@ public final class Engine: Sendable {
             // Before anything is read or written: the database must be this app's (section 2).
             // A read-only engine only checks; the binding is recorded by the next writer.
             try opened.bind(bundleId: configuration.bundleId, environments: configuration.environments, now: Self.now())
+            // A fresh database takes the configuration's rules on first use (section 13).
+            if mode != .readOnly { try opened.recordRulesIfNone(version: configuration.rules.version, json: rulesJSON) }
             // A database made before customers were linked keeps otid: customers apart
             // from their appTransactionId until rebuilt once (specification section 5).
             // A writer rebuilds it now, and a failure to is the engine's failure to open;
             // a read-only engine writes nothing and leaves it to the next writer.
             if mode != .readOnly, try opened.identityRebuildPending() {
+                // Not a rules change: the rebuild keeps the database's active rules.
+                let stored = try opened.engineState().rulesJSON
+                let active = (stored.isEmpty ? nil : try? Rules(jsonText: stored)) ?? configuration.rules
                 _ = try opened.replay(
-                    rules: configuration.rules, rulesJSON: rulesJSON, now: Self.now(), collectDiff: false)
+                    rules: active, rulesJSON: stored.isEmpty ? rulesJSON : stored, now: Self.now(), collectDiff: false)
             }
             store = LockedStore(opened)
             readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout)
@@ -82,15 +91,4 @@ public final class Engine: Sendable {
 
     /// Milliseconds since 1970, now.
     public static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
-
-    // MARK: Rules
-
-    /// A warning when the stored projections were built under different rules
-    /// than the configuration's, else `nil`.
-    public func rulesWarning() -> String? {
-        guard let engine = try? store.withLock({ store throws(StoreError) in try store.engineState() }) else { return nil }
-        if engine.rulesJSON.isEmpty || engine.rulesJSON == rulesJSON { return nil }
-        return
-            "warning: the stored projections were built under rules \"\(engine.rulesVersion)\" but the configuration has rules \"\(configuration.rules.version)\" with different content; run `entitlements replay` to rebuild them (answers below already apply the configuration's rules)"
-    }
 }

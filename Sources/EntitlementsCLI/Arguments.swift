@@ -9,6 +9,8 @@ struct UsageError: Error {
 /// The flags of one command, parsed strictly: unknown flags and missing values are usage errors.
 struct Arguments {
     var values: [String: String] = [:]
+    /// Every value of each valued flag, in order, for flags that may repeat (`values` keeps the last).
+    var repeated: [String: [String]] = [:]
     var flags: Set<String> = []
     var positional: [String] = []
 
@@ -34,11 +36,13 @@ struct Arguments {
                 if valued.contains(name) {
                     if let inline {
                         values[name] = inline
+                        repeated[name, default: []].append(inline)
                     } else {
                         guard index < arguments.endIndex, !arguments[index].hasPrefix("--") else {
                             throw UsageError(message: "\(name) needs a value", command: command)
                         }
                         values[name] = arguments[index]
+                        repeated[name, default: []].append(arguments[index])
                         index += 1
                     }
                 } else if switches.contains(name) {

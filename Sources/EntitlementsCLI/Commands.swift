@@ -22,7 +22,12 @@ enum Commands {
     /// that only read open it ``DatabaseMode/readOnly`` (a missing file is
     /// `DATABASE_NOT_FOUND`, nothing is created or migrated), `replay`
     /// ``DatabaseMode/existing``, commands that record ``DatabaseMode/create``.
-    static func loadEngine(_ arguments: Arguments, command: String, mode: DatabaseMode = .create) throws(UsageError) -> (Engine?, ExitCode) {
+    ///
+    /// Every command but `replay` answers under the database's active rules and says
+    /// on standard error when its configuration's rules differ (``Engine/rulesWarning()``).
+    static func loadEngine(
+        _ arguments: Arguments, command: String, mode: DatabaseMode = .create, warnRules: Bool = true
+    ) throws(UsageError) -> (Engine?, ExitCode) {
         guard let configPath = arguments.values["--config"] else {
             throw UsageError(message: "--config PATH is required", command: command)
         }
@@ -36,6 +41,7 @@ enum Commands {
         let database = arguments.values["--db"] ?? defaultDatabase
         do {
             let engine = try Engine(configuration: configuration, databasePath: database, mode: mode)
+            if warnRules, let warning = engine.rulesWarning() { Output.error(warning) }
             return (engine, .success)
         } catch {
             Output.error("entitlements \(command): \(error.code): \(error.message)")

@@ -6,25 +6,49 @@ import Foundation
 
 /// `entitlements demo`: the bundled sample histories, ingested into a fresh
 /// database in a temporary folder, and a short account of each customer.
+/// With `--keep DIR`, the database, its configuration and the samples stay in
+/// `DIR` to explore with the other commands.
 enum Demo {
-    static func run(serve settings: ServeSettings? = nil) -> ExitCode {
+    /// The files `--keep` leaves, beside `demo.sqlite`.
+    static let keptSamples = ["config.json", "test-root.pem", "histories.ndjson", "tour.json"]
+
+    static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
+        let arguments = try Arguments(args, command: "demo", valued: ["--keep", "--listen"], switches: ["--serve"])
+        if let extra = arguments.positional.first { throw UsageError(message: "demo takes no arguments but --keep DIR and --serve (got \(extra))", command: "demo") }
+        var kept: URL? = nil
+        if let keep = arguments.values["--keep"] {
+            guard !keep.isEmpty else { throw UsageError(message: "--keep needs a folder", command: "demo") }
+            let folder = URL(fileURLWithPath: keep).standardizedFileURL
+            for name in ["demo.sqlite"] + keptSamples where FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path) {
+                throw UsageError(
+                    message: "\(folder.appendingPathComponent(name).path) already exists: give --keep a new or empty folder (nothing was written)",
+                    command: "demo")
+            }
+            kept = folder
+        }
+        return run(keep: kept, serve: try serveSettings(arguments))
+    }
+
+    static func run(keep: URL?, serve settings: ServeSettings? = nil) -> ExitCode {
         guard DemoFixtures.text("demo/config.json") != nil, let histories = DemoFixtures.text("demo/histories.ndjson")
         else {
             Output.error("entitlements demo: the samples are missing from this build (run scripts/embed-resources.sh)")
             return .storage
         }
-        let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("entitlements-demo-\(UUID().uuidString)")
+        let workspace = keep ?? FileManager.default.temporaryDirectory.appendingPathComponent("entitlements-demo-\(UUID().uuidString)")
         do {
             try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
-            // The configuration names its root by a relative path: both go into the workspace.
-            for file in DemoFixtures.folder("demo") where file.name == "config.json" || file.name.hasSuffix(".pem") {
+            // The configuration names its root by a relative path: both go into the workspace
+            // (and, kept, the samples too).
+            for file in DemoFixtures.folder("demo")
+            where file.name == "config.json" || file.name.hasSuffix(".pem") || (keep != nil && keptSamples.contains(file.name)) {
                 try Data(file.text.utf8).write(to: workspace.appendingPathComponent(file.name))
             }
         } catch {
-            Output.error("entitlements demo: cannot write to a temporary folder \(workspace.path): \(error)")
-            return .storage
+            Output.error("entitlements demo: cannot write to the folder \(workspace.path): \(error)")
+            return keep == nil ? .storage : .usage
         }
-        defer { try? FileManager.default.removeItem(at: workspace) }
+        defer { if keep == nil { try? FileManager.default.removeItem(at: workspace) } }
 
         let configuration: EngineConfiguration
         let engine: Engine
@@ -44,7 +68,7 @@ enum Demo {
         print("Signed samples: compiled into this program (from Fixtures/demo)")
         print("(made with a test PKI shaped like Apple's: P-384 root and intermediate, P-256 leaf;")
         print(" the demo's config.json trusts that test root instead of Apple Root CA - G3)")
-        print("Database:       \(workspace.path)/demo.sqlite (removed afterwards)\n")
+        print("Database:       \(workspace.path)/demo.sqlite (\(keep == nil ? "removed afterwards" : "kept"))\n")
 
         // 1. Ingest.
         let lines = histories.split(separator: "\n").map { InputBytes(String($0)) }
@@ -104,7 +128,12 @@ enum Demo {
                 }
             }
         }
-        print("\nTry it yourself: entitlements --help")
+        if let keep {
+            try? engine.checkpoint()
+            printNextSteps(keep, customers: tour(DemoFixtures.text("demo/tour.json") ?? "[]"))
+        } else {
+            print("\nTry it yourself: entitlements --help (or entitlements demo --keep DIR to keep this database)")
+        }
         if let settings { return serveDashboard(engine, settings: settings) }
         return .success
     }
@@ -186,4 +215,27 @@ enum Demo {
             file: "sandbox-consumable-transaction.json", bundleId: "com.goodheartapp", appAppleId: nil, environment: .sandbox,
             what: "Sandbox consumable transaction"),
     ]
+}
+
+extension Demo {
+    /// What `--keep` left, and the commands to try on it.
+    static func printNextSteps(_ folder: URL, customers: [TourCustomer]) {
+        let renewing = customers.first?.appTransactionId ?? "APP_TRANSACTION_ID"
+        let moment = customers.first?.moments.dropFirst().first
+        let options = "--db demo.sqlite --config config.json"
+        print("\nKept in \(folder.path): demo.sqlite, " + keptSamples.joined(separator: ", "))
+        print("Try next:")
+        print("  cd \(folder.path)")
+        print("  entitlements query \(options) --app-transaction-id \(renewing) --pretty")
+        if let moment {
+            print("  entitlements query \(options) --app-transaction-id \(renewing) --at \(moment.at) --pretty    (\(moment.label))")
+        }
+        print("  entitlements history \(options) --app-transaction-id \(renewing)")
+        print("  entitlements lifecycle \(options) --limit 10")
+        print("  entitlements changes \(options) --limit 10")
+        print("  entitlements audit \(options)")
+        print("  entitlements replay \(options) --diff    (after editing the rules in config.json)")
+        print("  entitlements ingest \(options) histories.ndjson    (again: every line a duplicate)")
+        print("tour.json lists each customer's appTransactionId and the moments worth a look.")
+    }
 }

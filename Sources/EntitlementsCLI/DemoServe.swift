@@ -7,10 +7,8 @@ import Glibc
 
 /// `entitlements demo --serve`: the demo's database behind `serve`, for its dashboard.
 extension Demo {
-    /// `entitlements demo [--serve [--listen HOST:PORT]]`.
-    static func command(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
-        let arguments = try Arguments(args, command: "demo", valued: ["--listen"], switches: ["--serve"])
-        if let extra = arguments.positional.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
+    /// The settings `--serve [--listen HOST:PORT]` ask for, or `nil` without `--serve`.
+    static func serveSettings(_ arguments: Arguments) throws(UsageError) -> ServeSettings? {
         let serve = arguments.flags.contains("--serve")
         var settings = ServeSettings()
         _ = settings.setListen("127.0.0.1:0")
@@ -20,10 +18,11 @@ extension Demo {
                 throw UsageError(message: "--listen expects HOST:PORT with a numeric address, e.g. 127.0.0.1:8080, got \(text)", command: "demo")
             }
             guard !settings.needsTokenToListen else {
-                throw UsageError(message: "--listen \(text) is not a loopback address: the demo serves without a token, so only on 127.0.0.1 or ::1", command: "demo")
+                throw UsageError(
+                    message: "--listen \(text) is not a loopback address: the demo serves without a token, so only on 127.0.0.1 or ::1", command: "demo")
             }
         }
-        return run(serve: serve ? settings : nil)
+        return serve ? settings : nil
     }
 
     /// Serves the demo's engine until SIGINT or SIGTERM, after printing the dashboard's address.

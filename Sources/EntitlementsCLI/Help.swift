@@ -11,7 +11,7 @@ enum Help {
         USAGE
           entitlements ingest  [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
           entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]
-          entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
+          entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--check] [--progress | --quiet]
           entitlements verify  --config PATH [FILE ...]
           entitlements audit   [--db PATH] --config PATH [--expect-head SEQ:HASH] [--progress]
           entitlements history [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) [--until MS]
@@ -26,7 +26,13 @@ enum Help {
           entitlements deliver [--db PATH] --config PATH [--once]
           entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
           entitlements recover [--db PATH] --config PATH
-          entitlements demo [--serve]
+          entitlements transaction-info [--db PATH] --config PATH --transaction-id T
+          entitlements refund-history [--db PATH] --config PATH --customer ID
+          entitlements lookup-order [--db PATH] --config PATH --order-id O [--pretty]
+          entitlements finish-transaction [--db PATH] --config PATH --transaction-id T
+          entitlements extend --config PATH (--original-transaction-id X --days N --reason 0-3 --request-id R | --mass --product P --days N --reason 0-3 [--storefront CC]... [--request-id R] | --status --product P --request-id R)
+          entitlements test-notification [--db PATH] --config PATH [--wait SECONDS]
+          entitlements demo [--keep DIR] [--serve [--listen HOST:PORT]]
           entitlements --version
 
         Run `entitlements COMMAND --help` for a command's options; any other option is a usage error.
@@ -53,6 +59,12 @@ enum Help {
         "deliver": WebhooksCommand.deliverHelp,
         "webhooks": WebhooksCommand.webhooksHelp,
         "recover": RecoverCommand.help,
+        "transaction-info": TransactionInfoCommand.help,
+        "refund-history": RefundHistoryCommand.help,
+        "lookup-order": LookupOrderCommand.help,
+        "finish-transaction": FinishTransactionCommand.help,
+        "extend": ExtendCommand.help,
+        "test-notification": TestNotificationCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 
@@ -112,12 +124,21 @@ enum Help {
         "changes": changes,
         "lifecycle": lifecycle,
         "replay": """
-            entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--progress | --quiet]
+            entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--check] [--progress | --quiet]
 
             Rebuilds every projection from the log under the configuration's rules, beside the
             current one, and swaps it in one transaction (a replay killed midway changes
-            nothing; events ingested meanwhile are applied before the swap). Prints
+            nothing; events ingested meanwhile are applied before the swap). Those rules become
+            the database's active rules: every other command, whatever its configuration,
+            answers under them (and warns on stderr when its own rules differ). Prints
             {"events":N,"appTransactionIds":M,"changed":K,"rulesVersion":"..."}.
+
+            The rules are checked against every product in the log: stderr warns of each
+            product the data names and the rules do not, and notes each configured product
+            no data names, each with the closest name on the other side when it looks like a
+            typo ("did you mean ...?"). --check adds the same to the JSON:
+            "rulesCheck":{"productsNotInRules":[{"productId":"...","didYouMean":"..."|null}],
+            "productsNotInData":[...]}.
 
             OPTIONS
               --db PATH     database (default entitlements.sqlite)
@@ -125,6 +146,7 @@ enum Help {
               --diff        also list the customers whose active entitlements (now) change, and
                           those left with no event in the log ("removed": true)
               --reverify    first re-verify every stored JWS against the current trust store
+              --check       add "rulesCheck" to the JSON: the rules checked against the data
               --progress    progress on stderr even when it is not a terminal
               --quiet       no progress
             """,
@@ -157,16 +179,20 @@ enum Help {
               --progress               progress on stderr even when it is not a terminal
             """,
         "demo": """
-            entitlements demo [--serve [--listen HOST:PORT]]
+            entitlements demo [--keep DIR] [--serve [--listen HOST:PORT]]
 
             Ingests the signed sample histories shipped with the program into a fresh database
-            in a temporary folder and prints a short account of each customer. Writes nothing
-            in the working directory.
+            in a temporary folder and prints a short account of each customer. Needs no options
+            and writes nothing in the working directory.
 
             OPTIONS
-              --serve            then serves that database (serve's endpoints and its dashboard)
-                                 and prints the dashboard's address, until Ctrl-C or SIGTERM;
-                                 the temporary folder is removed when it stops
+              --keep DIR         keep the demo's database (DIR/demo.sqlite), its configuration
+                                 (config.json, test-root.pem) and the samples (histories.ndjson,
+                                 tour.json) in DIR, created when missing, and print the commands to
+                                 try next; refused when DIR already holds one of those files
+              --serve            then serve that database (serve's endpoints and its dashboard),
+                                 print the dashboard's address, and serve until Ctrl-C or SIGTERM;
+                                 without --keep the temporary folder is removed when it stops
               --listen HOST:PORT a loopback address to serve on (default 127.0.0.1:0, any free port)
             """,
     ]

@@ -26,7 +26,6 @@ extension Commands {
         }
         let (loaded, code) = try loadEngine(arguments, command: "history", mode: .readOnly)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
         let subject: CustomerQuery
         switch selectors[0] {
         case "--app-transaction-id": subject = .appTransactionId(arguments.values["--app-transaction-id"]!)

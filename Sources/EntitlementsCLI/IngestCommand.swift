@@ -19,7 +19,9 @@ extension Commands {
         try checkInputs(files, command: "ingest")
         let (loaded, code) = try loadEngine(arguments, command: "ingest", mode: .create)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
+        // Finish Transaction calls (finishTransactions) run beside the ingest; what is due is finished before exit.
+        let finisher = FinishTransactionCommand.startFinisher(engine, command: "ingest")
+        defer { finisher?.stop() }
         let limit = engine.configuration.maxInputBytes
         var anyRejected = false
         var acknowledged = 0

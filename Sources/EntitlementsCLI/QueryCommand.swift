@@ -26,7 +26,6 @@ extension Commands {
         }
         let (loaded, code) = try loadEngine(arguments, command: "query", mode: .readOnly)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
         let query: CustomerQuery
         switch selectors[0] {
         case "--app-transaction-id": query = .appTransactionId(arguments.values["--app-transaction-id"]!)

@@ -10,11 +10,11 @@ extension Commands {
 
     static func replay(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let arguments = try Arguments(
-            args, command: "replay", valued: ["--db", "--config"], switches: ["--diff", "--reverify", "--progress", "--quiet"])
+            args, command: "replay", valued: ["--db", "--config"], switches: ["--diff", "--reverify", "--check", "--progress", "--quiet"])
         if !arguments.positional.isEmpty {
             throw UsageError(message: "unexpected argument \(arguments.positional[0])", command: "replay")
         }
-        let (loaded, code) = try loadEngine(arguments, command: "replay", mode: .existing)
+        let (loaded, code) = try loadEngine(arguments, command: "replay", mode: .existing, warnRules: false)
         guard let engine = loaded else { return code }
         let showProgress = !arguments.flags.contains("--quiet") && (arguments.flags.contains("--progress") || Output.stderrIsTerminal)
         let meter = ProgressMeter(enabled: showProgress)
@@ -42,6 +42,14 @@ extension Commands {
             object["appTransactionIds"] = .int(report.customers)
             object["changed"] = .int(report.changed)
             object["rulesVersion"] = .string(report.rulesVersion)
+            // The rules just applied, checked against every product the log names.
+            let check = RulesCheck(rules: engine.configuration.rules, productsSeen: report.productsSeen)
+            func findings(_ list: [RulesCheck.Finding]) -> JSONValue {
+                .array(list.map { ["productId": .string($0.productId), "didYouMean": $0.didYouMean.map(JSONValue.string) ?? .null] })
+            }
+            if arguments.flags.contains("--check") {
+                object["rulesCheck"] = ["productsNotInRules": findings(check.notInRules), "productsNotInData": findings(check.notInData)]
+            }
             if arguments.flags.contains("--diff") {
                 object["diff"] = .array(
                     report.diffs.map { diff in
@@ -56,6 +64,10 @@ extension Commands {
             }
             Output.line(.object(object))
             for warning in engine.takeProductWarnings() { Output.error(warning) }
+            // Before any data, every configured product is unseen: nothing worth saying.
+            if !report.productsSeen.isEmpty {
+                for finding in check.notInData { Output.error(Engine.warning(notInData: finding)) }
+            }
             return .success
         } catch {
             meter.finish()

@@ -68,7 +68,6 @@ enum ServeCommand {
         let readOnly = arguments.flags.contains("--read-only")
         let (loaded, code) = try Commands.loadEngine(arguments, command: "serve", mode: readOnly ? .readOnly : .create)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
         let server: Server
         var options = Server.Options(maxBodyBytes: engine.configuration.maxInputBytes)
         options.webhooks.onAttempt = { attempt in
@@ -86,6 +85,9 @@ enum ServeCommand {
             return error.code == .tokenRequired ? .usage : .storage
         }
         server.stopOnSignals()
+        let finisher = FinishTransactionCommand.startFinisher(engine, command: "serve")
+        // SIGTERM ends serve within seconds: what is still due stays queued for the next run.
+        defer { finisher?.stop(finishingDue: false) }
         Output.line(["listening": .string(server.address.description)])
         do {
             try server.run()

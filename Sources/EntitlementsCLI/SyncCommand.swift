@@ -80,6 +80,8 @@ enum SyncCommand {
         guard let appStore = try openSync(arguments, command: "sync") else { return .usage }
         let (sync, failureCode) = appStore
         guard let sync else { return failureCode }
+        let finisher = FinishTransactionCommand.startFinisher(sync.engine, command: "sync")
+        defer { finisher?.stop() }
         let outcome =
             if let customer {
                 sync.customer(customer) { page in printPage(page, sync) }

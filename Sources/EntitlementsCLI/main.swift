@@ -54,9 +54,15 @@ func run(_ argv: [String]) -> ExitCode {
         case "deliver": return try WebhooksCommand.deliver(rest)
         case "webhooks": return try WebhooksCommand.webhooks(rest)
         case "recover": return try RecoverCommand.run(rest)
-        case "demo": return try Demo.command(rest)
+        case "transaction-info": return try TransactionInfoCommand.run(rest)
+        case "refund-history": return try RefundHistoryCommand.run(rest)
+        case "lookup-order": return try LookupOrderCommand.run(rest)
+        case "finish-transaction": return try FinishTransactionCommand.run(rest)
+        case "extend": return try ExtendCommand.run(rest)
+        case "test-notification": return try TestNotificationCommand.run(rest)
+        case "demo": return try Demo.run(rest)
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, consumption, deliver, webhooks, recover, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, consumption, deliver, webhooks, recover, transaction-info, refund-history, lookup-order, finish-transaction, extend, test-notification, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

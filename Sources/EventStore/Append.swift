@@ -40,8 +40,9 @@ extension EventStore {
     ///
     /// - Parameters:
     ///   - items: verified inputs and rejections, in arrival order.
-    ///   - rules: the rules the projections are recorded under.
-    ///   - rulesJSON: the canonical JSON of `rules`, recorded when the store has none yet.
+    ///   - rules: the rules the projections are recorded under when the store's active
+    ///     rules are these or none (then recorded as active); else the store's active rules.
+    ///   - rulesJSON: the canonical JSON of `rules`.
     ///   - receivedAt: the time of receipt, in ms.
     /// - Returns: one outcome per item, in order.
     public func append(_ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64) throws(StoreError) -> [AppendOutcome] {
@@ -71,12 +72,7 @@ extension EventStore {
         _ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64, head: inout LogHead?
     ) throws -> [AppendOutcome] {
         let engine = try currentEngineState()
-        if engine.rulesJSON.isEmpty {
-            let record = try connection.cached("UPDATE engine_state SET rules_version = ?, rules_json = ? WHERE id = 1")
-            try record.bind(1, rules.version)
-            try record.bind(2, rulesJSON)
-            try record.step()
-        }
+        let rules = try activeRulesInTransaction(rules, rulesJSON: rulesJSON, engine: engine)
         var (lastSeq, prevHash) = try lastEvent()
         let digestFrom = try chainDigestFrom()
         let firstSeq = lastSeq

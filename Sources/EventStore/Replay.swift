@@ -21,7 +21,7 @@ extension EventStore {
     ///
     /// The steps: ``startGeneration()`` (clear the table the new generation fills),
     /// ``ReplayScan`` (read the snapshot, reduce its customers in lanes, compare each with
-    /// the previous generation, write), then ``catchUpAndSwap(_:next:rules:rulesJSON:now:rulesChanged:)``.
+    /// the previous generation, write), then ``catchUpAndSwap(_:next:rules:rulesJSON:now:rulesChanged:products:)``.
     public func replay(
         rules: Rules, rulesJSON: String, now: Int64, collectDiff: Bool, chunkSize: Int = 500,
         progress: (ReplayProgress) -> Void = { _ in }
@@ -45,13 +45,15 @@ extension EventStore {
             }
             var report = scanned.report
             try connection.execute("PRAGMA synchronous = FULL")
-            report.caughtUp = try catchUpAndSwap(scanned, next: next, rules: rules, rulesJSON: rulesJSON, now: now, rulesChanged: rulesChanged)
+            report.caughtUp = try catchUpAndSwap(
+                scanned, next: next, rules: rules, rulesJSON: rulesJSON, now: now, rulesChanged: rulesChanged, products: productsMet)
             report.events += report.caughtUp
             // The previous generation, now in `projections_next`, is garbage that nothing
             // reads: the next replay empties it as a whole table before it fills that table
             // again (so its pages are freed just before that replay writes as many), and
             // this one returns as soon as the swap is committed.
-            report.unknownProducts = productsMet.sorted
+            report.productsSeen = productsMet.sorted
+            report.unknownProducts = report.productsSeen.filter { rules.products[$0] == nil }
             return report
         }
     }
@@ -78,7 +80,8 @@ extension EventStore {
     /// snapshot, switch generations, record the change feed's differences. Returns how
     /// many events were appended since the snapshot (facts or not).
     private func catchUpAndSwap(
-        _ scanned: ReplayScan.Result, next: Int64, rules: Rules, rulesJSON: String, now: Int64, rulesChanged: Bool
+        _ scanned: ReplayScan.Result, next: Int64, rules: Rules, rulesJSON: String, now: Int64, rulesChanged: Bool,
+        products: ProductsMet
     ) throws -> Int64 {
         try connection.write { () throws -> (Int64, Connection.Completion) in
             let (events, count) = try events(after: scanned.snapshotSeq)
@@ -87,6 +90,10 @@ extension EventStore {
             var projected: [CustomerKey: CustomerState] = [:]
             _ = try project(
                 batch: events, changes: changes, generation: next, rules: rules, table: .next, owners: &owners, states: &projected)
+            // The products of what was caught up count among those the log names.
+            var met = Set<String>()
+            for state in projected.values { state.insertProducts(into: &met) }
+            products.add(met)
             try connection.execute("DELETE FROM identity_rebuild_pending")
             try swapGenerations(to: next, rules: rules, rulesJSON: rulesJSON)
             try recordReplayChanges(
@@ -208,26 +215,26 @@ struct ReplayChunk: Sendable {
         let lanes = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8, customers.count / 16))
         if lanes == 1 {
             var interner = StringInterner()
-            var unknown = Set<String>()
-            defer { products.add(unknown) }
-            return customers.map { reduce($0, rules: rules, interner: &interner, unknownProducts: &unknown) }
+            var met = Set<String>()
+            defer { products.add(met) }
+            return customers.map { reduce($0, rules: rules, interner: &interner, productsMet: &met) }
         }
         let results = OutcomeSlots(count: customers.count)
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
             var interner = StringInterner()
-            var unknown = Set<String>()
+            var met = Set<String>()
             var index = lane
             while index < customers.count {
-                results.set(index, reduce(customers[index], rules: rules, interner: &interner, unknownProducts: &unknown))
+                results.set(index, reduce(customers[index], rules: rules, interner: &interner, productsMet: &met))
                 index += lanes
             }
-            products.add(unknown)
+            products.add(met)
         }
         return results.values()
     }
 
     func reduce(
-        _ customer: ReplayCustomer, rules: Rules, interner: inout StringInterner, unknownProducts: inout Set<String>
+        _ customer: ReplayCustomer, rules: Rules, interner: inout StringInterner, productsMet: inout Set<String>
     ) -> Outcome {
         var state = CustomerState(key: customer.key)
         // At most one transaction per event: the dictionary never grows in steps.
@@ -250,12 +257,12 @@ struct ReplayChunk: Sendable {
             return nil
         }
         if let failure { return failure }
-        state.insertProducts(notIn: rules, into: &unknownProducts)
+        state.insertProducts(into: &productsMet)
         return .reduced(lastSeq, StateCodec.encode(state))
     }
 }
 
-/// The products that reducing met and the rules do not name, from every lane.
+/// The products that reducing met, from every lane.
 final class ProductsMet: Sendable {
     private let met = Mutex(Set<String>())
 

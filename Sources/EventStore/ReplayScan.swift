@@ -216,9 +216,9 @@ final class ReplayScan {
             lastSeq = max(lastSeq, row.seq)
             if index >= counted { countEvent() }
         }
-        var unknown = Set<String>()
-        state.insertProducts(notIn: rules, into: &unknown)
-        productsMet.add(unknown)
+        var met = Set<String>()
+        state.insertProducts(into: &met)
+        productsMet.add(met)
         return (lastSeq, StateCodec.encode(state))
     }
 

@@ -206,7 +206,7 @@ struct CommitmentCommerceConsentTests {
         #expect(view.subscriptions[0].advancedCommerceItems?.count == 2)
         // Its product is not in rules.products, yet it is not reported: it grants through its SKUs.
         var unknown = Set<String>()
-        history.state(rules: Commerce.rules).insertProducts(notIn: Commerce.rules, into: &unknown)
+        history.state(rules: Commerce.rules).insertProducts(into: &unknown)
         #expect(unknown.isEmpty)
     }
 

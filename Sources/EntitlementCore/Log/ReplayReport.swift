@@ -49,6 +49,9 @@ public struct ReplayReport: Sendable {
     /// Products the log's signed data names that `rules.products` does not (each grants
     /// nothing; specification section 4), sorted: the command line warns of each.
     public var unknownProducts: [String] = []
+    /// Every product the log's signed data names, sorted: what ``RulesCheck`` checks
+    /// the rules against.
+    public var productsSeen: [String] = []
 
     public init(events: Int64, customers: Int64, changed: Int64, diffs: [ReplayDiff], caughtUp: Int64, rulesVersion: String, unknownProducts: [String] = []) {
         self.events = events

@@ -198,9 +198,14 @@ import TestSupport
         let typoConfig = try E2E.writeConfig(in: typoFolder, rules: typo.canonicalJSON)
         let replay = try E2E.run(["replay", "--db", db, "--config", typoConfig])
         #expect(replay.status == 0)
-        let warning = "warning: product com.example.pro.yearly is not in rules.products: it grants nothing"
+        let warning = "warning: product com.example.pro.yearly is not in rules.products: it grants nothing (did you mean com.example.pro.yeraly?)"
         #expect(replay.stderr.components(separatedBy: warning).count - 1 == 1, "\(replay.stderr)")
-        #expect(replay.stderr.components(separatedBy: "warning: product").count - 1 == 1, "\(replay.stderr)")
+        #expect(replay.stderr.components(separatedBy: "is not in rules.products").count - 1 == 1, "\(replay.stderr)")
+        // And the configured name no data carries, with the name the data does carry.
+        #expect(
+            replay.stderr.contains(
+                "warning: product com.example.pro.yeraly is in rules.products but in no ingested data (did you mean com.example.pro.yearly?)"),
+            "\(replay.stderr)")
 
         // The library's report names it too.
         let engine = try E2E.engine(rules: typo, path: db)

@@ -1,0 +1,109 @@
+import EntitlementCore
+internal import EventStore
+import Foundation
+
+extension Engine {
+    /// Whether the engine queues Finish Transaction calls (`appStoreServerAPI.finishTransactions`).
+    public var finishesTransactions: Bool { configuration.appStoreServerAPI?.finishTransactions == true }
+
+    /// After a batch committed: queues, in a short write of its own, each transaction the
+    /// batch appended for the first time that grants an entitlement or units under the
+    /// rules, then wakes the ``TransactionFinisher`` (which calls Apple outside any write).
+    /// A failure to queue leaves the batch committed: it is kept for ``finishQueueFailure``.
+    func queueFinishes(_ items: [AppendItem], _ outcomes: [AppendOutcome]) {
+        guard finishesTransactions else { return }
+        let rules = (try? activeRules()) ?? configuration.rules
+        let candidates = Self.finishCandidates(items, outcomes, rules: rules)
+        guard !candidates.isEmpty else { return }
+        do {
+            let queued = try store.withLock { store throws(StoreError) in try store.queueFinishes(candidates, at: Self.now()) }
+            if queued > 0 { finishWakeup.signal() }
+        } catch {
+            finishWakeup.noteFailure(EngineError(error))
+        }
+    }
+
+    /// The transactions of `items` whose outcome is `appended` and that grant something:
+    /// an auto-renewable, non-consumable or non-renewing product the rules give
+    /// entitlements, or a consumable worth units (one of its productId's currency when the
+    /// rules do not name it); revoked transactions and unsigned environments excluded.
+    static func finishCandidates(_ items: [AppendItem], _ outcomes: [AppendOutcome], rules: Rules) -> [EventStore.FinishCandidate] {
+        var candidates: [EventStore.FinishCandidate] = []
+        for (item, outcome) in zip(items, outcomes) {
+            guard case .verified(let input) = item, case .appended(_, _, _, let seq) = outcome else { continue }
+            let transaction: TransactionPayload?
+            switch input {
+            case .transaction(let signed): transaction = signed.payload
+            case .notification(let signed): transaction = signed.transaction?.payload
+            case .renewalInfo, .appTransaction: transaction = nil
+            }
+            guard let transaction, transaction.revocationDate == nil, grants(transaction, rules: rules),
+                transaction.environment == AppStoreEnvironment.production.rawValue || transaction.environment == AppStoreEnvironment.sandbox.rawValue
+            else { continue }
+            candidates.append(.init(transactionId: transaction.transactionId, environment: transaction.environment, seq: seq))
+        }
+        return candidates
+    }
+
+    /// Whether `transaction`'s product grants an entitlement or units under `rules`.
+    static func grants(_ transaction: TransactionPayload, rules: Rules) -> Bool {
+        let rule = rules.products[transaction.productId]
+        // An Advanced Commerce purchase grants through its items' SKUs (rules.skus).
+        if let items = transaction.advancedCommerceInfo?.items,
+            items.contains(where: { item in item.sku.map { !(rules.skus[$0]?.entitlements.isEmpty ?? true) } ?? false }) {
+            return true
+        }
+        switch transaction.type {
+        case .consumable:
+            if let rule, !rule.entitlements.isEmpty { return true }
+            return transaction.quantity * (rule?.units ?? 1) > 0
+        case .autoRenewable, .nonConsumable, .nonRenewing, .unknown:
+            return !(rule?.entitlements.isEmpty ?? true)
+        }
+    }
+
+    /// The last failure to queue finishes since the previous call (then cleared).
+    public func finishQueueFailure() -> EngineError? { finishWakeup.takeFailure() }
+}
+
+/// Wakes the ``TransactionFinisher`` when finishes were queued.
+final class FinishWakeup: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var signals = 0
+    private var failure: EngineError?
+
+    func signal() {
+        condition.lock()
+        signals += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until a signal after `seen`, or `deadline`; returns the signals count.
+    func wait(after seen: Int, until deadline: Date) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        while signals == seen && Date() < deadline {
+            _ = condition.wait(until: deadline)
+        }
+        return signals
+    }
+
+    var count: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return signals
+    }
+
+    func noteFailure(_ error: EngineError) {
+        condition.lock()
+        failure = error
+        condition.unlock()
+    }
+
+    func takeFailure() -> EngineError? {
+        condition.lock()
+        defer { failure = nil; condition.unlock() }
+        return failure
+    }
+}

@@ -1,0 +1,59 @@
+import EntitlementCore
+
+/// What identifies the database's active rules without reading them: a replay
+/// moves to a new generation, and a fresh database's first rules change the length
+/// of the recorded text from 0.
+public struct ActiveRulesKey: Sendable, Hashable {
+    public var generation: Int64
+    public var version: String
+    public var length: Int64
+}
+
+extension EventStore {
+    /// The key of the active rules (``ActiveRulesKey``), read without the rules' text.
+    public func activeRulesKey() throws(StoreError) -> ActiveRulesKey {
+        try mapped {
+            let statement = try connection.cached("SELECT generation, rules_version, length(rules_json) FROM engine_state WHERE id = 1")
+            defer { statement.reset() }
+            guard try statement.step() else {
+                throw StoreError(code: .corrupt, message: "\(path) has no engine_state row; it was not made by this engine")
+            }
+            return ActiveRulesKey(generation: statement.int64(0), version: statement.string(1) ?? "", length: statement.int64(2))
+        }
+    }
+
+    /// Records `json` (canonical rules, of `version`) as the database's active rules
+    /// when it has none yet: a fresh database takes the rules of its first user.
+    /// Rules recorded before are left as they are; only ``replay(rules:rulesJSON:now:collectDiff:chunkSize:progress:)``
+    /// replaces them.
+    public func recordRulesIfNone(version: String, json: String) throws(StoreError) {
+        try requireWritable()
+        try mapped {
+            guard try currentEngineState().rulesJSON.isEmpty else { return }
+            try connection.write { () throws -> ((), Connection.Completion) in
+                let record = try connection.cached("UPDATE engine_state SET rules_version = ?, rules_json = ? WHERE id = 1 AND rules_json = ''")
+                try record.bind(1, version)
+                try record.bind(2, json)
+                try record.step()
+                return ((), .commit)
+            }
+        }
+    }
+
+    /// The rules a write in the current transaction projects under: the database's
+    /// active rules, or `rules` (canonical JSON `rulesJSON`) while it has none, which
+    /// are then recorded as its active rules.
+    func activeRulesInTransaction(_ rules: Rules, rulesJSON: String, engine: EngineState) throws -> Rules {
+        if engine.rulesJSON.isEmpty {
+            let record = try connection.cached("UPDATE engine_state SET rules_version = ?, rules_json = ? WHERE id = 1")
+            try record.bind(1, rules.version)
+            try record.bind(2, rulesJSON)
+            try record.step()
+            return rules
+        }
+        if engine.rulesJSON == rulesJSON { return rules }
+        // Another process replayed under other rules since the caller read them (a text
+        // that does not read back, never written so, leaves the caller's rules in charge).
+        return (try? Rules(jsonText: engine.rulesJSON)) ?? rules
+    }
+}

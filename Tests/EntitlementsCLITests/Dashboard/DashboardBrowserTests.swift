@@ -182,3 +182,33 @@ enum DemoTour {
         }
     }()
 }
+
+/// `demo --serve` without a browser: it serves the demo's database until SIGINT, and refuses bad addresses.
+@Suite struct DemoServeTests {
+    @Test("demo --serve prints the dashboard's address last, serves the page and the query API there, and exits 0 on SIGINT")
+    func servesUntilInterrupted() throws {
+        let demo = try DashboardBrowserTests.DemoServer()
+        let port = try #require(Int(demo.base.split(separator: ":").last ?? ""))
+        let out = String(decoding: Tool.read(demo.running.stdoutURL.path), as: UTF8.self)
+        #expect(out.hasSuffix("Dashboard: \(demo.base)/\n"), "\(out.suffix(300))")
+        let page = try RawClient.exchange(port: port, "GET", "/")
+        #expect(page.status == 200 && page.text.contains("<title>entitlements</title>"))
+        let customer = try RawClient.exchange(port: port, "GET", "/customers/\(DemoTour.customers[0])")
+        #expect(customer.status == 200)
+        let folder = URL(fileURLWithPath: demo.database).deletingLastPathComponent()
+        #expect(demo.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: folder.path), "the temporary folder is removed")
+    }
+
+    @Test("--listen beyond loopback, malformed, or without --serve is a usage error (exit 2)")
+    func badListen() throws {
+        let folder = Scenario.temporaryFolder("demo-listen")
+        for arguments in [["--serve", "--listen", "0.0.0.0:0"], ["--serve", "--listen", "nowhere"], ["--listen", "127.0.0.1:0"]] {
+            let run = try Tool.run(["demo"] + arguments, in: folder, timeout: 120)
+            #expect(run.status == 2, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains("--listen"), "\(arguments): \(run.stderr)")
+        }
+        let help = try Tool.run(["demo", "--help"], in: folder, timeout: 60)
+        #expect(help.stdout.contains("--serve") && help.stdout.contains("--listen"))
+    }
+}

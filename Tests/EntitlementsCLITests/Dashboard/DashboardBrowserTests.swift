@@ -84,6 +84,8 @@ struct DashboardBrowserTests {
         #expect(overview.contains("Latest rejected inputs") && overview.contains("Nothing was rejected."))
         #expect(!overview.contains("could not be reached"), "\(overview.suffix(3000))")
 
+        try checkOverview(demo)
+
         let tour = DemoTour.customers
         #expect(tour.count >= 3)
         for id in tour {
@@ -181,6 +183,56 @@ enum DemoTour {
             return nil
         }
     }()
+}
+
+extension DashboardBrowserTests {
+    /// The overview as of a fixed moment against `metrics` on the same database: the figures
+    /// now, the 30 days' sums and every month of the table. A server without metrics says
+    /// "not available", and then the command line has no `metrics` either.
+    func checkOverview(_ demo: DemoServer) throws {
+        let at = try TimeArgument.parse("2026-11-20T12:00:00Z")
+        let monthsFrom = try TimeArgument.parse("2025-12-01T00:00:00Z")
+        let daysFrom = try TimeArgument.parse("2026-10-22T00:00:00Z")
+        let dom = try Chromium.dumpDOM(demo.base + "/#/overview/\(at)")
+        #expect(dom.contains(#"data-state="ready""#), "\(dom.suffix(2000))")
+        if dom.contains(#"data-metrics="not-available""#) {
+            let run = try Tool.run(["metrics", "--help"], in: demo.folder, timeout: 60)
+            #expect(run.status != 0, "the command line has metrics, the server does not")
+            return
+        }
+        let months = try demo.cli("metrics", ["--from", String(monthsFrom), "--to", String(at), "--interval", "month"])
+        let days = try demo.cli("metrics", ["--from", String(daysFrom), "--to", String(at), "--interval", "day"])
+        #expect(months.count == 12 && days.count == 30, "\(months.count) months, \(days.count) days")
+        let tiles = Chromium.tags(in: dom, with: "data-metric=")
+        func tile(_ name: String) -> String? {
+            tiles.first { Chromium.attribute("data-metric", of: $0) == name }.flatMap { Chromium.attribute("data-value", of: $0) }
+        }
+        let current = try #require(months.last)
+        for key in ["mrr", "activeSubscriptions", "activeTrials"] {
+            #expect(tile(key) == Self.string(current[key]), "\(key): shown \(tile(key) ?? "nothing"), metrics \(current[key] ?? .null)")
+        }
+        for key in ["expirations", "refunds"] {
+            let sum = days.reduce(Int64(0)) { total, line in
+                if case .int(let value)? = line[key] { return total + value }
+                return total
+            }
+            #expect(tile(key + "30d") == String(sum), "\(key) over 30 days")
+        }
+        if case .int(let mrr)? = current["mrr"], let shown = tiles.first(where: { Chromium.attribute("data-metric", of: $0) == "mrr" }) {
+            let text = Chromium.text(of: shown, in: dom) ?? ""
+            let units = String(format: "%.2f", Double(mrr) / 1000)
+            #expect(text.replacingOccurrences(of: ",", with: "").contains(units), "MRR shown as \(text), metrics \(mrr) milli-units")
+        }
+        let rows = Chromium.tags(in: dom, with: "data-from=")
+        #expect(rows.count == months.count)
+        for line in months {
+            let row = rows.first { Chromium.attribute("data-from", of: $0) == Self.string(line["from"]) }
+            for key in ["mrr", "activeSubscriptions", "activeTrials", "expirations", "refunds"] {
+                #expect(row.flatMap { Chromium.attribute("data-" + key.lowercased(), of: $0) } == Self.string(line[key]), "\(key) of \(line["from"] ?? .null)")
+            }
+        }
+        #expect(Chromium.tags(in: dom, with: "data-chart=").count == 10, "five charts by month, five by day")
+    }
 }
 
 /// `demo --serve` without a browser: it serves the demo's database until SIGINT, and refuses bad addresses.

@@ -260,18 +260,20 @@
     return Math.floor(now / DAY) * DAY - days * DAY;
   }
 
-  async function overview() {
-    const now = Date.now();
-    const page = el("div", {}, el("h2", { tabindex: "-1" }, "Overview"));
+  /** The overview as of `at` (milliseconds or ISO 8601; now when absent): the intervals end there. */
+  async function overview(at) {
+    const given = at ? (/^\d+$/.test(at) ? Number(at) : Date.parse(at)) : NaN;
+    const now = isNaN(given) ? Date.now() : given;
+    const page = el("div", {}, el("h2", { tabindex: "-1" }, "Overview", isNaN(given) ? "" : " as of " + date(now)));
     view.appendChild(page);
-    const monthly = await api("/metrics/summary?from=" + startOfMonthsAgo(now, 11) + "&to=" + (now + 1) + "&interval=month");
+    const monthly = await api("/metrics/summary?from=" + startOfMonthsAgo(now, 11) + "&to=" + now + "&interval=month");
     if (notAvailable(monthly)) {
       page.appendChild(card("Subscriptions", el("p", { class: "note", "data-metrics": "not-available" },
         "Metrics are not available: this server has no GET /metrics/summary.")));
     } else if (monthly.status !== 200 || !monthly.json) {
       page.appendChild(card("Subscriptions", el("p", { class: "error" }, "Metrics could not be read: " + errorText(monthly))));
     } else {
-      const daily = await api("/metrics/summary?from=" + startOfDaysAgo(now, 29) + "&to=" + (now + 1) + "&interval=day");
+      const daily = await api("/metrics/summary?from=" + startOfDaysAgo(now, 29) + "&to=" + now + "&interval=day");
       const months = monthly.json.intervals || [];
       const days = daily.status === 200 && daily.json ? daily.json.intervals || [] : [];
       const current = months[months.length - 1] || {};
@@ -299,7 +301,8 @@
         METRICS.map(([key, label, format]) => barChart(label + " by day", days, key, format, day))));
       page.appendChild(el("details", {}, el("summary", {}, "The figures as a table"),
         table("Monthly figures", [["month", (i) => month(i.from)]].concat(
-          METRICS.map(([key, label, format]) => [label, (i) => format(i[key]), "num"])), months, { "data-table": "months" })));
+          METRICS.map(([key, label, format]) => [label, (i) => format(i[key]), "num"])), months, { "data-table": "months" },
+        (i) => Object.assign({ "data-from": i.from }, ...METRICS.map(([key]) => ({ ["data-" + key.toLowerCase()]: text(i[key]) }))))));
     }
     page.appendChild(await webhooksCard());
     page.appendChild(await rejectionsCard(10));
@@ -707,7 +710,7 @@
       else if (name === "find" && arg) await find(arg);
       else if (name === "webhooks") await webhooksPage();
       else if (name === "rejections") await rejectionsPage();
-      else await overview();
+      else await overview(name === "overview" ? arg : "");
       if (current !== renderCount) return;
       setStatus("");
     } catch (error) {

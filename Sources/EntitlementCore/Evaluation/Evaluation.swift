@@ -15,7 +15,8 @@ public enum Evaluation {
         var view = evaluate(
             key: state.key, accountToken: state.accountToken?.token, transactions: state.transactions.values.lazy.map(\.facts),
             renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) },
-            appTransaction: state.appTransaction?.facts, usages: state.usages.values, rules: rules, at: at)
+            appTransaction: state.appTransaction?.facts, usages: state.usages.values,
+            operatorRecords: state.operatorRecords.values, rules: rules, at: at)
         view.environment = state.environments.displayName
         return view
     }
@@ -35,7 +36,8 @@ public enum Evaluation {
                 }
                 return (input.standingRenewalInfos[index].facts, input.renewalRuns[index])
             },
-            appTransaction: input.appTransaction?.facts, usages: input.usages, rules: rules, at: at)
+            appTransaction: input.appTransaction?.facts, usages: input.usages, operatorRecords: input.operatorRecords, rules: rules,
+            at: at)
         view.environment = input.environments.displayName
         return view
     }
@@ -44,8 +46,8 @@ public enum Evaluation {
     ///   `originalTransactionId`, and the runs of versions up to it.
     static func evaluate(
         key: CustomerKey, accountToken: String?, transactions: some Sequence<TransactionFacts>,
-        renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](), rules: Rules,
-        at: Int64
+        renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](),
+        operatorRecords: some Collection<OperatorRecord> = [OperatorRecord](), rules: Rules, at: Int64
     ) -> CustomerView {
         var ledger = EntitlementLedger()
         // Subscriptions by originalTransactionId: a customer has one or a few, so a
@@ -129,6 +131,17 @@ public enum Evaluation {
             if case .spend(let currency, let units) = usage.amount { balances.debit(currency, units: units) }
         }
 
+        if !operatorRecords.isEmpty {
+            // What operators gave: grants in force at `at`, credits recorded by then.
+            for grant in OperatorGrant.grants(in: operatorRecords) where grant.from <= at {
+                ledger.mention([grant.entitlement])
+                if grant.isActive(at: at) { ledger.grant(grant.entitlement, until: grant.end, grantId: grant.id) }
+            }
+            for record in operatorRecords where record.recordedAt <= at {
+                if case .credit(let currency, let units) = record.action { balances.debit(currency, units: -units) }
+            }
+        }
+
         return CustomerView(
             appTransactionId: key, at: at, appAccountToken: accountToken,
             entitlements: ledger.views(), subscriptions: subscriptions, purchases: purchases,
@@ -156,6 +169,7 @@ struct EvaluationInput: StateSink {
     var lastNotification: NotificationSummaryFacts? = nil
     var environments: EnvironmentSet = []
     var usages: [UsageFacts] = []
+    var operatorRecords: [OperatorRecord] = []
 
     init(key: CustomerKey, transactions: Int) {
         self.key = key
@@ -176,6 +190,10 @@ struct EvaluationInput: StateSink {
 
     mutating func usage(_ facts: UsageFacts, at offset: Int) throws(CodecError) {
         usages.append(facts)
+    }
+
+    mutating func operatorRecord(_ record: OperatorRecord, at offset: Int) throws(CodecError) {
+        operatorRecords.append(record)
     }
 }
 
@@ -244,16 +262,29 @@ enum GrantExpiry: Hashable {
 struct Grant: Hashable {
     var expiry: GrantExpiry
     var productId: String
+    /// The operator's grant that is the source (specification section 13); `nil` for a purchase.
+    var grantId: String? = nil
 
-    /// The later of two grants; between equal expiries, the smaller `productId`.
+    /// The later of two grants; between equal expiries a purchase before an
+    /// operator's grant, then the smaller `productId` (or grant id).
     func later(_ other: Grant) -> Grant {
         switch (expiry, other.expiry) {
         case (.forever, .until): return self
         case (.until, .forever): return other
-        case (.forever, .forever): return other.productId.utf8Precedes(productId) ? other : self
+        case (.forever, .forever): return other.tiePrecedes(self) ? other : self
         case (.until(let lhs), .until(let rhs)):
             if lhs != rhs { return lhs > rhs ? self : other }
-            return other.productId.utf8Precedes(productId) ? other : self
+            return other.tiePrecedes(self) ? other : self
+        }
+    }
+
+    /// Between sources of equal expiry: purchases first, then by `productId`, then by grant id.
+    private func tiePrecedes(_ other: Grant) -> Bool {
+        switch (grantId, other.grantId) {
+        case (nil, _?): return true
+        case (_?, nil): return false
+        case (let lhs?, let rhs?): return lhs.utf8Precedes(rhs)
+        case (nil, nil): return productId.utf8Precedes(other.productId)
         }
     }
 }
@@ -268,7 +299,15 @@ struct EntitlementLedger {
     }
 
     mutating func grant(_ names: [String], _ expiry: GrantExpiry, product: String) {
-        let incoming = Grant(expiry: expiry, productId: product)
+        record(names, Grant(expiry: expiry, productId: product))
+    }
+
+    /// An operator's grant of `name` until `until` (exclusive).
+    mutating func grant(_ name: String, until: Int64, grantId: String) {
+        record([name], Grant(expiry: .until(until), productId: "", grantId: grantId))
+    }
+
+    private mutating func record(_ names: [String], _ incoming: Grant) {
         for name in names {
             if case .some(.some(let existing)) = entries[name] {
                 entries[name] = .some(existing.later(incoming))
@@ -282,9 +321,14 @@ struct EntitlementLedger {
         entries.map { name, grant in
             switch grant?.expiry {
             case nil: return EntitlementView(name: name, active: false, expiresDate: nil)
-            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil, productId: grant?.productId)
+            case .forever?:
+                return EntitlementView(
+                    name: name, active: true, expiresDate: nil, productId: grant?.grantId == nil ? grant?.productId : nil,
+                    grantId: grant?.grantId)
             case .until(let date)?:
-                return EntitlementView(name: name, active: true, expiresDate: date, productId: grant?.productId)
+                return EntitlementView(
+                    name: name, active: true, expiresDate: date, productId: grant?.grantId == nil ? grant?.productId : nil,
+                    grantId: grant?.grantId)
             }
         }
         .sorted { $0.name.utf8Precedes($1.name) }

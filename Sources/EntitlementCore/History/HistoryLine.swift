@@ -54,10 +54,14 @@ public struct HistoryCause: Sendable, Hashable {
         case transaction
         case renewalInfo
         case usage
+        /// An operator's grant (field `from`, `until` or `revokedAt`).
+        case grant
+        /// An operator's credit.
+        case credit
     }
 
     public var kind: Kind
-    /// The `transactionId`; for a renewal info its `originalTransactionId`; for usage the record's id.
+    /// The `transactionId`; for a renewal info its `originalTransactionId`; for usage, a grant or a credit the record's id.
     public var id: String
     /// The field whose date it is (`purchaseDate`, `expiresDate`, `revocationDate`,
     /// `windowStart` for a pass stacked after another, `gracePeriodExpiresDate`);

@@ -102,8 +102,8 @@ extension Event {
                     originalTransactionId: r.facts.originalTransactionId, appTransactionId: app, signedDate: r.facts.signedDate,
                     ref: r.ref, raw: r.raw)
             ]
-        case .appTransaction, .usage:
-            // A usage record is the operator's word: it links nothing.
+        case .appTransaction, .usage, .operatorAction:
+            // A usage or operator record is the operator's word: it links nothing.
             return []
         }
     }

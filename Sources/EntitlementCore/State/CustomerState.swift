@@ -23,6 +23,9 @@ public struct CustomerState: Sendable, Hashable {
     public var environments: EnvironmentSet
     /// The usage records (the operator's word, specification section 11), by `usageId`.
     public var usages: [String: UsageFacts]
+    /// What operators did (grants, their revocations, credits, links; specification
+    /// section 13), by ``OperatorRecord/identity``.
+    public var operatorRecords: [String: OperatorRecord]
 
     public init(key: CustomerKey) {
         self.key = key
@@ -33,6 +36,7 @@ public struct CustomerState: Sendable, Hashable {
         self.lastNotification = nil
         self.environments = []
         self.usages = [:]
+        self.operatorRecords = [:]
     }
 }
 

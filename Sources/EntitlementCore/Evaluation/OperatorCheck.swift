@@ -61,9 +61,13 @@ public enum OperatorCheck {
         return "entitlement \(entitlement) is not given by any product in rules.products (\(listed)); pass --force to grant it anyway"
     }
 
-    /// `nil` when the entitlement is known to the rules, else the warning to print.
+    /// `nil` when the entitlement is known to the rules, else the warning to print when
+    /// it is granted anyway (`--force`).
     public static func unknownEntitlementWarning(_ entitlement: String, rules: Rules) -> String? {
-        knownEntitlements(rules).contains(entitlement) ? nil : "warning: " + unknownEntitlementMessage(entitlement, rules: rules)
+        let known = knownEntitlements(rules)
+        guard !known.contains(entitlement) else { return nil }
+        let listed = known.isEmpty ? "no product gives any entitlement" : "known: " + known.joined(separator: ", ")
+        return "warning: entitlement \(entitlement) is not given by any product in rules.products (\(listed)); granted anyway (--force)"
     }
 
     /// `nil` when adding `units` of `currency` at `at` keeps the balance `balance` (the

@@ -154,7 +154,7 @@ public struct EngineConfiguration: Sendable {
 
 extension EngineConfiguration {
     /// The fields of the `serve` section (specification section 4), read by `serve`.
-    public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient"]
+    public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient", "adminToken"]
 
     /// The `serve` section's shape and field names, checked by every command that reads the
     /// configuration (its values are read by `serve`), so one file gets one answer everywhere.

@@ -36,6 +36,11 @@ extension EventStore {
                         && record.appUserId == nil
                     {
                         record.target(existing.customerKey)
+                    } else if try resolveCustomer(record.customerKey) == resolveCustomer(existing.customerKey) {
+                        // The same customer, named since under the key it merged into.
+                        let linkedUser = record.appUserId
+                        record.target(existing.customerKey)
+                        record.appUserId = linkedUser
                     }
                     guard OperatorCheck.sameContent(existing, record, given: given) else {
                         let refusal = OperatorRefusal(

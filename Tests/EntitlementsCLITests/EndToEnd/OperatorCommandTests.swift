@@ -175,6 +175,8 @@ import TestSupport
         // The lifetime purchase outlasts the grant: the purchase gives it.
         #expect(view?["entitlements"]?["pro"]?["source"] == "purchase")
         #expect(view?["grants"]?.element(0)?["grantId"] == "g-user")
+        // What was given to the app user itself is not a customer.
+        #expect(try run(["query", "--app-transaction-id", "user:acct-42"]).lines.first?["error"]?["code"] == "NOT_FOUND")
         let unknown = try run(["query", "--app-user-id", "acct-0"])
         #expect(unknown.status == 1 && unknown.lines.first?["error"]?["code"] == "NOT_FOUND")
         #expect(try run(["query", "--app-user-id", ""]).lines.first?["error"]?["code"] == "INVALID_APP_USER_ID")

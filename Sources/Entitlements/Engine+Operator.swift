@@ -152,9 +152,7 @@ extension Engine {
         now: Int64? = nil
     ) throws(EngineError) -> OperatorAnswer {
         let recordedAt = now ?? Self.now()
-        if let refusal = OperatorCheck.creditRefusal(currency: currency, units: units, balance: Int64.max - max(units, 0)),
-            refusal.code == "INVALID_CREDIT"
-        {
+        if units == 0 || currency.isEmpty, let refusal = OperatorCheck.creditRefusal(currency: currency, units: units, balance: 0) {
             return .refused(refusal)
         }
         let record = OperatorRecord(

@@ -36,6 +36,7 @@ extension ServeAPI {
             case .appUser(let appUserId): return try appUser(appUserId, request)
             case .grants:
                 let body = try AdminBody(request)
+                try body.checkKnown(["id", "entitlement", "until", "days", "from", "force", "reason", "appUserId"] + AdminBody.selectors)
                 let length: GrantRequest.Length
                 switch (try body.time("until"), try body.integer("days")) {
                 case (let until?, nil): length = .until(until)
@@ -45,13 +46,12 @@ extension ServeAPI {
                 let grant = GrantRequest(
                     id: try body.required("id"), target: try body.target(), entitlement: try body.required("entitlement"),
                     from: try body.time("from"), length: length, force: try body.bool("force"),
-                    context: body.context(label: label))
-                try body.checkKnown(["id", "entitlement", "until", "days", "from", "force", "reason"] + AdminBody.selectors + ["appUserId"])
+                    context: try body.context(label: label))
                 return Self.answer(try engine.grant(grant))
             case .revokeGrant(let id):
                 let body = try AdminBody(request, optional: true)
                 try body.checkKnown(["at", "reason"])
-                return Self.answer(try engine.revokeGrant(id: id, at: try body.time("at"), context: body.context(label: label)))
+                return Self.answer(try engine.revokeGrant(id: id, at: try body.time("at"), context: try body.context(label: label)))
             case .credits:
                 let body = try AdminBody(request)
                 try body.checkKnown(["id", "currency", "units", "reason", "appUserId"] + AdminBody.selectors)
@@ -59,7 +59,7 @@ extension ServeAPI {
                 return Self.answer(
                     try engine.credit(
                         id: try body.required("id"), target: try body.target(), currency: try body.required("currency"), units: units,
-                        context: body.context(label: label)))
+                        context: try body.context(label: label)))
             case .links:
                 let body = try AdminBody(request)
                 try body.checkKnown(["id", "appUserId", "reason"] + AdminBody.selectors)
@@ -69,7 +69,7 @@ extension ServeAPI {
                 return Self.answer(
                     try engine.link(
                         id: try body.required("id"), appUserId: try body.required("appUserId"), customer: customer,
-                        context: body.context(label: label)))
+                        context: try body.context(label: label)))
             default:
                 return .error(404, code: "NOT_FOUND", message: "no such endpoint")
             }
@@ -210,7 +210,7 @@ struct AdminBody {
     }
 
     /// The token's label as the operator, and the body's `reason`.
-    func context(label: String?) -> OperatorContext {
-        OperatorContext(operatorName: label, reason: try? string("reason"))
+    func context(label: String?) throws(Refusal) -> OperatorContext {
+        OperatorContext(operatorName: label, reason: try string("reason"))
     }
 }

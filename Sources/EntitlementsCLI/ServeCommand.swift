@@ -24,6 +24,20 @@ enum ServeCommand {
           GET  /lifecycle?since=C&limit=N     the lifecycle feed, NDJSON
           GET  /health                        {"ok":true}, with or without a token
 
+        The operator's endpoints (serve.adminToken only; the query token gets 403), each
+        recorded with the token's label as the operator; bodies are JSON objects with the
+        command's options as fields (appTransactionId | originalTransactionId | transactionId |
+        appAccountToken | appUserId, reason; times as ms or ISO 8601):
+          POST /grants                        {"id","entitlement","until"|"days",["from"],["force"]}
+          POST /grants/{id}/revoke            {["at"]} (the body may be empty)
+          POST /credits                       {"id","currency","units"}
+          POST /links                         {"id","appUserId", customer selector}
+          GET  /users/{appUserId}             the query --app-user-id object [?at=MS]
+        each 200 {"result":"appended"|"duplicate","id":...}; 404 NOT_FOUND; 409 GRANT_CONFLICT,
+        ID_CONFLICT, LINK_CONFLICT, INSUFFICIENT_BALANCE; 400 other bad input.
+        serve.adminToken is a token string (labelled "admin"), {"token":"...","label":"support"},
+        or a list of such objects.
+
         --read-only serves a read replica: a copy of the database that another process keeps
         up to date (a Litestream follower, litestream restore -f). It opens the database only
         to read: it never creates, migrates, writes or checkpoints it (a read-only file or

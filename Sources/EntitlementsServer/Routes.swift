@@ -15,11 +15,29 @@ enum Route: Sendable, Hashable {
     /// `GET /lifecycle?since=&limit=` (specification section 12)
     case lifecycle
     case health
+    /// `POST /grants` (specification section 13)
+    case grants
+    /// `POST /grants/{id}/revoke`
+    case revokeGrant(String)
+    /// `POST /credits`
+    case credits
+    /// `POST /links`
+    case links
+    /// `GET /users/{appUserId}`
+    case appUser(String)
 
     var method: String {
         switch self {
-        case .notifications, .transactions: return "POST"
-        case .customerSearch, .customer, .history, .changes, .lifecycle, .health: return "GET"
+        case .notifications, .transactions, .grants, .revokeGrant, .credits, .links: return "POST"
+        case .customerSearch, .customer, .history, .changes, .lifecycle, .health, .appUser: return "GET"
+        }
+    }
+
+    /// Whether only `serve.adminToken` opens it: the operator's endpoints (specification section 13).
+    var needsAdminToken: Bool {
+        switch self {
+        case .grants, .revokeGrant, .credits, .links, .appUser: return true
+        case .notifications, .transactions, .customerSearch, .customer, .history, .changes, .lifecycle, .health: return false
         }
     }
 
@@ -36,8 +54,21 @@ enum Route: Sendable, Hashable {
         case "/changes": self = .changes
         case "/lifecycle": self = .lifecycle
         case "/health": self = .health
+        case "/grants": self = .grants
+        case "/credits": self = .credits
+        case "/links": self = .links
         default:
             let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+            if segments.count == 3, segments[0].isEmpty, segments[1] == "users" {
+                guard let id = Self.percentDecoded(segments[2]), !id.isEmpty else { return nil }
+                self = .appUser(id)
+                return
+            }
+            if segments.count == 4, segments[0].isEmpty, segments[1] == "grants", segments[3] == "revoke" {
+                guard let id = Self.percentDecoded(segments[2]), !id.isEmpty else { return nil }
+                self = .revokeGrant(id)
+                return
+            }
             guard segments.count >= 3, segments.count <= 4, segments[0].isEmpty, segments[1] == "customers",
                 let id = Self.percentDecoded(segments[2]), !id.isEmpty
             else { return nil }

@@ -98,6 +98,15 @@ extension EventStore {
                             return
                         }
                         factsChecked += 1
+                    } else if case .operatorRecord(let operatorKind) = eventKind {
+                        // An operator's action: no signature, but the facts must be what the logged record says.
+                        if let problem = try operatorRecordProblem(
+                            seq: seq, kind: operatorKind, raw: raw, storedKey: storedKey, factsOf: factsOf)
+                        {
+                            mismatch(problem)
+                            return
+                        }
+                        factsChecked += 1
                     }
                     let (problem, input): (String?, VerifiedInput?)
                     switch eventKind {

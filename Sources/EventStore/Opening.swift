@@ -119,10 +119,18 @@ extension EventStore {
     /// writer start all the same, the change is seen (``ReadSnapshot``) and the
     /// read is done again on a fresh connection. A `-wal` that still holds
     /// commits (a writer was killed) is never read as immutable, as that would
-    /// miss them.
+    /// miss them. A copy that Litestream follows (`litestream restore -f`) is always read as
+    /// immutable: see ``FollowedCopy``.
     private static func openReadOnly(
         path: String, migrations: [SchemaMigrations.Migration], busyTimeoutMilliseconds: Int32
     ) throws -> (Connection, ReadSnapshot?) {
+        if FollowedCopy.isFollowed(path) {
+            // A copy Litestream follows: never through SQLite's locks (see ``FollowedCopy``).
+            _ = FollowedCopy.waitUntilQuiet(path)
+            let before = ReadSnapshot(path: path)
+            let connection = try Connection(path: path, mode: .immutable, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            return (try schemaChecked(connection, path: path, migrations: migrations), before)
+        }
         let before = ReadSnapshot(path: path)
         let sideFilesExist = before.walSize >= 0 && before.shmExists
         let createsOwnersFiles = geteuid() == 0 || geteuid() == before.owner
@@ -182,6 +190,9 @@ public struct ReadSnapshot: Sendable, Equatable {
     /// The size of `-wal`, or -1 when there is none.
     var walSize: Int64 = -1
     var shmExists = false
+    /// Whether Litestream's follower was writing the copy (see ``FollowedCopy``): what is
+    /// read then may mix two states, and is never current.
+    var applying = false
 
     init(path: String) {
         var info = stat()
@@ -195,6 +206,7 @@ public struct ReadSnapshot: Sendable, Equatable {
         }
         if stat(path + "-wal", &info) == 0 { walSize = Int64(info.st_size) }
         shmExists = access(path + "-shm", F_OK) == 0
+        applying = FollowedCopy.isFollowed(path) && FollowedCopy.isApplying(path)
     }
 }
 
@@ -204,7 +216,10 @@ extension EventStore {
     /// immutable one (see ``OpenMode/readOnly``), true while nothing has changed
     /// the files since it was opened.
     public var isCurrent: Bool {
-        guard let snapshot else { return true }
-        return ReadSnapshot(path: path) == snapshot
+        guard let snapshot else {
+            // Through SQLite's locks, on a copy Litestream has begun to follow since: its lock would hold the follower.
+            return !(mode == .readOnly && FollowedCopy.isFollowed(path))
+        }
+        return !snapshot.applying && ReadSnapshot(path: path) == snapshot
     }
 }

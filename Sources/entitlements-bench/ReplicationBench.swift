@@ -176,9 +176,10 @@ enum ReplicationBench {
         print("offered/s  replicated   sent  achieved/s   p50 ms   p99 ms   max ms")
         for l in latencies {
             print(
-                String(
-                    format: "%9d  %-10@ %6d  %10.0f %8.2f %8.2f %8.2f", l.rate, l.replicated ? "yes" : "no", l.sent, Double(l.sent) / l.seconds,
-                    l.percentile(0.5), l.percentile(0.99), Double(l.sorted.last ?? 0) / 1e6))
+                String(format: "%9d  ", l.rate) + (l.replicated ? "yes" : "no").padding(toLength: 10, withPad: " ", startingAt: 0)
+                    + String(
+                        format: " %6d  %10.0f %8.2f %8.2f %8.2f", l.sent, Double(l.sent) / l.seconds, l.percentile(0.5), l.percentile(0.99),
+                        Double(l.sorted.last ?? 0) / 1e6))
         }
         var added: [JSONValue] = []
         for rate in options.rates {
@@ -419,7 +420,7 @@ enum ReplicationBench {
         let usedBytes = diskBytes(base)
         print(
             String(
-                format: "restore: database %.2f GB (%d events); first replication %.1f s, replica %.2f GB; litestream restore %.1f s (%.0f MB/s), restored %.2f GB; disk used %.2f GB",
+                format: "restore: database %.3f GB (%d events); first replication %.1f s, replica %.3f GB on disk; litestream restore %.1f s (%.0f MB/s), restored %.3f GB; disk used %.3f GB",
                 Double(databaseBytes) / 1e9, built.events, replicateSeconds, Double(replicaBytes) / 1e9, restoreSeconds,
                 Double(restoredBytes) / 1e6 / restoreSeconds, Double(restoredBytes) / 1e9, Double(usedBytes) / 1e9))
         return [

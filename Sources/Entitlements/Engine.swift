@@ -72,7 +72,7 @@ public final class Engine: Sendable {
                     rules: configuration.rules, rulesJSON: rulesJSON, now: Self.now(), collectDiff: false)
             }
             store = LockedStore(opened)
-            readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout)
+            readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout, readsFollowedCopy: mode == .readOnly)
         } catch {
             throw EngineError(error)
         }

@@ -17,9 +17,13 @@ import Darwin
 /// (``ReadSnapshot``); otherwise it is done again on a fresh connection.
 enum FollowedCopy {
     /// Whether Litestream follows the database at `path`: its follower keeps the transaction
-    /// id it has reached in `PATH-txid`, beside the copy.
+    /// id it has reached in `PATH-txid`, beside the copy, and writes no `-wal`. A `-wal` that
+    /// holds commits means a SQLite writer is at work (a copy promoted to primary, with the
+    /// follower's file left behind): that database is read through SQLite's locks as usual.
     static func isFollowed(_ path: String) -> Bool {
-        access(path + "-txid", F_OK) == 0
+        guard access(path + "-txid", F_OK) == 0 else { return false }
+        var info = stat()
+        return stat(path + "-wal", &info) != 0 || info.st_size == 0
     }
 
     /// SQLite's pending byte (the lock byte at 1 GiB), which a writer locks first.

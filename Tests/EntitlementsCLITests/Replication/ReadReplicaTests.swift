@@ -97,6 +97,43 @@ extension Reliability {
             #expect(filesAfter == filesBefore, "files appeared beside the served database: \(filesAfter)")
         }
 
+        /// A copy with Litestream's `PATH-txid` beside it is read as immutable by the read-only
+        /// commands, even as its owner: no `-wal` or `-shm` appears (they would hold a follower's
+        /// lock). Once promoted (a writer ingests into it), the readers see the new events.
+        @Test("read-only commands on a followed copy (PATH-txid) create no -wal or -shm, as its owner too; a promoted copy is read whole")
+        func followedCopyWithoutSideFiles() throws {
+            let workspace = try Workspace(name: "followed-copy")
+            let history = History.generate(lines: 40, seed: 0x7C1D)
+            let first = try workspace.write(lines: history.lines.prefix(20).map(\.text), to: "first.ndjson")
+            let more = try workspace.write(lines: history.lines.dropFirst(20).map(\.text), to: "more.ndjson")
+            let ingest = try workspace.cli("ingest", db: "primary.sqlite", [first.path])
+            #expect(ingest.status == 0 || ingest.status == 1, "\(ingest.stderr)")
+            let copy = try workspace.copyDatabase(workspace.path("primary.sqlite"), to: "copy.sqlite")
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) }
+            #expect(FileManager.default.createFile(atPath: copy + "-txid", contents: Data("0000000000000007\n".utf8)))
+            func head(_ arguments: [String] = []) throws -> Int64? {
+                let audit = try workspace.cli("audit", db: "copy.sqlite", arguments)
+                #expect(audit.status == 0, "\(audit.stdout) \(audit.stderr)")
+                if case .int(let seq)? = outputObjects(audit.stdout).last?["headSeq"] { return seq }
+                return nil
+            }
+            let before = try head()
+            #expect(before != nil && before! > 0)
+            for suffix in ["-wal", "-shm"] {
+                #expect(!FileManager.default.fileExists(atPath: copy + suffix), "\(copy)\(suffix) was created by a read-only command on a followed copy")
+            }
+            // Promoted: a writer appends, and the readers see it although PATH-txid was left behind.
+            let promoted = try workspace.cli("ingest", db: "copy.sqlite", [more.path])
+            #expect(promoted.status == 0 || promoted.status == 1, "\(promoted.stderr)")
+            let primaryAgain = try workspace.cli("ingest", db: "primary.sqlite", [more.path])
+            #expect(primaryAgain.status == 0 || primaryAgain.status == 1, "\(primaryAgain.stderr)")
+            let primaryAudit = try workspace.cli("audit", db: "primary.sqlite")
+            let primaryHead = outputObjects(primaryAudit.stdout).last?["headSeq"]
+            let after = try head()
+            #expect(after.map { JSONValue.int($0) } == primaryHead, "the promoted copy's head \(after.map(String.init) ?? "none"), the primary's \(String(describing: primaryHead))")
+            #expect(after != before)
+        }
+
         /// Served as another user than Litestream's: the server may only read the file.
         @Test("serve --read-only on a Litestream follower (restore -f), as another user: X-Log-Head and /health advance as the primary ingests",
               .enabled(if: !Faults.isRoot || Faults.canDropPrivileges, "as root, needs setpriv to serve as another user"))

@@ -181,13 +181,16 @@ enum Help {
             (PATH-head); reports the first event that does not match. Exit 1 if one does.
             Prints headSeq and headHash: record them elsewhere to pin them later. Opens the
             database read-only (works on a read-only copy, as another user, on a full disk);
-            a missing database is DATABASE_NOT_FOUND, exit 3.
+            a missing database is DATABASE_NOT_FOUND, exit 3. When the log ends before one of
+            those heads and is otherwise whole, missingEvents says how many events it lacks
+            (deleted, or restored from a replica that never had them: see recover).
 
             OPTIONS
               --db PATH                database (default entitlements.sqlite)
               --config PATH            configuration file (required)
-              --expect-head SEQ:HASH   a head recorded earlier (headSeq:headHash): the log must
-                                       reach it with that hash, or the newest events were deleted
+              --expect-head SEQ:HASH   a head recorded earlier (headSeq:headHash, or the old
+                                       machine's PATH-head file): the log must reach it with
+                                       that hash, or the newest events were deleted
               --progress               progress on stderr even when it is not a terminal
             """,
         "demo": """

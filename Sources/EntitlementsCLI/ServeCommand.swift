@@ -45,8 +45,9 @@ enum ServeCommand {
         write (POST /notifications, POST /transactions) gets 503 READ_ONLY_REPLICA with
         Retry-After. Every answer carries X-Log-Head: <seq of the last event it has>, and
         GET /health says {"ok":true,"head":SEQ,"ageMs":MS}, ageMs being now minus when that
-        event was received. Run it as another user than Litestream's (read access only): it
-        then reads without SQLite's locks, which would keep restore -f from applying changes.
+        event was received. A copy Litestream follows (PATH-txid beside it) is read without
+        SQLite's locks and without -wal or -shm, as any user, so restore -f keeps applying
+        changes; start it once the follower has restored the copy.
 
         With serve.token set, every endpoint but POST /notifications and GET /health requires
         Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen

@@ -17,6 +17,7 @@ extension SchemaMigrations {
         m014_reported_answers_codec,
         m015_lifecycle,
         m016_webhook_deliveries,
+        m018_operator_actions,
         m020_transaction_finishes,
     ]
 }

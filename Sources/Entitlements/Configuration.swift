@@ -24,6 +24,8 @@ public struct EngineConfiguration: Sendable {
     public var webhooks: [WebhookEndpoint] = []
     /// Replicated acknowledgments through Litestream (specification section 15); `nil` when not configured.
     public var replication: ReplicationConfiguration? = nil
+    /// How customers become the team's own users (specification section 13).
+    public var appUsers = AppUsersConfiguration()
     /// After how many signatures a known certificate's key has checked, the verifier builds
     /// a table of that key's multiples and checks later signatures with it at half the cost
     /// (``VerifierConfiguration/keyTableAfter``); `nil` never builds one. Not part of the
@@ -72,7 +74,7 @@ public struct EngineConfiguration: Sendable {
         }
         let known: Set<String> = [
             "bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "busyTimeoutMilliseconds", "appStoreServerAPI",
-            "serve", "webhooks", "replication",
+            "serve", "webhooks", "replication", "appUsers",
         ]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
@@ -146,12 +148,13 @@ public struct EngineConfiguration: Sendable {
         if let section = object["appStoreServerAPI"] { appStoreServerAPI = try .parse(section, baseDirectory: baseDirectory) }
         if let section = object["webhooks"] { webhooks = try WebhookEndpoint.parseList(section) }
         if let section = object["replication"] { replication = try .parse(section, baseDirectory: baseDirectory) }
+        if let section = object["appUsers"] { appUsers = try .parse(section) }
     }
 }
 
 extension EngineConfiguration {
     /// The fields of the `serve` section (specification section 4), read by `serve`.
-    public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient"]
+    public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient", "adminToken"]
 
     /// The `serve` section's shape and field names, checked by every command that reads the
     /// configuration (its values are read by `serve`), so one file gets one answer everywhere.

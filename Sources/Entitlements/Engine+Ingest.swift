@@ -124,8 +124,9 @@ extension Engine {
 
     /// Appends one batch; a busy database (another writer holding the lock past
     /// the busy timeout) is retried as a whole, never reported as a failure. With
-    /// replication it returns once the replica holds the batch.
-    func appendRetryingBusy(_ items: [AppendItem], receivedAt: Int64) throws(EngineError) -> [AppendOutcome] {
+    /// replication it returns once the replica holds the batch, unless `confirming` is false
+    /// (the caller then confirms before it acknowledges).
+    func appendRetryingBusy(_ items: [AppendItem], receivedAt: Int64, confirming: Bool = true) throws(EngineError) -> [AppendOutcome] {
         var attempt = 0
         while true {
             let outcomes: [AppendOutcome]
@@ -144,7 +145,7 @@ extension Engine {
                 }
                 throw EngineError(error)
             }
-            try confirmReplicated()
+            if confirming { try confirmReplicated() }
             queueFinishes(items, outcomes)
             return outcomes
         }

@@ -44,7 +44,8 @@ extension Engine {
                 }
                 switch query {
                 case .appTransactionId(let id):
-                    guard let view = try view(of: try store.resolveCustomer(id), at: at, store: store) else {
+                    // What was given to an app user itself answers through `query(appUserId:at:)`, not as a customer.
+                    guard OperatorRecord.appUser(ofKey: id) == nil, let view = try view(of: try store.resolveCustomer(id), at: at, store: store) else {
                         return .notFound("no events for appTransactionId \(id)")
                     }
                     return .customer(view)

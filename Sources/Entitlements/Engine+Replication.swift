@@ -13,6 +13,24 @@ extension Engine {
         try replication?.confirm()
     }
 
+    /// Everything committed before the ticket was taken, to be confirmed later by
+    /// ``confirmReplicated(_:)``: see ``appendAwaitingConfirmation(verified:receivedAt:)``.
+    public struct ReplicationTicket: Sendable, Hashable {
+        let number: UInt64
+    }
+
+    /// Returns once everything committed before `ticket` was taken is on the replica; at
+    /// once without replication. Threads waiting meanwhile share one request to Litestream.
+    /// - Throws: ``EngineError`` `REPLICATION_TIMEOUT`: committed locally, but not to be acknowledged.
+    public func confirmReplicated(_ ticket: ReplicationTicket) throws(EngineError) {
+        try replication?.confirm(ticket: ticket.number)
+    }
+
+    /// A ticket for everything this engine has committed so far (number 0 without replication).
+    func replicationTicket() -> ReplicationTicket {
+        ReplicationTicket(number: replication?.ticket() ?? 0)
+    }
+
     /// Requests sent to Litestream's control socket so far (0 without replication).
     public var replicationRequests: Int { replication?.requestCount ?? 0 }
 

@@ -9,6 +9,20 @@ extension Engine {
     public func append(verified items: [AppendItem], receivedAt: Int64? = nil) throws(EngineError) -> [IngestResult] {
         try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now()).map(Self.result)
     }
+
+    /// Appends items already verified in one transaction, like ``append(verified:receivedAt:)-(_,_)``,
+    /// but returns once the batch is committed locally, without waiting for the replica: a
+    /// caller that commits batches one after another commits the next while the replica
+    /// confirms this one. Nothing of it may be acknowledged before ``confirmReplicated(_:)``
+    /// of the ticket returned has returned; the threads waiting meanwhile share one request
+    /// to Litestream. Without replication the ticket is confirmed at once.
+    /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
+    public func appendAwaitingConfirmation(
+        verified items: [AppendItem], receivedAt: Int64? = nil
+    ) throws(EngineError) -> (results: [IngestResult], ticket: ReplicationTicket) {
+        let results = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now(), confirming: false).map(Self.result)
+        return (results, replicationTicket())
+    }
 }
 
 extension Engine {

@@ -81,7 +81,7 @@ public final class Engine: Sendable {
                     rules: active, rulesJSON: stored.isEmpty ? rulesJSON : stored, now: Self.now(), collectDiff: false)
             }
             store = LockedStore(opened)
-            readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout)
+            readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout, readsFollowedCopy: mode == .readOnly)
         } catch {
             throw EngineError(error)
         }

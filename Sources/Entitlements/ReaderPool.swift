@@ -15,11 +15,17 @@ final class ReaderPool: @unchecked Sendable {
     private let path: String
     private let keep: Int
     private let busyTimeoutMilliseconds: Int32
+    /// Whether a copy Litestream follows is read without locks: only where the engine only reads.
+    private let readsFollowedCopy: Bool
 
-    init(path: String, keep: Int = max(2, ProcessInfo.processInfo.activeProcessorCount), busyTimeoutMilliseconds: Int32) {
+    init(
+        path: String, keep: Int = max(2, ProcessInfo.processInfo.activeProcessorCount), busyTimeoutMilliseconds: Int32,
+        readsFollowedCopy: Bool
+    ) {
         self.path = path
         self.keep = keep
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        self.readsFollowedCopy = readsFollowedCopy
     }
 
     /// Runs `body` with a connection no other caller is using.
@@ -41,7 +47,7 @@ final class ReaderPool: @unchecked Sendable {
             } else {
                 reader = try EventStore(
                     path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .readOnly,
-                    busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+                    busyTimeoutMilliseconds: busyTimeoutMilliseconds, readsFollowedCopy: readsFollowedCopy)
                 try reader.prepareForQueries()
             }
             let result: Result<T, StoreError>

@@ -30,10 +30,23 @@ final class ReplicationGate: @unchecked Sendable {
     /// Returns once everything committed before the call is on the replica.
     /// - Throws: ``EngineError`` `REPLICATION_TIMEOUT` when Litestream has not confirmed it in time.
     func confirm() throws(EngineError) {
+        try confirm(ticket: ticket())
+    }
+
+    /// A ticket for everything committed before the call, to wait for later with
+    /// ``confirm(ticket:)`` (a committing thread takes it, the acknowledging threads wait).
+    func ticket() -> UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        issued += 1
+        return issued
+    }
+
+    /// Returns once everything committed before `ticket` was taken is on the replica.
+    /// - Throws: ``EngineError`` `REPLICATION_TIMEOUT` when Litestream has not confirmed it in time.
+    func confirm(ticket: UInt64) throws(EngineError) {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         condition.lock()
-        issued += 1
-        let ticket = issued
         var lastFailure = "no answer"
         while confirmed < ticket {
             if !requestUnderWay {

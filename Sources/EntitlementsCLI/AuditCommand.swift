@@ -37,6 +37,8 @@ extension Commands {
             if let recorded = report.recordedHead {
                 object["recordedHead"] = ["seq": .int(recorded.seq), "hash": .string(recorded.hash)]
             }
+            // A known head beyond the log's end: how many committed events the log lacks.
+            if report.missingEvents > 0 { object["missingEvents"] = .int(report.missingEvents) }
             if let mismatch = report.firstMismatch {
                 object["ok"] = false
                 object["firstMismatch"] = [

@@ -10,7 +10,7 @@ enum Help {
 
         USAGE
           entitlements ingest  [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
-          entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]
+          entitlements query   [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID | --app-user-id U) [--at TIME] [--pretty]
           entitlements replay  [--db PATH] --config PATH [--diff] [--reverify] [--check] [--progress | --quiet]
           entitlements verify  --config PATH [FILE ...]
           entitlements audit   [--db PATH] --config PATH [--expect-head SEQ:HASH] [--progress]
@@ -22,6 +22,10 @@ enum Help {
           entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
           entitlements serve   [--db PATH] --config PATH [--listen HOST:PORT]
           entitlements usage   [--db PATH] --config PATH --id ID (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) (--currency C --units N | --transaction-id T --consumed MILLIPERCENT) [--at MS]
+          entitlements grant   [--db PATH] --config PATH --id ID (customer | --app-user-id U) --entitlement E (--until TIME | --days N) [--from TIME] [--reason TEXT]
+          entitlements revoke-grant [--db PATH] --config PATH --id ID [--at TIME]
+          entitlements credit  [--db PATH] --config PATH --id ID (customer | --app-user-id U) --currency C --units N [--reason TEXT]
+          entitlements link    [--db PATH] --config PATH --id ID --app-user-id U (customer)
           entitlements consumption [--db PATH] --config PATH (--transaction-id T [--send] ... | --pending)
           entitlements deliver [--db PATH] --config PATH [--once]
           entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
@@ -55,6 +59,10 @@ enum Help {
         "set-account-token": SyncCommand.setAccountTokenHelp,
         "serve": ServeCommand.help,
         "usage": UsageCommand.help,
+        "grant": GrantCommand.help,
+        "revoke-grant": RevokeGrantCommand.help,
+        "credit": CreditCommand.help,
+        "link": LinkCommand.help,
         "consumption": ConsumptionCommand.help,
         "deliver": WebhooksCommand.deliverHelp,
         "webhooks": WebhooksCommand.webhooksHelp,
@@ -101,7 +109,7 @@ enum Help {
             it; a migration that rewrites the log reports its progress on standard error.
             """,
         "query": """
-            entitlements query [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID) [--at TIME] [--pretty]
+            entitlements query [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID | --app-account-token UUID | --app-user-id U) [--at TIME] [--pretty]
 
             Prints what the customer may use at a moment, as one JSON object: entitlements,
             subscriptions (status active, grace_period, billing_retry, expired or revoked),
@@ -116,6 +124,10 @@ enum Help {
               --original-transaction-id ID   any originalTransactionId of the customer
               --transaction-id ID            any transactionId of the customer
               --app-account-token UUID       every customer whose data carried this token, merged
+              --app-user-id U                the team's account id: {"appUserId", "at", "entitlements" (the
+                                             union over its customers and its grants), "customers": [query
+                                             objects], "grants": [...], "balances" (its customers' and its
+                                             own credits, summed)}
               --at TIME                      the moment (default: now): ms since 1970 UTC, or ISO 8601
                                              UTC such as 2026-11-23T10:00:00Z
               --pretty                       indent the JSON
@@ -169,13 +181,16 @@ enum Help {
             (PATH-head); reports the first event that does not match. Exit 1 if one does.
             Prints headSeq and headHash: record them elsewhere to pin them later. Opens the
             database read-only (works on a read-only copy, as another user, on a full disk);
-            a missing database is DATABASE_NOT_FOUND, exit 3.
+            a missing database is DATABASE_NOT_FOUND, exit 3. When the log ends before one of
+            those heads and is otherwise whole, missingEvents says how many events it lacks
+            (deleted, or restored from a replica that never had them: see recover).
 
             OPTIONS
               --db PATH                database (default entitlements.sqlite)
               --config PATH            configuration file (required)
-              --expect-head SEQ:HASH   a head recorded earlier (headSeq:headHash): the log must
-                                       reach it with that hash, or the newest events were deleted
+              --expect-head SEQ:HASH   a head recorded earlier (headSeq:headHash, or the old
+                                       machine's PATH-head file): the log must reach it with
+                                       that hash, or the newest events were deleted
               --progress               progress on stderr even when it is not a terminal
             """,
         "demo": """

@@ -5,7 +5,7 @@ import Foundation
 /// `entitlements recover`: after a database was restored from the replica (specification section 15).
 enum RecoverCommand {
     static let help = """
-        entitlements recover [--db PATH] --config PATH [--environment E]
+        entitlements recover [--db PATH] --config PATH [--environment E] [--expect-head SEQ:HASH]
 
         For a database restored from its replica (`litestream restore`): audits it, then
         fetches Apple's notification history from the last event's receipt time minus one
@@ -13,14 +13,22 @@ enum RecoverCommand {
         was not acknowledged before the loss comes back from Apple (which keeps 180 days;
         what is already there is a `duplicate`). An empty log is caught up from 180 days ago.
 
+        The old machine's head tells how many events the restored log lacks: the head
+        record beside the database (PATH-head, when restored in place) and --expect-head
+        (what `audit` printed there, or the old PATH-head file's content). A log that is
+        whole but ends before that head is not a failed audit here: recover prints
+        "missing": N, makes the head record name the restored head, and catches up.
+
         Prints one line {"audit": "ok", "startDate": MS, "appended": A, "duplicate": D,
-        "rejected": R}. An audit that fails prints {"audit": "failed", ...} with the first
-        mismatch and fetches nothing; a failed fetch prints the error line as `sync` does.
+        "rejected": R}, with "missing": N after "audit" when N events are missing. An
+        audit that fails otherwise prints {"audit": "failed", ...} with the first mismatch
+        and fetches nothing; a failed fetch prints the error line as `sync` does.
 
         OPTIONS
-          --db PATH       the restored database (default entitlements.sqlite; must exist)
-          --config PATH   configuration file with an appStoreServerAPI section (required)
-          --environment E Production or Sandbox, one of the configuration's environments (default: its first)
+          --db PATH              the restored database (default entitlements.sqlite; must exist)
+          --config PATH          configuration file with an appStoreServerAPI section (required)
+          --environment E        Production or Sandbox, one of the configuration's environments (default: its first)
+          --expect-head SEQ:HASH the old machine's head (audit's headSeq:headHash, or its PATH-head)
 
         EXIT CODES
           0 audited and caught up; 1 the audit or the fetch failed, or an item was rejected;
@@ -34,8 +42,15 @@ enum RecoverCommand {
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
         let command = "recover"
-        let arguments = try Arguments(args, command: command, valued: ["--db", "--config", "--environment"], switches: [])
+        let arguments = try Arguments(args, command: command, valued: ["--db", "--config", "--environment", "--expect-head"], switches: [])
         if let extra = arguments.positional.first { throw UsageError(message: "unexpected argument \"\(extra)\"", command: command) }
+        var expectedHead: LogHead? = nil
+        if let text = arguments.values["--expect-head"] {
+            guard let head = LogHead(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw UsageError(message: "--expect-head expects SEQ:HASH as audit prints them (headSeq, headHash), got \"\(text)\"", command: command)
+            }
+            expectedHead = head
+        }
         // The restored database must be there: recover never creates one.
         let database = arguments.values["--db"] ?? Commands.defaultDatabase
         guard FileManager.default.fileExists(atPath: database) else {
@@ -46,9 +61,12 @@ enum RecoverCommand {
         guard let sync = opened.0 else { return opened.1 }
         let engine = sync.engine
         let start: Int64
+        let missing: Int64
         do {
-            let report = try engine.audit()
-            guard report.firstMismatch == nil && report.triggersPresent else {
+            let report = try engine.audit(expectedHead: expectedHead)
+            // Whole, but shorter than the old machine's head: what the catch-up is for.
+            missing = report.missingEvents
+            guard (report.firstMismatch == nil || missing > 0) && report.triggersPresent else {
                 var object = JSONObject()
                 object["audit"] = "failed"
                 object["events"] = .int(report.events)
@@ -62,6 +80,11 @@ enum RecoverCommand {
                 return .rejected
             }
             start = try engine.lastReceivedAt().map { $0 - overlap } ?? Engine.now() - appleKeeps
+            if missing > 0 {
+                try engine.resetHeadRecord()
+                Output.error(
+                    "entitlements \(command): the restored log ends at seq \(report.headSeq), \(missing) events before the old head: they were committed but never reached the replica; catching them up from Apple")
+            }
         } catch {
             return Commands.storageFailure(command, error)
         }
@@ -75,11 +98,16 @@ enum RecoverCommand {
         }
         var object = JSONObject()
         object["audit"] = "ok"
+        if missing > 0 { object["missing"] = .int(missing) }
         object["startDate"] = .int(start)
         object["appended"] = .int(Int64(outcome.totals.appended))
         object["duplicate"] = .int(Int64(outcome.totals.duplicate))
         object["rejected"] = .int(Int64(outcome.totals.rejected))
         Output.line(.object(object))
+        if missing > Int64(outcome.totals.appended) {
+            Output.error(
+                "entitlements \(command): \(missing) events were missing and \(outcome.totals.appended) came back from Apple: the others were not notifications (usage and grants recorded by an operator, transactions posted directly); send those again from their source")
+        }
         return outcome.totals.rejected == 0 ? .success : .rejected
     }
 }

@@ -24,6 +24,20 @@ enum ServeCommand {
           GET  /lifecycle?since=C&limit=N     the lifecycle feed, NDJSON
           GET  /health                        {"ok":true}, with or without a token
 
+        The operator's endpoints (serve.adminToken only; the query token gets 403), each
+        recorded with the token's label as the operator; bodies are JSON objects with the
+        command's options as fields (appTransactionId | originalTransactionId | transactionId |
+        appAccountToken | appUserId, reason; times as ms or ISO 8601):
+          POST /grants                        {"id","entitlement","until"|"days",["from"],["force"]}
+          POST /grants/{id}/revoke            {["at"]} (the body may be empty)
+          POST /credits                       {"id","currency","units"}
+          POST /links                         {"id","appUserId", customer selector}
+          GET  /users/{appUserId}             the query --app-user-id object [?at=MS]
+        each 200 {"result":"appended"|"duplicate","id":...}; 404 NOT_FOUND; 409 GRANT_CONFLICT,
+        ID_CONFLICT, LINK_CONFLICT, INSUFFICIENT_BALANCE; 400 other bad input.
+        serve.adminToken is a token string (labelled "admin"), {"token":"...","label":"support"},
+        or a list of such objects.
+
         --read-only serves a read replica: a copy of the database that another process keeps
         up to date (a Litestream follower, litestream restore -f). It opens the database only
         to read: it never creates, migrates, writes or checkpoints it (a read-only file or
@@ -31,8 +45,9 @@ enum ServeCommand {
         write (POST /notifications, POST /transactions) gets 503 READ_ONLY_REPLICA with
         Retry-After. Every answer carries X-Log-Head: <seq of the last event it has>, and
         GET /health says {"ok":true,"head":SEQ,"ageMs":MS}, ageMs being now minus when that
-        event was received. Run it as another user than Litestream's (read access only): it
-        then reads without SQLite's locks, which would keep restore -f from applying changes.
+        event was received. A copy Litestream follows (PATH-txid beside it) is read without
+        SQLite's locks and without -wal or -shm, as any user, so restore -f keeps applying
+        changes; start it once the follower has restored the copy.
 
         With serve.token set, every endpoint but POST /notifications and GET /health requires
         Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen

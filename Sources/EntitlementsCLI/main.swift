@@ -50,6 +50,10 @@ func run(_ argv: [String]) -> ExitCode {
         case "set-account-token": return try SyncCommand.setAccountToken(rest)
         case "serve": return try ServeCommand.run(rest)
         case "usage": return try UsageCommand.run(rest)
+        case "grant": return try GrantCommand.run(rest)
+        case "revoke-grant": return try RevokeGrantCommand.run(rest)
+        case "credit": return try CreditCommand.run(rest)
+        case "link": return try LinkCommand.run(rest)
         case "consumption": return try ConsumptionCommand.run(rest)
         case "deliver": return try WebhooksCommand.deliver(rest)
         case "webhooks": return try WebhooksCommand.webhooks(rest)
@@ -62,7 +66,7 @@ func run(_ argv: [String]) -> ExitCode {
         case "test-notification": return try TestNotificationCommand.run(rest)
         case "demo": return try Demo.run(rest)
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, consumption, deliver, webhooks, recover, transaction-info, refund-history, lookup-order, finish-transaction, extend, test-notification, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, grant, revoke-grant, credit, link, consumption, deliver, webhooks, recover, transaction-info, refund-history, lookup-order, finish-transaction, extend, test-notification, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

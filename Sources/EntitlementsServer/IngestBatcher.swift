@@ -5,11 +5,16 @@ import Foundation
 /// hands its items over and waits; one thread takes everything that has
 /// arrived, appends it in one transaction, and wakes each request with its
 /// own results once the batch is committed (group commit). Requests arriving
-/// while a batch commits form the next batch.
+/// while a batch commits form the next batch. With replication, each request
+/// then waits for the replica's confirmation on its own thread, so the next
+/// batch commits while the replica confirms this one, and the requests waiting
+/// meanwhile share one confirmation.
 final class IngestBatcher: @unchecked Sendable {
     private final class Job {
         let items: [AppendItem]
         var result: Result<[IngestResult], EngineError>?
+        /// What to wait for before the result is acknowledged (the replica's confirmation).
+        var ticket: Engine.ReplicationTicket?
         init(items: [AppendItem]) { self.items = items }
     }
 
@@ -34,18 +39,29 @@ final class IngestBatcher: @unchecked Sendable {
         thread.start()
     }
 
-    /// Appends `items` with the requests arriving meanwhile; returns once they are committed.
+    /// Appends `items` with the requests arriving meanwhile; returns once they are committed
+    /// and, with replication, on the replica.
     func commit(_ items: [AppendItem]) -> Result<[IngestResult], EngineError> {
         let job = Job(items: items)
         condition.lock()
-        defer { condition.unlock() }
         guard !finished else {
+            condition.unlock()
             return .failure(EngineError(code: .shuttingDown, message: "the server is stopping; send the input again"))
         }
         pending.append(job)
         condition.broadcast()
         while job.result == nil { condition.wait() }
-        return job.result!
+        let result = job.result!
+        let ticket = job.ticket
+        condition.unlock()
+        guard case .success = result, let ticket else { return result }
+        // Committed: acknowledged once on the replica (at once without replication).
+        do throws(EngineError) {
+            try engine.confirmReplicated(ticket)
+        } catch {
+            return .failure(error)
+        }
+        return result
     }
 
     /// Wakes the committing thread to look at the quarantine summaries (inputs were just left unkept).
@@ -94,9 +110,12 @@ final class IngestBatcher: @unchecked Sendable {
 
             let summaries = budget.takeSummaries(now: Engine.now(), force: stopping)
             var outcome: Result<[IngestResult], EngineError> = .success([])
+            var ticket: Engine.ReplicationTicket? = nil
             if count + summaries.count > 0 {
                 do {
-                    outcome = .success(try engine.append(verified: jobs.flatMap(\.items) + summaries.map { .rejected($0) }))
+                    let appended = try engine.appendAwaitingConfirmation(verified: jobs.flatMap(\.items) + summaries.map { .rejected($0) })
+                    outcome = .success(appended.results)
+                    ticket = appended.ticket
                 } catch {
                     outcome = .failure(error)
                 }
@@ -108,6 +127,7 @@ final class IngestBatcher: @unchecked Sendable {
                 var offset = 0
                 for job in jobs {
                     job.result = .success(Array(results[offset..<(offset + job.items.count)]))
+                    job.ticket = ticket
                     offset += job.items.count
                 }
                 if !jobs.isEmpty {

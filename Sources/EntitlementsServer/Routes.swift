@@ -15,6 +15,16 @@ enum Route: Sendable, Hashable {
     /// `GET /lifecycle?since=&limit=` (specification section 12)
     case lifecycle
     case health
+    /// `POST /grants` (specification section 13)
+    case grants
+    /// `POST /grants/{id}/revoke`
+    case revokeGrant(String)
+    /// `POST /credits`
+    case credits
+    /// `POST /links`
+    case links
+    /// `GET /users/{appUserId}`
+    case appUser(String)
     /// `GET /webhooks`: where each webhook endpoint stands (`webhooks status`).
     case webhooks
     /// `GET /rejections?limit=`: the latest inputs kept in the quarantine.
@@ -24,8 +34,18 @@ enum Route: Sendable, Hashable {
 
     var method: String {
         switch self {
-        case .notifications, .transactions: return "POST"
-        case .customerSearch, .customer, .history, .changes, .lifecycle, .health, .webhooks, .rejections, .dashboard: return "GET"
+        case .notifications, .transactions, .grants, .revokeGrant, .credits, .links: return "POST"
+        case .customerSearch, .customer, .history, .changes, .lifecycle, .health, .appUser, .webhooks, .rejections, .dashboard: return "GET"
+        }
+    }
+
+    /// Whether only `serve.adminToken` opens it: the operator's endpoints (specification section 13).
+    var needsAdminToken: Bool {
+        switch self {
+        case .grants, .revokeGrant, .credits, .links, .appUser: return true
+        case .notifications, .transactions, .customerSearch, .customer, .history, .changes, .lifecycle, .health, .webhooks, .rejections,
+            .dashboard:
+            return false
         }
     }
 
@@ -48,6 +68,9 @@ enum Route: Sendable, Hashable {
         case "/changes": self = .changes
         case "/lifecycle": self = .lifecycle
         case "/health": self = .health
+        case "/grants": self = .grants
+        case "/credits": self = .credits
+        case "/links": self = .links
         case "/webhooks": self = .webhooks
         case "/rejections": self = .rejections
         case "/": self = .dashboard(DashboardAssets.pageName)
@@ -57,6 +80,16 @@ enum Route: Sendable, Hashable {
                 return
             }
             let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+            if segments.count == 3, segments[0].isEmpty, segments[1] == "users" {
+                guard let id = Self.percentDecoded(segments[2]), !id.isEmpty else { return nil }
+                self = .appUser(id)
+                return
+            }
+            if segments.count == 4, segments[0].isEmpty, segments[1] == "grants", segments[3] == "revoke" {
+                guard let id = Self.percentDecoded(segments[2]), !id.isEmpty else { return nil }
+                self = .revokeGrant(id)
+                return
+            }
             guard segments.count >= 3, segments.count <= 4, segments[0].isEmpty, segments[1] == "customers",
                 let id = Self.percentDecoded(segments[2]), !id.isEmpty
             else { return nil }

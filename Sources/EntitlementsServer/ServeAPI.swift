@@ -7,14 +7,17 @@ import HTTPServer
 final class ServeAPI: Sendable {
     let engine: Engine
     let token: String?
+    /// `serve.adminToken`: who may act as an operator, and under which label.
+    let adminTokens: [AdminToken]
     let batcher: IngestBatcher
     let budget: QuarantineBudget
     /// Queries running at once: as many as the engine keeps reader connections, so none is opened per request.
     let queryGate: DispatchSemaphore
 
-    init(engine: Engine, token: String?, bound: QuarantineBound) {
+    init(engine: Engine, token: String?, adminTokens: [AdminToken] = [], bound: QuarantineBound) {
         self.engine = engine
         self.token = token
+        self.adminTokens = adminTokens
         budget = QuarantineBudget(bound: bound)
         batcher = IngestBatcher(engine: engine, budget: budget)
         queryGate = DispatchSemaphore(value: max(2, ProcessInfo.processInfo.activeProcessorCount))
@@ -34,7 +37,10 @@ final class ServeAPI: Sendable {
             response.fields.append(HTTPField(name: "Allow", value: route.method))
             return .answer(response)
         }
-        if route.needsToken, let token, !Self.authorized(head.field("authorization"), token: token) {
+        if route.needsAdminToken { return adminPreflight(head, route: route) }
+        if route.needsToken, let token, !Self.authorized(head.field("authorization"), token: token),
+            adminLabel(head.field("authorization")) == nil
+        {
             var response = ServerResponse.error(
                 401, code: "UNAUTHORIZED", message: "this endpoint requires Authorization: Bearer <serve.token>")
             response.fields.append(HTTPField(name: "WWW-Authenticate", value: "Bearer"))
@@ -52,6 +58,7 @@ final class ServeAPI: Sendable {
     func reservedPool(_ head: RequestHead) -> String? {
         if head.method == "POST" && head.path == "/notifications" { return Self.webhookPool }
         guard let header = head.field("authorization") else { return nil }
+        if adminLabel(header) != nil { return Self.tokenPool }
         if let token, !Self.authorized(header, token: token) { return nil }
         return Self.tokenPool
     }
@@ -81,6 +88,7 @@ final class ServeAPI: Sendable {
         case .changes: return feed(request) { (since, limit) throws(EngineError) in try engine.changes(since: since, limit: limit).map { $0.json() } }
         case .lifecycle: return feed(request) { (since, limit) throws(EngineError) in try engine.lifecycle(since: since, limit: limit).map { $0.json() } }
         case .health: return .json(200, Array(#"{"ok":true}"#.utf8))
+        case .grants, .revokeGrant, .credits, .links, .appUser: return admin(request, route: route)
         case .webhooks: return webhooks(request)
         case .rejections: return rejections(request)
         case .dashboard(let name): return dashboard(name)

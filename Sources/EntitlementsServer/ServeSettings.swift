@@ -13,6 +13,9 @@ public struct ServeSettings: Sendable {
     public var maxConnections: Int?
     /// `serve.maxConnectionsPerClient`: connections one client address may hold (``ServerLimits/maxConnectionsPerClient`` when `nil`).
     public var maxConnectionsPerClient: Int?
+    /// `serve.adminToken`: the tokens that may act as an operator (grants, credits, links,
+    /// app users; specification section 13), each with the label recorded as the operator.
+    public var adminTokens: [AdminToken] = []
 
     public static let defaultListen = ListenAddress(host: "127.0.0.1", port: 8080)
 
@@ -50,8 +53,7 @@ public struct ServeSettings: Sendable {
         guard let section = json["serve"], section != .null else { return }
         try EngineConfiguration.checkServeFieldNames(section)
         guard case .object(let object) = section else { return }
-        let known = EngineConfiguration.serveFields
-        for key in known.dropFirst(2) {
+        for key in ["maxConnections", "maxConnectionsPerClient"] {
             switch object[key] {
             case nil, .null?: continue
             case .int(let value)? where value >= 1 && value <= 100_000:
@@ -78,6 +80,13 @@ public struct ServeSettings: Sendable {
         case let other?:
             throw ConfigurationError(
                 field: "serve.token", message: "expected a non-empty string of visible ASCII characters, found \(JSONWriter.string(other).prefix(40))")
+        }
+        if let section = object["adminToken"], section != .null {
+            adminTokens = try AdminToken.parse(section)
+            if let token, adminTokens.contains(where: { $0.token == token }) {
+                throw ConfigurationError(
+                    field: "serve.adminToken", message: "is the same as serve.token: the query token would act as an operator; choose another")
+            }
         }
     }
 }

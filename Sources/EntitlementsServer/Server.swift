@@ -51,7 +51,7 @@ public final class Server: Sendable {
         } catch {
             throw ServerError(code: .webhooksFailed, message: error.description)
         }
-        let api = ServeAPI(engine: engine, token: settings.token, bound: options.quarantine)
+        let api = ServeAPI(engine: engine, token: settings.token, adminTokens: settings.adminTokens, bound: options.quarantine)
         self.api = api
         http = try HTTPServer(
             listen: settings.listen, limits: options.limits, log: log,

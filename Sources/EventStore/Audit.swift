@@ -98,6 +98,15 @@ extension EventStore {
                             return
                         }
                         factsChecked += 1
+                    } else if case .operatorRecord(let operatorKind) = eventKind {
+                        // An operator's action: no signature, but the facts must be what the logged record says.
+                        if let problem = try operatorRecordProblem(
+                            seq: seq, kind: operatorKind, raw: raw, storedKey: storedKey, factsOf: factsOf)
+                        {
+                            mismatch(problem)
+                            return
+                        }
+                        factsChecked += 1
                     }
                     let (problem, input): (String?, VerifiedInput?)
                     switch eventKind {
@@ -149,14 +158,6 @@ extension EventStore {
                     // Also after the first event: a caller sees the audit under way on its snapshot.
                     if report.events == 1 || report.events & 0x3FFF == 0 { progress(report.events) }
                 }
-                // The newest events deleted: the chain that is left is valid, but shorter than
-                // a head that was committed.
-                for (head, source) in heads where head.seq > report.headSeq {
-                    report.firstMismatch = AuditFinding(
-                        seq: report.headSeq + 1, identity: "",
-                        problem: "the log ends at seq \(report.headSeq), but \(source) says seq \(head.seq) (hash \(head.hash)) was committed: the newest events were deleted")
-                    return
-                }
                 // Facts that belong to no event (inserted behind the engine's back) would count on replay.
                 if everyFactChecked, (try connection.scalarInt("SELECT count(*) FROM event_facts") ?? 0) != factsChecked {
                     let stray = try connection.prepare(
@@ -168,6 +169,15 @@ extension EventStore {
                     }
                     stray.reset()
                 }
+                // The newest events gone: the chain that is left is valid, but shorter than a head
+                // that was committed (deleted, or a database restored from a replica that never
+                // received them). Checked last, so that `missingEvents` says the rest checks out.
+                guard report.firstMismatch == nil, let top = heads.max(by: { $0.0.seq < $1.0.seq }), top.0.seq > report.headSeq else { return }
+                let (head, source) = top
+                report.missingEvents = head.seq - report.headSeq
+                report.firstMismatch = AuditFinding(
+                    seq: report.headSeq + 1, identity: "",
+                    problem: "the log ends at seq \(report.headSeq), but \(source) says seq \(head.seq) (hash \(head.hash)) was committed: the newest events were deleted, or this database was restored from a replica that never received them (\(report.missingEvents) events missing)")
             }
             return report
         }

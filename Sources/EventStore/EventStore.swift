@@ -35,6 +35,9 @@ public final class EventStore {
     public let mode: OpenMode
     /// For a reader that reads the file as immutable, what the files looked like when it opened.
     let snapshot: ReadSnapshot?
+    /// Whether a ``OpenMode/readOnly`` store reads a copy Litestream follows as immutable
+    /// (see ``FollowedCopy``); false for the readers of an engine that writes the database.
+    let readsFollowedCopy: Bool
 
     /// Opens the database at `path` as `mode` allows: creating it and applying
     /// migrations (``OpenMode/create``, the default), writing an existing one
@@ -43,17 +46,23 @@ public final class EventStore {
     /// is waited for, never reported.
     /// - Throws: ``StoreError`` with a code a person can act on (`DATABASE_NOT_FOUND`,
     ///   `DATABASE_TOO_NEW`, read-only, corrupt, cannot open).
-    /// - Parameter hashParts: `hash` of two byte ranges in a row; by default they are
-    ///   joined and given to `hash`.
+    /// - Parameters:
+    ///   - hashParts: `hash` of two byte ranges in a row; by default they are
+    ///     joined and given to `hash`.
+    ///   - readsFollowedCopy: for ``OpenMode/readOnly``, whether a copy that Litestream
+    ///     follows (`PATH-txid` beside it) is read as immutable, without SQLite's locks
+    ///     (the default). A process that also writes the database passes false.
     public init(
         path: String, hash: @escaping HashFunction, hashParts: HashPartsFunction? = nil, mode: OpenMode = .create,
-        busyTimeoutMilliseconds: Int32 = 10_000
+        busyTimeoutMilliseconds: Int32 = 10_000, readsFollowedCopy: Bool = true
     ) throws(StoreError) {
         self.path = path
         self.hash = hash
         self.hashParts = hashParts ?? { first, second in hash(Array(first) + Array(second)) }
         self.mode = mode
-        (connection, snapshot) = try Self.openConnection(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        self.readsFollowedCopy = readsFollowedCopy
+        (connection, snapshot) = try Self.openConnection(
+            path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readsFollowedCopy: readsFollowedCopy)
     }
 
     /// Runs `body`, turning SQLite failures into ``StoreError``.

@@ -41,14 +41,47 @@ extension EventStore {
     /// log must reach.
     func recordHead(_ head: LogHead) {
         if let recorded = recordedHead(), recorded.seq >= head.seq { return }
+        writeHeadRecord(head)
+    }
+
+    /// Makes the head record name the log's own head (or removes it for an empty log),
+    /// whatever it named before, and returns that head: for `recover`, once it has reported
+    /// how many events a restored database lacks, so that the events caught up from Apple,
+    /// which take the missing events' sequence numbers, are recorded from there on.
+    /// - Throws: ``StoreError`` when the log cannot be read or the record cannot be written.
+    @discardableResult
+    public func resetHeadRecord() throws(StoreError) -> LogHead? {
+        try requireWritable()
+        let head: LogHead? = try mapped {
+            let statement = try connection.prepare("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
+            defer { statement.reset() }
+            guard try statement.step() else { return nil }
+            return LogHead(seq: statement.int64(0), hash: Self.hex(statement.blob(1) ?? []))
+        }
+        guard let head else {
+            if unlink(headRecordPath) != 0 && errno != ENOENT {
+                throw StoreError(code: .cannotOpen, message: "cannot remove the head record \(headRecordPath): \(String(cString: strerror(errno)))")
+            }
+            return nil
+        }
+        guard writeHeadRecord(head) else {
+            throw StoreError(code: .cannotOpen, message: "cannot write the head record \(headRecordPath): \(String(cString: strerror(errno)))")
+        }
+        return head
+    }
+
+    /// Writes `head` as the record (a temporary file renamed over it); false when that failed.
+    @discardableResult
+    private func writeHeadRecord(_ head: LogHead) -> Bool {
         // A name of its own (engines in one process, or in several, may record at once).
         let temporary = headRecordPath + ".\(getpid()).\(UInt64.random(in: 0...UInt64.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { return }
+        guard fd >= 0 else { return false }
         let bytes = Array((head.description + "\n").utf8)
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
-        if written == bytes.count, rename(temporary, headRecordPath) == 0 { return }
+        if written == bytes.count, rename(temporary, headRecordPath) == 0 { return true }
         unlink(temporary)
+        return false
     }
 }

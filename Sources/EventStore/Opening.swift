@@ -28,12 +28,12 @@ extension EventStore {
 
     /// Opens the connection for `mode`, retrying whole while the database is busy.
     static func openConnection(
-        path: String, mode: OpenMode, busyTimeoutMilliseconds: Int32
+        path: String, mode: OpenMode, busyTimeoutMilliseconds: Int32, readsFollowedCopy: Bool = true
     ) throws(StoreError) -> (Connection, ReadSnapshot?) {
         var attempt = 0
         while true {
             do {
-                return try openOnce(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+                return try openOnce(path: path, mode: mode, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readsFollowedCopy: readsFollowedCopy)
             } catch let error where error.code == .busy && attempt < busyAttempts {
                 attempt += 1
                 usleep(UInt32(20_000 * min(attempt, 10)))
@@ -42,7 +42,7 @@ extension EventStore {
     }
 
     private static func openOnce(
-        path: String, mode: OpenMode, busyTimeoutMilliseconds: Int32
+        path: String, mode: OpenMode, busyTimeoutMilliseconds: Int32, readsFollowedCopy: Bool
     ) throws(StoreError) -> (Connection, ReadSnapshot?) {
         let migrations: [SchemaMigrations.Migration]
         do { migrations = try SchemaMigrations.all() } catch {
@@ -73,7 +73,8 @@ extension EventStore {
                 try Migrator.migrate(connection, migrations: migrations)
                 return (connection, nil)
             case .readOnly:
-                return try openReadOnly(path: path, migrations: migrations, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+                return try openReadOnly(
+                    path: path, migrations: migrations, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readsFollowedCopy: readsFollowedCopy)
             }
         } catch let error as SQLiteError {
             throw StoreError(error, path: path)
@@ -119,10 +120,18 @@ extension EventStore {
     /// writer start all the same, the change is seen (``ReadSnapshot``) and the
     /// read is done again on a fresh connection. A `-wal` that still holds
     /// commits (a writer was killed) is never read as immutable, as that would
-    /// miss them.
+    /// miss them. A copy that Litestream follows (`litestream restore -f`) is always read as
+    /// immutable: see ``FollowedCopy``.
     private static func openReadOnly(
-        path: String, migrations: [SchemaMigrations.Migration], busyTimeoutMilliseconds: Int32
+        path: String, migrations: [SchemaMigrations.Migration], busyTimeoutMilliseconds: Int32, readsFollowedCopy: Bool
     ) throws -> (Connection, ReadSnapshot?) {
+        if readsFollowedCopy && FollowedCopy.isFollowed(path) {
+            // A copy Litestream follows: never through SQLite's locks (see ``FollowedCopy``).
+            _ = FollowedCopy.waitUntilQuiet(path)
+            let before = ReadSnapshot(path: path, follower: true)
+            let connection = try Connection(path: path, mode: .immutable, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            return (try schemaChecked(connection, path: path, migrations: migrations), before)
+        }
         let before = ReadSnapshot(path: path)
         let sideFilesExist = before.walSize >= 0 && before.shmExists
         let createsOwnersFiles = geteuid() == 0 || geteuid() == before.owner
@@ -182,8 +191,15 @@ public struct ReadSnapshot: Sendable, Equatable {
     /// The size of `-wal`, or -1 when there is none.
     var walSize: Int64 = -1
     var shmExists = false
+    /// For a reader of a followed copy (see ``FollowedCopy``): whether the copy is still
+    /// followed, and whether the follower was writing it (what is read then may mix two
+    /// states, and is never current). Both false for any other reader.
+    var followed = false
+    var applying = false
 
-    init(path: String) {
+    /// What the files look like now; with `follower`, also whether Litestream follows the
+    /// copy and is writing it (which opens the file: only where this process holds no lock on it).
+    init(path: String, follower: Bool = false) {
         var info = stat()
         if stat(path, &info) == 0 {
             device = UInt64(info.st_dev)
@@ -195,6 +211,10 @@ public struct ReadSnapshot: Sendable, Equatable {
         }
         if stat(path + "-wal", &info) == 0 { walSize = Int64(info.st_size) }
         shmExists = access(path + "-shm", F_OK) == 0
+        if follower {
+            followed = FollowedCopy.isFollowed(path)
+            applying = followed && FollowedCopy.isApplying(path)
+        }
     }
 }
 
@@ -204,7 +224,10 @@ extension EventStore {
     /// immutable one (see ``OpenMode/readOnly``), true while nothing has changed
     /// the files since it was opened.
     public var isCurrent: Bool {
-        guard let snapshot else { return true }
-        return ReadSnapshot(path: path) == snapshot
+        guard let snapshot else {
+            // Through SQLite's locks, on a copy Litestream has begun to follow since: its lock would hold the follower.
+            return !(mode == .readOnly && readsFollowedCopy && FollowedCopy.isFollowed(path))
+        }
+        return !snapshot.applying && ReadSnapshot(path: path, follower: snapshot.followed) == snapshot
     }
 }

@@ -14,6 +14,9 @@ if arguments.first == ReplayBench.childCommand, arguments.count == 2 {
 if arguments.first == ServeBench.command {
     exit(ServeBench.run(Array(arguments.dropFirst())))
 }
+if arguments.first == ReplicationBench.command {
+    exit(ReplicationBench.run(Array(arguments.dropFirst())))
+}
 if arguments.first == Profile.command {
     exit(Profile.run(Array(arguments.dropFirst())))
 }

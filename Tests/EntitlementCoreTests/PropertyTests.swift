@@ -46,7 +46,7 @@ struct PropertyTests {
             case .transaction(let t): log[t.ref] = t.raw
             case .renewalInfo(let r): log[r.ref] = r.raw
             case .appTransaction(let a): log[a.ref] = a.raw
-            case .usage: break
+            case .usage, .operatorAction: break
             }
         }
         let stripped = try events.map { event throws(CodecError) in try EventCodec.decode(EventCodec.encode(event), seq: event.seq) }
@@ -99,7 +99,7 @@ struct PropertyTests {
                 switch event.body {
                 case .notification(let n): transaction = n.transaction
                 case .transaction(let t): transaction = t
-                case .renewalInfo, .appTransaction, .usage: transaction = nil
+                case .renewalInfo, .appTransaction, .usage, .operatorAction: transaction = nil
                 }
                 guard let transaction else { continue }
                 seen["\(transaction.facts.transactionId)@\(transaction.facts.signedDate)", default: []].insert(transaction.facts)
@@ -170,6 +170,69 @@ struct PropertyTests {
         try missing.add(claim("7001", 9, 1, "b"))
         #expect(throws: MissingRawJWS.self) {
             try missing.add(LinkClaim(originalTransactionId: "2000", appTransactionId: "7002", signedDate: 9, ref: RawRef(eventSeq: 2, slot: .own)))
+        }
+    }
+
+    @Test func generatedHistoriesExerciseOperatorActions() throws {
+        // Grants (revoked or not), credits, links that transfer a customer, records given
+        // to an app user itself, and records filed under an otid: key that merges.
+        var grants = 0, revoked = 0, credits = 0, transfers = 0, ownRecords = 0, mergedRecords = 0
+        for seed in 1...24 as ClosedRange<UInt64> {
+            let events = RandomHistory.events(seed: seed)
+            let links = try CustomerLinks(events)
+            for event in events {
+                guard case .operatorAction(let record) = event.body else { continue }
+                switch record.action {
+                case .grant: grants += 1
+                case .grantRevoked: revoked += 1
+                case .credit: credits += 1
+                case .link: break
+                }
+                if OperatorRecord.appUser(ofKey: record.customerKey) != nil { ownRecords += 1 }
+                if record.originalTransactionId != nil, links.owner(of: event)?.hasPrefix("otid:") == false { mergedRecords += 1 }
+            }
+            for state in try reduceAll(events).values {
+                let users = state.links.compactMap(\.appUserId)
+                transfers += zip(users, users.dropFirst()).filter { $0 != $1 }.count
+            }
+        }
+        #expect(grants > 20)
+        #expect(revoked > 5)
+        #expect(credits > 20)
+        #expect(transfers > 3)
+        #expect(ownRecords > 5)
+        #expect(mergedRecords > 0)
+    }
+
+    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    func operatorRecordsSurviveTheCodecsAndGiveEqualAnswersInAnyOrder(seed: UInt64) throws {
+        let events = RandomHistory.events(seed: seed)
+        let reference = try reduceAll(events)
+        var rng = SplitMix64(seed: seed &+ 99)
+        // Operator records as replay reads them (through the event codec); signed events keep their raws.
+        let decoded = try rng.shuffledWithDuplicates(events).map { event throws(CodecError) in
+            guard case .operatorAction = event.body else { return event }
+            return try EventCodec.decode(EventCodec.encode(event), seq: event.seq)
+        }
+        for (key, state) in reference where !state.operatorRecords.isEmpty {
+            let bytes = StateCodec.encode(state)
+            #expect(try StateCodec.decode(bytes).operatorRecords == state.operatorRecords)
+            for at in Self.moments {
+                let view = Evaluation.evaluate(state, rules: testRules, at: at)
+                let fromBytes = try bytes.withUnsafeBytes { buffer throws(CodecError) in
+                    try Evaluation.evaluate(stateBytes: buffer, rules: testRules, at: at)
+                }
+                #expect(fromBytes == view, "\(key) at \(at)")
+            }
+        }
+        let links = try CustomerLinks(decoded)
+        var states: [CustomerKey: CustomerState] = [:]
+        for event in decoded {
+            guard let key = links.owner(of: event) else { continue }
+            try states[key, default: CustomerState(key: key)].apply(event, rules: testRules)
+        }
+        for (key, state) in reference where !state.operatorRecords.isEmpty {
+            #expect(states[key]?.operatorRecords == state.operatorRecords, "\(key)")
         }
     }
 }

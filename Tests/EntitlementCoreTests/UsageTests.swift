@@ -176,6 +176,10 @@ struct UsagePropertyTests {
                         spendsSeen += 1
                     }
                 }
+                // An operator's credits add (or take) from when they were recorded.
+                for record in state.operatorRecords.values where record.recordedAt <= at {
+                    if case .credit(let currency, let units) = record.action { expected[currency, default: 0] += units }
+                }
                 let view = Evaluation.evaluate(state, rules: testRules, at: at)
                 #expect(Dictionary(uniqueKeysWithValues: view.balances.map { ($0.currency, $0.amount) }) == expected)
                 // Every unit spent is attributed to a purchase or counted as unattributed.

@@ -42,7 +42,7 @@ struct ReplicatedServeTests {
         #expect(Set(eventIds).isSubset(of: onReplica), "acknowledged but not on the replica: \(Set(eventIds).subtracting(onReplica))")
     }
 
-    @Test("concurrent notifications: one request to Litestream per committed batch (group commit), all on the replica", .enabled(if: Litestream.available))
+    @Test("concurrent notifications: at most one request to Litestream per committed batch (group commit), all on the replica", .enabled(if: Litestream.available))
     func oneConfirmationPerBatch() throws {
         let workspace = try Workspace(name: "replicated-group")
         let litestream = try Litestream(database: workspace.path("serve.sqlite"), in: workspace.folder)
@@ -74,7 +74,9 @@ struct ReplicatedServeTests {
         #expect(all.count == clients * each)
         #expect(all.values.allSatisfy { $0.status == 200 }, "\(all.values.filter { $0.status != 200 }.map(\.text).prefix(2))")
         let batches = server.server.ingestStatistics.batches
-        #expect(server.engine.replicationRequests == batches, "\(server.engine.replicationRequests) requests for \(batches) batches")
+        // A confirmation covers every batch committed before it was asked for: the next batch
+        // commits while the replica confirms one, and one request may cover several.
+        #expect(server.engine.replicationRequests >= 1 && server.engine.replicationRequests <= batches, "\(server.engine.replicationRequests) requests for \(batches) batches")
         print("replicated serve: \(clients * each) notifications from \(clients) clients in \(batches) batches, \(server.engine.replicationRequests) requests to Litestream")
 
         let restored = workspace.path("restored.sqlite")

@@ -22,7 +22,8 @@ final class TestServer: @unchecked Sendable {
     private(set) var runError: EngineError?
 
     init(
-        name: String = "serve", token: String? = nil, maxInputBytes: Int? = nil, database: String = "serve.sqlite",
+        name: String = "serve", token: String? = nil, adminTokens: [AdminToken] = [], maxInputBytes: Int? = nil,
+        database: String = "serve.sqlite",
         workspace: Workspace? = nil, configure: (inout Server.Options) -> Void = { _ in }
     ) throws {
         self.workspace = try workspace ?? Workspace(name: name, maxInputBytes: maxInputBytes)
@@ -31,8 +32,10 @@ final class TestServer: @unchecked Sendable {
         configure(&options)
         logURL = self.workspace.url("access-\(UUID().uuidString.prefix(6)).log")
         logFD = open(logURL.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        var settings = ServeSettings(listen: ListenAddress(host: "127.0.0.1", port: 0), token: token)
+        settings.adminTokens = adminTokens
         server = try Server(
-            engine: engine, settings: ServeSettings(listen: ListenAddress(host: "127.0.0.1", port: 0), token: token), options: options,
+            engine: engine, settings: settings, options: options,
             log: AccessLog(fileDescriptor: logFD))
         let thread = Thread { [self] in
             do throws(EngineError) { try server.run() } catch { runError = error }

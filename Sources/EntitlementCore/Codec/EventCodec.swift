@@ -7,7 +7,7 @@
 ///
 /// ```
 /// u8 version = 1, 2 or 3
-/// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction, 4 usage, in the low 4 bits;
+/// u8 kind: 0 notification, 1 transaction, 2 renewalInfo, 3 appTransaction, 4 usage, 5 an operator record (its canonical JSON), in the low 4 bits;
 ///    the high 4 bits the environment: 0 not recorded, 1 Production, 2 Sandbox, 3 Xcode, 4 LocalTesting
 /// notification: flags, string notificationUUID, type, [subtype], date signedDate,
 ///               [string appTransactionId], [transaction facts], [renewal facts], [app transaction facts]
@@ -35,6 +35,7 @@ public enum EventCodec {
         static let renewalInfo: UInt8 = 2
         static let appTransaction: UInt8 = 3
         static let usage: UInt8 = 4
+        static let operatorRecord: UInt8 = 5
     }
 
     /// The bytes of `event`'s facts (its `seq` and raws are not written).
@@ -75,6 +76,9 @@ public enum EventCodec {
         case .usage(let usage):
             writer.byte(KindCode.usage | environmentBits(event.environment))
             writer.usageFacts(usage)
+        case .operatorAction(let record):
+            writer.byte(KindCode.operatorRecord | environmentBits(event.environment))
+            writer.operatorRecord(record)
         }
         return writer.bytes
     }
@@ -158,6 +162,10 @@ public enum EventCodec {
             let facts = try reader.usageFacts()
             try reader.finish()
             event = Event(seq: seq, body: .usage(facts))
+        case .operatorRecord:
+            let record = try reader.operatorRecord()
+            try reader.finish()
+            event = Event(seq: seq, body: .operatorAction(record))
         }
         var decoded = event
         decoded.environment = environment
@@ -188,6 +196,8 @@ public enum EventCodec {
         case KindCode.renewalInfo: return (.signed(.renewalInfo), environment)
         case KindCode.appTransaction: return (.signed(.appTransaction), environment)
         case KindCode.usage: return (.operatorRecord(.usage), environment)
+        // The record's own kind is in its JSON; `grant` stands for the family until it is read.
+        case KindCode.operatorRecord: return (.operatorRecord(.grant), environment)
         default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(byte & 0x0F)")
         }
     }
@@ -227,7 +237,7 @@ extension Event {
         case .notification(let n):
             return n.transaction?.facts.hasDisplayFacts == true || n.appTransaction?.facts.hasDisplayFacts == true
         case .transaction(let t): return t.facts.hasDisplayFacts
-        case .renewalInfo, .usage: return false
+        case .renewalInfo, .usage, .operatorAction: return false
         case .appTransaction(let a): return a.facts.hasDisplayFacts
         }
     }
@@ -241,7 +251,7 @@ extension Event {
         case .transaction(let t): return t.facts.extensions != nil
         case .renewalInfo(let r): return r.facts.extensions != nil
         case .appTransaction(let a): return a.facts.originalPlatform != nil
-        case .usage: return false
+        case .usage, .operatorAction: return false
         }
     }
 
@@ -260,7 +270,7 @@ extension Event {
         case .renewalInfo(var r):
             r.facts = r.facts.withoutExtensions
             copy.body = .renewalInfo(r)
-        case .usage:
+        case .usage, .operatorAction:
             break
         case .appTransaction(var a):
             a.facts = a.facts.withoutExtensions
@@ -284,7 +294,7 @@ extension Event {
         case .renewalInfo(var r):
             r.facts = r.facts.withoutExtensions
             copy.body = .renewalInfo(r)
-        case .usage:
+        case .usage, .operatorAction:
             break
         case .appTransaction(var a):
             a.facts = a.facts.withoutDisplayFacts

@@ -15,9 +15,10 @@
 /// count, then per transaction (sorted by transactionId): ref, transaction facts
 /// count, then per originalTransactionId (sorted): count, then per version (ascending signedDate): ref, renewal facts
 /// u8 flags: 1 appTransaction, 2 accountToken, 4 lastNotification, 8 its subtype, 16 environments, 32 usages,
-///    64 consentRescindedAt (format 4)
+///    64 operator records, 128 consentRescindedAt (format 4)
 /// [ref, app transaction facts] [string token, date signedDate, ref] [string uuid, type, [subtype], date signedDate]
 /// [u8 environments (``EnvironmentSet``)] [count, then per usage record (sorted by usageId): usage facts]
+/// [count, then per operator record (sorted by identity): its canonical JSON as a string]
 /// [date consentRescindedAt]
 /// ```
 ///
@@ -47,9 +48,10 @@ public enum StateCodec {
     private static let lastNotificationHasSubtype: UInt8 = 8
     private static let hasEnvironments: UInt8 = 16
     private static let hasUsages: UInt8 = 32
-    private static let hasConsentRescinded: UInt8 = 64
-    private static let knownFlags: UInt8 = 63
-    private static let knownFlagsWithExtensions: UInt8 = 127
+    private static let hasOperatorRecords: UInt8 = 64
+    private static let hasConsentRescinded: UInt8 = 128
+    private static let knownFlags: UInt8 = 127
+    private static let knownFlagsWithExtensions: UInt8 = 255
 
     /// The bytes of `state`.
     public static func encode(_ state: CustomerState) -> [UInt8] {
@@ -84,6 +86,7 @@ public enum StateCodec {
         if state.appTransaction != nil { flags |= hasAppTransaction }
         if state.accountToken != nil { flags |= hasAccountToken }
         if !state.usages.isEmpty { flags |= hasUsages }
+        if !state.operatorRecords.isEmpty { flags |= hasOperatorRecords }
         if let notification = state.lastNotification {
             flags |= hasLastNotification
             if notification.subtype != nil { flags |= lastNotificationHasSubtype }
@@ -112,6 +115,12 @@ public enum StateCodec {
             let usageOrder = usages.indices.sorted { usages[$0].key.utf8Precedes(usages[$1].key) }
             writer.count(usageOrder.count)
             for index in usageOrder { writer.usageFacts(usages[index].value) }
+        }
+        if !state.operatorRecords.isEmpty {
+            let records = state.operatorRecords
+            let order = records.indices.sorted { records[$0].key.utf8Precedes(records[$1].key) }
+            writer.count(order.count)
+            for index in order { writer.operatorRecord(records[index].value) }
         }
         if let moment = state.consentRescindedAt { writer.date(moment) }
         let strings = writer.table?.strings ?? []
@@ -243,6 +252,16 @@ public enum StateCodec {
                 try state.usage(try reader.usageFacts(), at: start)
             }
         }
+        if flags & hasOperatorRecords != 0 {
+            let count = try reader.count()
+            guard count > 0 else {
+                throw CodecError(code: .inconsistent, offset: reader.offset, message: "operator record flag without records")
+            }
+            for _ in 0..<count {
+                let start = reader.offset
+                try state.operatorRecord(try reader.operatorRecord(), at: start)
+            }
+        }
         if flags & hasConsentRescinded != 0 { state.consentRescindedAt = try reader.date() }
         try reader.finish()
         return state
@@ -293,6 +312,8 @@ protocol StateSink {
     mutating func renewalRuns(_ runs: RenewalRuns)
     /// One usage record (each `usageId` once).
     mutating func usage(_ facts: UsageFacts, at offset: Int) throws(CodecError)
+    /// One operator record (each identity once).
+    mutating func operatorRecord(_ record: OperatorRecord, at offset: Int) throws(CodecError)
 }
 
 extension StateSink {
@@ -322,6 +343,12 @@ extension CustomerState: StateSink {
     mutating func usage(_ facts: UsageFacts, at offset: Int) throws(CodecError) {
         guard usages.updateValue(facts, forKey: facts.usageId) == nil else {
             throw CodecError(code: .inconsistent, offset: offset, message: "usage \(facts.usageId) twice")
+        }
+    }
+
+    mutating func operatorRecord(_ record: OperatorRecord, at offset: Int) throws(CodecError) {
+        guard operatorRecords.updateValue(record, forKey: record.identity) == nil else {
+            throw CodecError(code: .inconsistent, offset: offset, message: "operator record \(record.identity) twice")
         }
     }
 }

@@ -26,12 +26,23 @@ public struct AccountView: Sendable, Hashable {
     /// is active, `nil` (no end) when a non-consumable grants it in any of
     /// them, and `nil` when it is active in none.
     public static func merge(token: String, at: Int64, views: [CustomerView]) -> AccountView {
+        let ids = Set(views.map(\.appTransactionId)).sorted { $0.utf8Precedes($1) }
+        return AccountView(appAccountToken: token, at: at, appTransactionIds: ids, entitlements: mergeEntitlements(views))
+    }
+
+    /// The entitlements of `views` merged: listed when any view lists it, active when
+    /// any has it active, with the latest `expiresDate` among those (no end when a
+    /// non-consumable grants it in any), and the source that sets it (a purchase
+    /// before an operator's grant on a tie).
+    public static func mergeEntitlements(_ views: [CustomerView]) -> [EntitlementView] {
         var merged: [String: Grant?] = [:]
         for view in views {
             for entitlement in view.entitlements {
                 let grant: Grant? =
                     entitlement.active
-                    ? Grant(expiry: entitlement.expiresDate.map(GrantExpiry.until) ?? .forever, productId: entitlement.productId ?? "")
+                    ? Grant(
+                        expiry: entitlement.expiresDate.map(GrantExpiry.until) ?? .forever, productId: entitlement.productId ?? "",
+                        grantId: entitlement.grantId)
                     : nil
                 switch (merged[entitlement.name] ?? nil, grant) {
                 case (let existing?, let incoming?): merged[entitlement.name] = .some(existing.later(incoming))
@@ -40,16 +51,16 @@ public struct AccountView: Sendable, Hashable {
                 }
             }
         }
-        let entitlements = merged.map { name, grant in
-            switch grant?.expiry {
-            case nil: return EntitlementView(name: name, active: false, expiresDate: nil)
-            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil, productId: grant?.productId)
-            case .until(let date)?: return EntitlementView(name: name, active: true, expiresDate: date, productId: grant?.productId)
+        return merged.map { name, grant in
+            guard let grant else { return EntitlementView(name: name, active: false, expiresDate: nil) }
+            let productId = grant.grantId == nil ? grant.productId : nil
+            switch grant.expiry {
+            case .forever: return EntitlementView(name: name, active: true, expiresDate: nil, productId: productId, grantId: grant.grantId)
+            case .until(let date):
+                return EntitlementView(name: name, active: true, expiresDate: date, productId: productId, grantId: grant.grantId)
             }
         }
         .sorted { $0.name.utf8Precedes($1.name) }
-        let ids = Set(views.map(\.appTransactionId)).sorted { $0.utf8Precedes($1) }
-        return AccountView(appAccountToken: token, at: at, appTransactionIds: ids, entitlements: entitlements)
     }
 
     /// The names of the entitlements active at ``at``, sorted.

@@ -25,12 +25,15 @@ extension CustomerView {
 }
 
 extension EntitlementView {
-    /// `{"active": ..., "expiresDate": ..., "productId": ...}`.
+    /// `{"active": ..., "expiresDate": ..., "productId": ..., "source": ...}`, and `"grantId"`
+    /// when an operator's grant is the source.
     public func json() -> JSONValue {
-        .object(
-            JSONObject([
-                ("active", .bool(active)), ("expiresDate", .nullable(expiresDate)), ("productId", .nullable(productId)),
-            ]))
+        var members: [(String, JSONValue)] = [
+            ("active", .bool(active)), ("expiresDate", .nullable(expiresDate)), ("productId", .nullable(productId)),
+            ("source", .nullable(source)),
+        ]
+        if let grantId { members.append(("grantId", .string(grantId))) }
+        return .object(JSONObject(members))
     }
 
     /// `{"<name>": {"active": ..., "expiresDate": ...}, ...}` in the order given.

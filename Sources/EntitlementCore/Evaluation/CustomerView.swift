@@ -85,13 +85,23 @@ public struct EntitlementView: Sendable, Hashable {
     /// when one grants; among equal sources the smallest `productId`); `nil`
     /// when nothing grants it.
     public var productId: String?
+    /// The operator's grant that sets ``expiresDate`` (specification section 13), `nil`
+    /// when a purchase does or nothing grants.
+    public var grantId: String?
 
     /// An entitlement with exactly these fields.
-    public init(name: String, active: Bool, expiresDate: Int64?, productId: String? = nil) {
+    public init(name: String, active: Bool, expiresDate: Int64?, productId: String? = nil, grantId: String? = nil) {
         self.name = name
         self.active = active
         self.expiresDate = expiresDate
         self.productId = productId
+        self.grantId = grantId
+    }
+
+    /// What sets ``expiresDate``: `purchase`, `grant` (an operator's), `nil` when nothing grants.
+    public var source: String? {
+        guard active else { return nil }
+        return grantId == nil ? "purchase" : "grant"
     }
 }
 

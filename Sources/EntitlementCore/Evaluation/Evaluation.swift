@@ -16,7 +16,7 @@ public enum Evaluation {
             key: state.key, accountToken: state.accountToken?.token, transactions: state.transactions.values.lazy.map(\.facts),
             renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) },
             appTransaction: state.appTransaction?.facts, usages: state.usages.values,
-            consentRescindedAt: state.consentRescindedAt, rules: rules, at: at)
+            consentRescindedAt: state.consentRescindedAt, operatorRecords: state.operatorRecords.values, rules: rules, at: at)
         view.environment = state.environments.displayName
         return view
     }
@@ -37,7 +37,7 @@ public enum Evaluation {
                 return (input.standingRenewalInfos[index].facts, input.renewalRuns[index])
             },
             appTransaction: input.appTransaction?.facts, usages: input.usages, consentRescindedAt: input.consentRescindedAt,
-            rules: rules, at: at)
+            operatorRecords: input.operatorRecords, rules: rules, at: at)
         view.environment = input.environments.displayName
         return view
     }
@@ -47,7 +47,7 @@ public enum Evaluation {
     static func evaluate(
         key: CustomerKey, accountToken: String?, transactions: some Sequence<TransactionFacts>,
         renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](),
-        consentRescindedAt: Int64? = nil, rules: Rules, at: Int64
+        consentRescindedAt: Int64? = nil, operatorRecords: some Collection<OperatorRecord> = [OperatorRecord](), rules: Rules, at: Int64
     ) -> CustomerView {
         var ledger = EntitlementLedger()
         // With the rule, a rescinded consent ends every grant then.
@@ -140,6 +140,17 @@ public enum Evaluation {
             if case .spend(let currency, let units) = usage.amount { balances.debit(currency, units: units) }
         }
 
+        if !operatorRecords.isEmpty {
+            // What operators gave: grants in force at `at`, credits recorded by then.
+            for grant in OperatorGrant.grants(in: operatorRecords) where grant.from <= at {
+                ledger.mention([grant.entitlement])
+                if grant.isActive(at: at) { ledger.grant(grant.entitlement, until: grant.end, grantId: grant.id) }
+            }
+            for record in operatorRecords where record.recordedAt <= at {
+                if case .credit(let currency, let units) = record.action { balances.debit(currency, units: -units) }
+            }
+        }
+
         return CustomerView(
             appTransactionId: key, at: at, appAccountToken: accountToken,
             entitlements: ledger.views(), subscriptions: subscriptions, purchases: purchases,
@@ -170,6 +181,7 @@ struct EvaluationInput: StateSink {
     var environments: EnvironmentSet = []
     var usages: [UsageFacts] = []
     var consentRescindedAt: Int64? = nil
+    var operatorRecords: [OperatorRecord] = []
 
     init(key: CustomerKey, transactions: Int) {
         self.key = key
@@ -190,6 +202,10 @@ struct EvaluationInput: StateSink {
 
     mutating func usage(_ facts: UsageFacts, at offset: Int) throws(CodecError) {
         usages.append(facts)
+    }
+
+    mutating func operatorRecord(_ record: OperatorRecord, at offset: Int) throws(CodecError) {
+        operatorRecords.append(record)
     }
 }
 
@@ -258,16 +274,29 @@ enum GrantExpiry: Hashable {
 struct Grant: Hashable {
     var expiry: GrantExpiry
     var productId: String
+    /// The operator's grant that is the source (specification section 13); `nil` for a purchase.
+    var grantId: String? = nil
 
-    /// The later of two grants; between equal expiries, the smaller `productId`.
+    /// The later of two grants; between equal expiries a purchase before an
+    /// operator's grant, then the smaller `productId` (or grant id).
     func later(_ other: Grant) -> Grant {
         switch (expiry, other.expiry) {
         case (.forever, .until): return self
         case (.until, .forever): return other
-        case (.forever, .forever): return other.productId.utf8Precedes(productId) ? other : self
+        case (.forever, .forever): return other.tiePrecedes(self) ? other : self
         case (.until(let lhs), .until(let rhs)):
             if lhs != rhs { return lhs > rhs ? self : other }
-            return other.productId.utf8Precedes(productId) ? other : self
+            return other.tiePrecedes(self) ? other : self
+        }
+    }
+
+    /// Between sources of equal expiry: purchases first, then by `productId`, then by grant id.
+    private func tiePrecedes(_ other: Grant) -> Bool {
+        switch (grantId, other.grantId) {
+        case (nil, _?): return true
+        case (_?, nil): return false
+        case (let lhs?, let rhs?): return lhs.utf8Precedes(rhs)
+        case (nil, nil): return productId.utf8Precedes(other.productId)
         }
     }
 }
@@ -294,7 +323,15 @@ struct EntitlementLedger {
             case .until(let end): expiry = .until(min(end, endsAt.end))
             }
         }
-        let incoming = Grant(expiry: expiry, productId: product)
+        record(names, Grant(expiry: expiry, productId: product))
+    }
+
+    /// An operator's grant of `name` until `until` (exclusive): an operator's decision, not capped by a rescinded consent.
+    mutating func grant(_ name: String, until: Int64, grantId: String) {
+        record([name], Grant(expiry: .until(until), productId: "", grantId: grantId))
+    }
+
+    private mutating func record(_ names: [String], _ incoming: Grant) {
         for name in names {
             if case .some(.some(let existing)) = entries[name] {
                 entries[name] = .some(existing.later(incoming))
@@ -320,9 +357,14 @@ struct EntitlementLedger {
         entries.map { name, grant in
             switch grant?.expiry {
             case nil: return EntitlementView(name: name, active: false, expiresDate: nil)
-            case .forever?: return EntitlementView(name: name, active: true, expiresDate: nil, productId: grant?.productId)
+            case .forever?:
+                return EntitlementView(
+                    name: name, active: true, expiresDate: nil, productId: grant?.grantId == nil ? grant?.productId : nil,
+                    grantId: grant?.grantId)
             case .until(let date)?:
-                return EntitlementView(name: name, active: true, expiresDate: date, productId: grant?.productId)
+                return EntitlementView(
+                    name: name, active: true, expiresDate: date, productId: grant?.grantId == nil ? grant?.productId : nil,
+                    grantId: grant?.grantId)
             }
         }
         .sorted { $0.name.utf8Precedes($1.name) }

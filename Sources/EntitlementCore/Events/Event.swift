@@ -21,6 +21,7 @@ public struct Event: Sendable, Hashable {
         case .renewalInfo: return .signed(.renewalInfo)
         case .appTransaction: return .signed(.appTransaction)
         case .usage: return .operatorRecord(.usage)
+        case .operatorAction(let record): return .operatorRecord(record.kind)
         }
     }
 }
@@ -33,6 +34,8 @@ public enum EventBody: Sendable, Hashable {
     case appTransaction(Signed<AppTransactionFacts>)
     /// The operator's word on what the customer used (``UsageFacts``), not Apple's.
     case usage(UsageFacts)
+    /// What an operator did (``OperatorRecord``): a grant, its revocation, a credit, a link. Not Apple's.
+    case operatorAction(OperatorRecord)
 }
 
 /// The customer an event belongs to: `appTransactionId`, or
@@ -112,6 +115,8 @@ extension Event {
             return a.facts.appTransactionId.isEmpty ? nil : a.facts.appTransactionId
         case .usage(let u):
             return u.customerKey
+        case .operatorAction(let record):
+            return record.customerKey
         }
     }
 
@@ -123,6 +128,7 @@ extension Event {
         case .renewalInfo(let r): return r.facts.originalTransactionId
         case .appTransaction: return nil
         case .usage(let u): return u.originalTransactionId
+        case .operatorAction(let record): return record.originalTransactionId
         }
     }
 
@@ -131,7 +137,7 @@ extension Event {
         switch body {
         case .notification(let n): return n.transaction?.facts.transactionId
         case .transaction(let t): return t.facts.transactionId
-        case .renewalInfo, .appTransaction, .usage: return nil
+        case .renewalInfo, .appTransaction, .usage, .operatorAction: return nil
         }
     }
 
@@ -143,6 +149,7 @@ extension Event {
         case .renewalInfo(let r): return r.facts.signedDate
         case .appTransaction(let a): return a.facts.signedDate
         case .usage(let u): return u.at
+        case .operatorAction(let record): return record.recordedAt
         }
     }
 
@@ -153,7 +160,7 @@ extension Event {
             return [n.transaction?.facts.appAccountToken, n.renewalInfo?.facts.appAccountToken].compactMap { $0 }
         case .transaction(let t): return [t.facts.appAccountToken].compactMap { $0 }
         case .renewalInfo(let r): return [r.facts.appAccountToken].compactMap { $0 }
-        case .appTransaction, .usage: return []
+        case .appTransaction, .usage, .operatorAction: return []
         }
     }
 }

@@ -13,6 +13,14 @@ public enum SignedKind: String, Sendable, Hashable, CaseIterable {
 public enum OperatorKind: String, Sendable, Hashable, CaseIterable {
     /// A usage record: the operator's word on what a customer used (specification section 11).
     case usage
+    /// A grant: an entitlement given by an operator for a window of time (specification section 13).
+    case grant
+    /// The end of a grant before its `until`, by an operator.
+    case grantRevoked = "grant_revoked"
+    /// Units of a currency added to (or taken from) a balance by an operator.
+    case credit
+    /// A customer linked to an app user (the team's own account id).
+    case link
 }
 
 /// The kinds of event in the log, in two families that are never confused: what Apple
@@ -52,4 +60,8 @@ public enum EventKind: Sendable, Hashable, CaseIterable, CustomStringConvertible
     public static let renewalInfo = EventKind.signed(.renewalInfo)
     public static let appTransaction = EventKind.signed(.appTransaction)
     public static let usage = EventKind.operatorRecord(.usage)
+    public static let grant = EventKind.operatorRecord(.grant)
+    public static let grantRevoked = EventKind.operatorRecord(.grantRevoked)
+    public static let credit = EventKind.operatorRecord(.credit)
+    public static let link = EventKind.operatorRecord(.link)
 }

@@ -39,8 +39,12 @@ public enum CustomerHistory {
         for name in names {
             let old = before.entitlement(name) ?? EntitlementView(name: name, active: false, expiresDate: nil)
             let new = after.entitlement(name) ?? EntitlementView(name: name, active: false, expiresDate: nil)
-            guard old.active != new.active || old.expiresDate != new.expiresDate || old.productId != new.productId else { continue }
+            guard
+                old.active != new.active || old.expiresDate != new.expiresDate || old.productId != new.productId
+                    || old.grantId != new.grantId
+            else { continue }
             let cause = sources.cause(at: at) { source in
+                if let granted = source.entitlement { return granted == name ? 0 : 3 }
                 let grants = source.productId.map { rules.products[$0]?.entitlements.contains(name) ?? false } ?? false
                 let names = source.productId == new.productId || source.productId == old.productId
                 return (grants ? 0 : 2) + (names ? 0 : 1)
@@ -87,8 +91,10 @@ struct HistorySources {
         /// The product it is about (a transaction's; a renewal info's subscription's).
         var productId: String?
         var originalTransactionId: String?
-        /// The currency a usage record spent.
+        /// The currency a usage record spent (or a credit gave).
         var currency: String? = nil
+        /// The entitlement an operator's grant gives.
+        var entitlement: String? = nil
         /// Lower is preferred when several sources share a moment.
         var priority: Int
     }
@@ -200,6 +206,34 @@ struct HistorySources {
             if case .spend(let currency, _) = usage.amount { source.currency = currency }
             sources.append(source)
         }
+        // Operator records: a grant starts and ends, a credit changes a balance when recorded.
+        for grant in OperatorGrant.grants(in: state.operatorRecords.values) {
+            var dates: [(Int64, String)] = [(grant.from, "from"), (grant.until, "until")]
+            if let revokedAt = grant.revokedAt { dates.append((revokedAt, "revokedAt")) }
+            for (moment, field) in dates {
+                if momentsOnly {
+                    bare.append(moment)
+                    continue
+                }
+                var source = Source(
+                    moment: moment, cause: HistoryCause(kind: .grant, id: grant.id, field: field), productId: nil,
+                    originalTransactionId: nil, priority: 7)
+                source.entitlement = grant.entitlement
+                sources.append(source)
+            }
+        }
+        for record in state.operatorRecords.values {
+            guard case .credit(let currency, _) = record.action else { continue }
+            if momentsOnly {
+                bare.append(record.recordedAt)
+                continue
+            }
+            var source = Source(
+                moment: record.recordedAt, cause: HistoryCause(kind: .credit, id: record.id), productId: nil,
+                originalTransactionId: nil, priority: 6)
+            source.currency = currency
+            sources.append(source)
+        }
         if momentsOnly {
             moments = Array(Set(bare)).sorted()
             return
@@ -258,7 +292,7 @@ struct NotificationCarriers {
                 renewal = n.renewalInfo?.facts
             case .transaction(let t): transaction = t.facts
             case .renewalInfo(let r): renewal = r.facts
-            case .appTransaction, .usage: break
+            case .appTransaction, .usage, .operatorAction: break
             }
             if let t = transaction {
                 transactions[t.transactionId, default: []].append(

@@ -56,10 +56,14 @@ public struct HistoryCause: Sendable, Hashable {
         case usage
         /// A notification whose own date matters (RESCIND_CONSENT).
         case notification
+        /// An operator's grant (field `from`, `until` or `revokedAt`).
+        case grant
+        /// An operator's credit.
+        case credit
     }
 
     public var kind: Kind
-    /// The `transactionId`; for a renewal info its `originalTransactionId`; for usage the
+    /// The `transactionId`; for a renewal info its `originalTransactionId`; for usage, a grant or a credit the
     /// record's id; for a notification its type.
     public var id: String
     /// The field whose date it is (`purchaseDate`, `expiresDate`, `revocationDate`,

@@ -15,6 +15,10 @@ public enum LifecycleEventType: String, Sendable, Hashable, CaseIterable {
     case consumptionRequest = "CONSUMPTION_REQUEST"
     case consentRescinded = "CONSENT_RESCINDED"
     case customerMerged = "CUSTOMER_MERGED"
+    case grantStarted = "GRANT_STARTED"
+    case grantEnded = "GRANT_ENDED"
+    case grantRevoked = "GRANT_REVOKED"
+    case transfer = "TRANSFER"
 }
 
 /// One lifecycle event of a customer's data: its identity, what it is about,
@@ -37,6 +41,8 @@ public struct LifecycleEvent: Sendable, Hashable {
     public var extra: JSONObject
     /// When it took effect in the customer's data, in ms since 1970.
     public var effectiveAt: Int64
+    /// The entitlements an operator's grant gives (a grant's events name no product).
+    public var grantedEntitlements: [String]? = nil
 
     public init(
         id: String, type: LifecycleEventType, customerKey: CustomerKey, originalTransactionId: String? = nil,
@@ -58,7 +64,8 @@ public struct LifecycleEvent: Sendable, Hashable {
 
     /// The entitlements the rules give the event's product (none without a product).
     public func entitlements(under rules: Rules) -> [String] {
-        productId.flatMap { rules.products[$0]?.entitlements } ?? []
+        if let grantedEntitlements { return grantedEntitlements }
+        return productId.flatMap { rules.products[$0]?.entitlements } ?? []
     }
 
     /// The feed's line without its `cursor`, keys in the specification's order.

@@ -51,6 +51,7 @@ public enum LifecycleEvents {
         derivation.revocations()
         derivation.itemRefunds()
         derivation.notifications()
+        derivation.operatorActions()
         return derivation.found.values.map(\.event).sorted {
             $0.effectiveAt != $1.effectiveAt ? $0.effectiveAt < $1.effectiveAt : $0.id.utf8Precedes($1.id)
         }
@@ -136,7 +137,7 @@ private struct Derivation {
                     ? n.transaction.map { state.transactions[$0.facts.transactionId] != nil } ?? false
                     : n.type == .rescindConsent && (n.appTransactionId ?? n.appTransaction?.facts.appTransactionId) == state.key
                 if about { notices[n.notificationUUID] = (n, environment) }
-            case .renewalInfo, .appTransaction, .usage: break
+            case .renewalInfo, .appTransaction, .usage, .operatorAction: break
             }
             // Only this customer's transactions (the state says which): events of others may be given.
             guard let carried, state.transactions[carried.transactionId] != nil else { continue }
@@ -153,7 +154,7 @@ private struct Derivation {
                 switch event.body {
                 case .transaction(let t): carried = t.facts
                 case .notification(let n): carried = n.transaction?.facts
-                case .renewalInfo, .appTransaction, .usage: carried = nil
+                case .renewalInfo, .appTransaction, .usage, .operatorAction: carried = nil
                 }
                 if let carried, versions[carried.transactionId] != nil { versions[carried.transactionId]?.append(carried) }
             }
@@ -448,6 +449,50 @@ private struct Derivation {
                 add(e, signedDate: n.signedDate)
             default: continue
             }
+        }
+    }
+}
+
+extension Derivation {
+    /// GRANT_STARTED, GRANT_ENDED, GRANT_REVOKED and TRANSFER (specification section 13),
+    /// from the operator's records: a grant starts at `from` unless revoked by then,
+    /// ends at `until` unless revoked before, and is revoked at its revocation's `at`
+    /// when that comes before `until`; a link to another app user than the previous
+    /// link's (by recording) is a transfer.
+    mutating func operatorActions() {
+        guard !state.operatorRecords.isEmpty else { return }
+        for grant in state.operatorGrants {
+            func event(_ type: LifecycleEventType, at: Int64) -> LifecycleEvent {
+                var extra = JSONObject()
+                extra["grantId"] = .string(grant.id)
+                var event = LifecycleEvent(
+                    id: type.rawValue + ":" + grant.id, type: type, customerKey: state.key, environment: customerEnvironment,
+                    extra: extra, effectiveAt: at)
+                event.grantedEntitlements = [grant.entitlement]
+                return event
+            }
+            let revokedAt = grant.revokedAt.flatMap { $0 < grant.until ? $0 : nil }
+            if revokedAt.map({ $0 > grant.from }) ?? true {
+                add(event(.grantStarted, at: grant.from), signedDate: grant.record.recordedAt)
+            }
+            if let revokedAt {
+                add(event(.grantRevoked, at: revokedAt), signedDate: grant.record.recordedAt)
+            } else {
+                add(event(.grantEnded, at: grant.until), signedDate: grant.record.recordedAt)
+            }
+        }
+        var previous: String? = nil
+        for link in state.links {
+            defer { previous = link.appUserId }
+            guard let from = previous, let to = link.appUserId, from != to else { continue }
+            var extra = JSONObject()
+            extra["from"] = .string(from)
+            extra["to"] = .string(to)
+            add(
+                LifecycleEvent(
+                    id: LifecycleEventType.transfer.rawValue + ":" + link.id, type: .transfer, customerKey: state.key,
+                    environment: customerEnvironment, extra: extra, effectiveAt: link.recordedAt),
+                signedDate: link.recordedAt)
         }
     }
 }

@@ -31,6 +31,11 @@ public struct AuditReport: Sendable {
     public var headHash: String = ""
     /// The sequence number of the last event checked.
     public var headSeq: Int64 = 0
+    /// How many events a known head (the head record, or an expected head) names beyond
+    /// the log's end, when everything else checks out: committed, then lost (deleted, or
+    /// never on the replica the database was restored from). 0 when the log reaches every
+    /// known head. ``firstMismatch`` is set as well.
+    public var missingEvents: Int64 = 0
 
     public init(events: Int64, firstMismatch: AuditFinding?, triggersPresent: Bool, triggerProblems: [String] = [], recordedHead: LogHead? = nil, headHash: String = "", headSeq: Int64 = 0) {
         self.events = events

@@ -52,6 +52,8 @@ extension CustomerState {
             try applySigned(transaction: nil, renewalInfo: nil, appTransaction: appTransaction)
         case .usage(let usage):
             apply(usage: usage)
+        case .operatorAction(let record):
+            apply(operatorRecord: record)
         }
         environments.formUnion(EnvironmentSet(event.environment))
     }

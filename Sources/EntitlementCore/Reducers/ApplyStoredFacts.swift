@@ -31,6 +31,7 @@ extension CustomerState {
         var summary: NotificationSummaryFacts? = nil
         var environment: AppStoreEnvironment? = nil
         var usage: UsageFacts? = nil
+        var record: OperatorRecord? = nil
         do throws(CodecError) {
             try withUnsafeMutablePointer(to: &interner) { (pointer) throws(CodecError) in
                 var reader = ByteReader(bytes, interner: pointer)
@@ -64,6 +65,8 @@ extension CustomerState {
                     appTransaction = Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .own))
                 case .operatorRecord(.usage):
                     usage = try reader.usageFacts()
+                case .operatorRecord(.grant), .operatorRecord(.grantRevoked), .operatorRecord(.credit), .operatorRecord(.link):
+                    record = try reader.operatorRecord()
                 }
                 try reader.finish()
             }
@@ -78,5 +81,6 @@ extension CustomerState {
         if let summary { note(summary) }
         environments.formUnion(EnvironmentSet(environment))
         if let usage { apply(usage: usage) }
+        if let record { apply(operatorRecord: record) }
     }
 }

@@ -10,3 +10,13 @@ extension CustomerState {
         usages[usage.usageId] = usage
     }
 }
+
+extension CustomerState {
+    /// Folds an operator record into the state: kept by its ``OperatorRecord/identity``,
+    /// as ``apply(usage:)`` keeps usage records (of two with one identity, the one
+    /// that ``OperatorRecord/precedes(_:)`` the other is dropped).
+    mutating func apply(operatorRecord record: OperatorRecord) {
+        if let existing = operatorRecords[record.identity], !existing.precedes(record) { return }
+        operatorRecords[record.identity] = record
+    }
+}

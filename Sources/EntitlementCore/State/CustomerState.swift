@@ -26,6 +26,9 @@ public struct CustomerState: Sendable, Hashable {
     /// The `signedDate` of the earliest RESCIND_CONSENT notification about this
     /// customer (a parent withdrew consent), `nil` when none.
     public var consentRescindedAt: Int64?
+    /// What operators did (grants, their revocations, credits, links; specification
+    /// section 13), by ``OperatorRecord/identity``.
+    public var operatorRecords: [String: OperatorRecord]
 
     public init(key: CustomerKey) {
         self.key = key
@@ -37,6 +40,7 @@ public struct CustomerState: Sendable, Hashable {
         self.environments = []
         self.usages = [:]
         self.consentRescindedAt = nil
+        self.operatorRecords = [:]
     }
 }
 

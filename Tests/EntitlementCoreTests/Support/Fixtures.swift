@@ -196,6 +196,15 @@ final class History {
     @discardableResult
     func add(_ transaction: SignedTransaction) -> Event { add(.transaction(transaction)) }
 
+    /// An operator's record (a grant, its revocation, a credit, a link), logged as the store logs it.
+    @discardableResult
+    func operate(_ record: OperatorRecord) -> Event {
+        let event = Event(seq: nextSeq, body: .operatorAction(record))
+        nextSeq += 1
+        events.append(event)
+        return event
+    }
+
     /// A usage record (the operator's word), logged as ingest would log it.
     @discardableResult
     func use(_ usage: UsageFacts) -> Event {

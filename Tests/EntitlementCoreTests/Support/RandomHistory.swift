@@ -5,6 +5,9 @@ import TestSupport
 /// customers, for property tests. Every event carries its raw JWS, as at ingest.
 struct RandomHistory {
     var rng: SplitMix64
+    /// Draws for operator records, apart from ``rng`` so that the signed data of a seed
+    /// stays what it was before operator records were generated.
+    var ops: SplitMix64
     /// Whether to re-sign content: the same facts under a different JWS with the same `signedDate`.
     var resign: Bool
     let history = History()
@@ -23,6 +26,7 @@ struct RandomHistory {
 
     init(seed: UInt64, resign: Bool = true) {
         rng = SplitMix64(seed: seed)
+        ops = SplitMix64(seed: seed &* 0x9E37_79B9 &+ 17)
         self.resign = resign
     }
 
@@ -71,6 +75,7 @@ struct RandomHistory {
         for _ in 0..<rng.int(0...2) { subscription(app) }
         for _ in 0..<rng.int(0...4) { oneOff(app) }
         usages(app, since: first)
+        operatorActions(since: first)
         if let app, rng.chance(0.5) {
             let created = Time.day(rng.int(0...60))
             emit(appTransaction(app, created: created))
@@ -107,6 +112,55 @@ struct RandomHistory {
                 other.at += rng.int(0...1) * Time.hour
                 other.amount = .spend(currency: "coins", units: rng.int(1...50))
                 history.use(other)
+            }
+        }
+    }
+
+    static let appUsers = ["alice", "bob", "carol"]
+
+    /// Operator records for the customer whose events start at `first`: grants (some
+    /// revoked, before, during or after them), credits (some negative), links to app
+    /// users (transfers), grants and credits to an app user itself; duplicates, and now
+    /// and then a second record with the same identity and other content. A record
+    /// filed under an `otid:` key follows that customer when it merges.
+    private mutating func operatorActions(since first: Int) {
+        let keys = Set(history.events[first...].compactMap(\.customerKey)).sorted()
+        guard !keys.isEmpty else { return }
+        for _ in 0..<ops.int(0...6) {
+            let key = ops.chance(0.2) ? OperatorRecord.appUserKey(ops.pick(Self.appUsers)) : ops.pick(keys)
+            let recordedAt = Time.day(ops.int(0...60)) + ops.int(0...Time.day)
+            var record = OperatorRecord(
+                id: id("op-"), recordedAt: recordedAt, operatorName: ops.chance(0.5) ? "support" : nil,
+                reason: ops.chance(0.3) ? "outage" : nil, action: .link)
+            switch ops.int(0...2) {
+            case 0:
+                let from = Time.day(ops.int(0...45)) + ops.int(0...Time.hour)
+                record.action = .grant(entitlement: ops.pick(["pro", "vip"]), from: from, until: from + Time.day(ops.int(1...20)))
+            case 1:
+                record.action = .credit(currency: ops.pick(["coins", Product.gems]), units: ops.chance(0.2) ? -ops.int(1...50) : ops.int(1...200))
+            default:
+                if OperatorRecord.appUser(ofKey: key) == nil {
+                    record.appUserId = ops.pick(Self.appUsers)
+                    record.action = .link
+                } else {
+                    record.action = .credit(currency: "coins", units: ops.int(1...20))
+                }
+            }
+            record.target(key)
+            history.operate(record)
+            if ops.chance(0.2) { history.operate(record) }
+            if case .grant(_, let from, let until) = record.action, ops.chance(0.4) {
+                var revocation = record
+                revocation.recordedAt = recordedAt + ops.int(0...Time.day)
+                revocation.action = .grantRevoked(at: from + ops.int(-Time.day...(until - from + Time.day)))
+                history.operate(revocation)
+                if ops.chance(0.2) { history.operate(revocation) }
+            }
+            if ops.chance(0.1) {
+                var other = record
+                other.recordedAt += ops.int(0...1) * Time.hour
+                other.reason = "another"
+                history.operate(other)
             }
         }
     }

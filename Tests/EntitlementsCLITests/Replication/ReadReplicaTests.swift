@@ -97,10 +97,44 @@ extension Reliability {
             #expect(filesAfter == filesBefore, "files appeared beside the served database: \(filesAfter)")
         }
 
-        /// Served as another user than Litestream's, as deployed: the replica then reads the file
-        /// without SQLite's locks (an immutable read, done again when the file changed), so the
-        /// follower can apply. Served as the follower's own user (or root), the server's
-        /// connections hold a shared lock that keeps `restore -f` from applying anything.
+        /// A copy with Litestream's `PATH-txid` beside it is read as immutable by the read-only
+        /// commands, even as its owner: no `-wal` or `-shm` appears (they would hold a follower's
+        /// lock). Once promoted (a writer ingests into it), the readers see the new events.
+        @Test("read-only commands on a followed copy (PATH-txid) create no -wal or -shm, as its owner too; a promoted copy is read whole")
+        func followedCopyWithoutSideFiles() throws {
+            let workspace = try Workspace(name: "followed-copy")
+            let history = History.generate(lines: 40, seed: 0x7C1D)
+            let first = try workspace.write(lines: history.lines.prefix(20).map(\.text), to: "first.ndjson")
+            let more = try workspace.write(lines: history.lines.dropFirst(20).map(\.text), to: "more.ndjson")
+            let ingest = try workspace.cli("ingest", db: "primary.sqlite", [first.path])
+            #expect(ingest.status == 0 || ingest.status == 1, "\(ingest.stderr)")
+            let copy = try workspace.copyDatabase(workspace.path("primary.sqlite"), to: "copy.sqlite")
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) }
+            #expect(FileManager.default.createFile(atPath: copy + "-txid", contents: Data("0000000000000007\n".utf8)))
+            func head(_ arguments: [String] = []) throws -> Int64? {
+                let audit = try workspace.cli("audit", db: "copy.sqlite", arguments)
+                #expect(audit.status == 0, "\(audit.stdout) \(audit.stderr)")
+                if case .int(let seq)? = outputObjects(audit.stdout).last?["headSeq"] { return seq }
+                return nil
+            }
+            let before = try head()
+            #expect(before != nil && before! > 0)
+            for suffix in ["-wal", "-shm"] {
+                #expect(!FileManager.default.fileExists(atPath: copy + suffix), "\(copy)\(suffix) was created by a read-only command on a followed copy")
+            }
+            // Promoted: a writer appends, and the readers see it although PATH-txid was left behind.
+            let promoted = try workspace.cli("ingest", db: "copy.sqlite", [more.path])
+            #expect(promoted.status == 0 || promoted.status == 1, "\(promoted.stderr)")
+            let primaryAgain = try workspace.cli("ingest", db: "primary.sqlite", [more.path])
+            #expect(primaryAgain.status == 0 || primaryAgain.status == 1, "\(primaryAgain.stderr)")
+            let primaryAudit = try workspace.cli("audit", db: "primary.sqlite")
+            let primaryHead = outputObjects(primaryAudit.stdout).last?["headSeq"]
+            let after = try head()
+            #expect(after.map { JSONValue.int($0) } == primaryHead, "the promoted copy's head \(after.map(String.init) ?? "none"), the primary's \(String(describing: primaryHead))")
+            #expect(after != before)
+        }
+
+        /// Served as another user than Litestream's: the server may only read the file.
         @Test("serve --read-only on a Litestream follower (restore -f), as another user: X-Log-Head and /health advance as the primary ingests",
               .enabled(if: !Faults.isRoot || Faults.canDropPrivileges, "as root, needs setpriv to serve as another user"))
         func litestreamFollower() throws {
@@ -109,10 +143,26 @@ extension Reliability {
                 return
             }
             guard Faults.isRoot else {
-                print("notice: serving a Litestream follower as its own user blocks the follower: the test needs root (and setpriv) to serve it as another user; skipped")
+                print("notice: serving a Litestream follower as another user needs root (and setpriv); this run serves it as its own user only")
                 return
             }
-            let workspace = try Workspace(name: "read-replica-follower")
+            try followerScenario(asAnotherUser: true)
+        }
+
+        /// Served as the follower's own user (as root, or as the user Litestream runs as): the
+        /// server's readers take no lock on the followed copy and create no `-wal` or `-shm`
+        /// beside it, so `restore -f` keeps applying while it answers.
+        @Test("serve --read-only on a Litestream follower as Litestream's own user: the follower is not blocked, no -wal or -shm appears")
+        func litestreamFollowerSameUser() throws {
+            guard Litestream.available else {
+                print("notice: litestream is not installed: the read replica test with a real Litestream follower (same user) is skipped")
+                return
+            }
+            try followerScenario(asAnotherUser: false)
+        }
+
+        private func followerScenario(asAnotherUser: Bool) throws {
+            let workspace = try Workspace(name: asAnotherUser ? "read-replica-follower" : "read-replica-follower-own")
             let history = History.generate(lines: 60, seed: 0xF011)
             let first = try workspace.write(lines: history.lines.prefix(30).map(\.text), to: "first.ndjson")
             let more = try workspace.write(lines: history.lines.dropFirst(30).map(\.text), to: "more.ndjson")
@@ -149,13 +199,20 @@ extension Reliability {
                 follow.waitUntilExit()
             }
             func followLogText() -> String { String(decoding: Tool.read(followLog.path), as: UTF8.self) }
-            let restored = TestDeadline.wait(seconds: 60) { FileManager.default.fileExists(atPath: follower) }
+            // Restored, and following: Litestream keeps PATH-txid beside the copy it follows.
+            let restored = TestDeadline.wait(seconds: 60) {
+                FileManager.default.fileExists(atPath: follower) && FileManager.default.fileExists(atPath: follower + "-txid")
+            }
             try #require(restored, "litestream restore -f made no database: \(followLogText())")
 
             chmod(workspace.folder.path, 0o755)
-            let running = try Tool.start(
-                ["serve", "--db", follower, "--config", workspace.configPath, "--listen", "127.0.0.1:0", "--read-only"], in: workspace.folder,
-                shell: "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$ENTITLEMENTS\" \"$@\"", label: "replica")
+            let serveArguments = ["serve", "--db", follower, "--config", workspace.configPath, "--listen", "127.0.0.1:0", "--read-only"]
+            let running =
+                asAnotherUser
+                ? try Tool.start(
+                    serveArguments, in: workspace.folder, shell: "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$ENTITLEMENTS\" \"$@\"",
+                    label: "replica")
+                : try Tool.start(serveArguments, in: workspace.folder, label: "replica")
             var stopped = false
             defer { if !stopped { running.kill9(); _ = running.wait(timeout: 30) } }
             #expect(running.waitForOutput(lines: 1, timeout: 120), "serve --read-only did not start: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
@@ -177,6 +234,12 @@ extension Reliability {
             #expect(TestDeadline.wait(seconds: 60) { replicaHead() == secondHead }, "the replica's head \(replicaHead().map(String.init) ?? "none") did not reach the primary's \(secondHead): \(followLogText())")
             let write = try RawClient.exchange(port: port, "POST", "/transactions", body: history.lines[0].text)
             #expect(write.status == 503 && write.text.contains("READ_ONLY_REPLICA"), "\(write.text)")
+            // The copy was read without SQLite's side files: nothing the follower would wait for.
+            for suffix in ["-wal", "-shm"] {
+                #expect(!FileManager.default.fileExists(atPath: follower + suffix), "\(follower)\(suffix) appeared beside the followed copy")
+            }
+            let query = try RawClient.exchange(port: port, "GET", "/changes?since=0&limit=5")
+            #expect(query.status == 200 && query.field("x-log-head") == String(secondHead), "\(query.status) \(query.text)")
 
             kill(running.pid, SIGTERM)
             let outcome = running.wait(timeout: 60)

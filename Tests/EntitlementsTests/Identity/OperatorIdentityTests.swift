@@ -1,0 +1,65 @@
+import EntitlementCore
+import Entitlements
+import Foundation
+import TestPKI
+import Testing
+import TestSupport
+
+/// Operator's records about a customer known only by its originalTransactionId
+/// follow it when its link arrives (specification sections 5 and 13), through the
+/// library's async API; a replay gives exactly what recording them one by one gave.
+@Suite struct OperatorIdentityTests {
+    let t0 = TestPayloads.january2025
+    let day: Int64 = 86_400_000
+    let app = "704000000000000001"
+    let unlock = "2000000000000701"
+
+    func coins(app: String?, signed: Int64) -> InputBytes {
+        InputBytes(
+            TestPayloads.body(
+                signedTransactionInfo: E2E.pki.sign(
+                    TestPayloads.transaction(
+                        transactionId: unlock, originalTransactionId: unlock, appTransactionId: app, productId: "com.example.coins.100",
+                        type: "Consumable", purchaseDate: t0, expiresDate: nil, signedDate: signed))))
+    }
+
+    @Test func recordsFiledUnderAnOtidFollowTheMergeAndReplayReproducesThem() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins(app: nil, signed: t0)])
+        let legacy = CustomerQuery.originalTransactionId(unlock)
+        let context = OperatorContext(operatorName: "alice", reason: "support ticket 77")
+
+        let grant = try await engine.grant(
+            GrantRequest(id: "g1", target: .customer(legacy), entitlement: "pro", from: t0 + day, length: .until(t0 + 9 * day), context: context))
+        #expect(grant.json() == ["result": "appended", "id": "g1"])
+        #expect(try await engine.credit(id: "c1", target: .customer(legacy), currency: "coins", units: 20, context: context).json()
+            == ["result": "appended", "id": "c1"])
+        #expect(try await engine.link(id: "l1", appUserId: "acct-1", customer: legacy, context: context).json() == ["result": "appended", "id": "l1"])
+        #expect(try await engine.revokeGrant(id: "g1", at: t0 + 5 * day, context: context).json() == ["result": "appended", "id": "g1"])
+
+        // The link arrives: the otid: customer merges into its appTransactionId, with what the operator recorded.
+        _ = try await engine.ingest([coins(app: app, signed: t0 + 1)])
+        guard case .customer(let view) = try await engine.query(.appTransactionId(app), at: t0 + 2 * day) else {
+            Issue.record("no customer")
+            return
+        }
+        #expect(view.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: t0 + 5 * day, grantId: "g1"))
+        guard case .appUser(let user) = try await engine.query(appUserId: "acct-1") else {
+            Issue.record("no app user")
+            return
+        }
+        #expect(user.customers.map(\.appTransactionId) == [app])
+        #expect(user.balances == [CurrencyBalance(currency: "coins", amount: 120)])
+        #expect(user.grants.map(\.grant.id) == ["g1"] && user.grants.first?.grant.record.operatorName == "alice")
+        // Retries are duplicates, after the merge too.
+        #expect(try await engine.credit(id: "c1", target: .customer(.appTransactionId(app)), currency: "coins", units: 20, context: context).json()
+            == ["result": "duplicate", "id": "c1"])
+
+        let before = try engine.state(of: app)
+        let replay = try await engine.replay()
+        #expect(replay.changed == 0)
+        #expect(try engine.state(of: app) == before)
+        let audit = try await engine.audit()
+        #expect(audit.firstMismatch == nil && audit.events == 6)
+    }
+}

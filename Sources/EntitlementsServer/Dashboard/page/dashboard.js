@@ -149,7 +149,8 @@
 
   /**
    * A request to this server: `{status, json, text}`. A 401 asks for the token and
-   * tries again with it. Never throws for an HTTP status; throws for a network failure.
+   * tries again with it (unless `options.quiet`). Never throws for an HTTP status;
+   * throws for a network failure.
    */
   async function api(path, options) {
     for (let attempt = 0; attempt < 4; attempt++) {
@@ -166,7 +167,7 @@
       }
       const response = await fetch(path, init);
       const body = await response.text();
-      if (response.status === 401) {
+      if (response.status === 401 && !(options && options.quiet)) {
         sessionStorage.removeItem(TOKEN_KEY);
         await askForToken(stored ? "The server refused that token: give another." : "");
         continue;
@@ -376,7 +377,8 @@
     tries.push(["app user id", "/users/" + enc]);
     const tried = [];
     for (const [kind, path] of tries) {
-      const answer = await api(path);
+      // Only the admin token reads app users: a 401 there is no reason to ask for a token.
+      const answer = await api(path, kind === "app user id" ? { quiet: true } : undefined);
       if (answer.status === 200 && answer.json) {
         if (kind === "app user id") return route("#/user/" + enc, true);
         if (answer.json.appTransactionIds) {
@@ -387,7 +389,7 @@
         }
         return route("#/customer/" + encodeURIComponent(answer.json.appTransactionId), true);
       }
-      tried.push(kind + (answer.status === 403 ? " (needs the admin token)" : answer.status === 404 ? "" : " (" + errorText(answer) + ")"));
+      tried.push(kind + (answer.status === 403 || answer.status === 401 ? " (needs the admin token)" : answer.status === 404 ? "" : " (" + errorText(answer) + ")"));
     }
     view.appendChild(el("p", { class: "error", "data-found": "none" },
       "No customer or app user has this id. Tried it as: " + tried.join(", ") + ". (An order id is found through its transaction id.)"));
@@ -619,17 +621,8 @@
       ["from", (g) => date(g.from)],
       ["state", (g) => g.state],
       ["", (g) => g.state === "active" ? el("button", { type: "button", class: "danger", "data-revoke": g.id }, "Revoke") : ""],
-    ], rows, { "data-table": "grants" }) : el("p", { class: "note" }, "No grant.");
-    list.addEventListener("click", async (event) => {
-      const button = event.target.closest("button[data-revoke]");
-      if (!button) return;
-      button.disabled = true;
-      const id = button.getAttribute("data-revoke");
-      const answer = await api("/grants/" + encodeURIComponent(id) + "/revoke", { body: {} });
-      operatorAnswer(answer, message, "Revoked " + id + ".");
-      if (answer.status === 200) render();
-      else button.disabled = false;
-    });
+    ], rows, { "data-table": "grants" }, (g) => ({ "data-grant": g.id, "data-grant-state": g.state })) : el("p", { class: "note" }, "No grant.");
+    onRevoke(list, message);
     const suggestions = Object.keys(customer.entitlements || {});
     const form = el("form", { class: "grant", "aria-label": "Grant an entitlement" },
       el("label", {}, "Entitlement", el("input", { name: "entitlement", required: true, value: suggestions[0] || "", spellcheck: "false" })),
@@ -648,6 +641,20 @@
     });
     return card("Grants", list, el("h4", {}, "Grant"), form, message,
       el("p", { class: "note" }, "Granting and revoking need serve.adminToken."));
+  }
+
+  /** Revokes the grant of a `data-revoke` button clicked inside `node`, saying how it went in `message`. */
+  function onRevoke(node, message) {
+    node.addEventListener("click", async (event) => {
+      const button = event.target.closest("button[data-revoke]");
+      if (!button) return;
+      button.disabled = true;
+      const id = button.getAttribute("data-revoke");
+      const answer = await api("/grants/" + encodeURIComponent(id) + "/revoke", { body: {} });
+      operatorAnswer(answer, message, "Revoked " + id + ".");
+      if (answer.status === 200) render();
+      else button.disabled = false;
+    });
   }
 
   function operatorAnswer(answer, node, success) {
@@ -673,13 +680,21 @@
       ? el("ul", {}, user.customers.map((c) => el("li", {}, customerLink(c.appTransactionId))))
       : el("p", { class: "note" }, "None.")));
     const grants = user.grants || [];
-    view.appendChild(card("Grants", grants.length ? table("Grants", [
-      ["grant", (g) => el("span", { class: "mono" }, text(g.id || g.grantId))],
-      ["entitlement", (g) => text(g.entitlement)],
+    const message = el("p", { class: "note", role: "status", "aria-live": "polite" });
+    const list = grants.length ? table("Grants", [
+      ["grant", (g) => el("span", { class: "mono" }, text(g.grantId))],
+      ["entitlement", (g) => el("span", { class: "mono" }, text(g.entitlement))],
       ["from", (g) => date(g.from)],
       ["until", (g) => date(g.until)],
-      ["revoked", (g) => date(g.revokedAt || g.revoked)],
-    ], grants, { "data-table": "grants" }) : el("p", { class: "note" }, "None.")));
+      ["revoked", (g) => date(g.revokedAt)],
+      ["customer", (g) => g.appTransactionId ? customerLink(g.appTransactionId) : "the app user"],
+      ["by", (g) => text(g.operator)],
+      ["reason", (g) => text(g.reason)],
+      ["", (g) => g.active ? el("button", { type: "button", class: "danger", "data-revoke": g.grantId }, "Revoke") : ""],
+    ], grants, { "data-table": "grants" }, (g) => ({ "data-grant": g.grantId, "data-active": String(Boolean(g.active)) }))
+      : el("p", { class: "note" }, "None.");
+    onRevoke(list, message);
+    view.appendChild(card("Grants", list, message));
     view.appendChild(balancesCard(user.balances || {}));
   }
 

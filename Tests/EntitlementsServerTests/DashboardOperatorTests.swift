@@ -1,0 +1,117 @@
+import EntitlementCore
+import Entitlements
+import EntitlementsServer
+import Foundation
+import Testing
+import TestPKI
+import TestSupport
+
+/// The dashboard used as a person uses it, in headless Chromium over the DevTools
+/// protocol: the token typed once, a grant made and revoked with the keyboard, an app
+/// user whose id is markup, and the query token refused where the admin token is needed.
+@Suite(.serialized, .enabled(if: Chromium.executable != nil, "\(Chromium.missingNotice)"))
+struct DashboardOperatorTests {
+    static let hostileUser = #"<img src=x onerror="document.title='owned'"><script>document.title='owned'</script>"#
+
+    @Test("the token asked once, a grant and its revocation by keyboard, an app user id holding <script> shown as text")
+    func grantRevokeAndAppUser() throws {
+        let server = try TestServer(token: "query-token", adminTokens: [AdminToken(token: "admin-token", label: "support")])
+        let customer = ServeSamples.customer(1)
+        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(1)).json?["result"] == "appended")
+        let linkBody = JSONWriter.string(["id": "link-1", "appUserId": .string(Self.hostileUser), "appTransactionId": .string(customer)])
+        let link = try server.exchange("POST", "/links", body: linkBody, headers: ["Authorization: Bearer admin-token"])
+        #expect(link.status == 200, "\(link.text)")
+        let base = "http://127.0.0.1:\(server.port)"
+
+        let page = try ChromiumSession()
+        try page.navigate(base + "/#/customer/\(customer)")
+        // The server wants a token: the page asks for it, with the focus in the field.
+        #expect(try page.wait(until: "!document.getElementById('token-panel').hidden && document.activeElement.id === 'token-input'"))
+        try page.type("admin-token")
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-field=appTransactionId]')"))
+        #expect(try page.evaluate("document.querySelector('#view h2').textContent") == .string("Customer \(customer)"))
+        #expect(try page.evaluate("sessionStorage.getItem('entitlements.token')") == "admin-token")
+
+        // Grant: the form filled and sent by keyboard.
+        try page.evaluate("document.querySelector('form.grant input[name=entitlement]').focus()")
+        try page.evaluate("document.querySelector('form.grant input[name=entitlement]').select()")
+        try page.type("pro")
+        try page.press("Tab")
+        #expect(try page.evaluate("document.activeElement.name") == "days")
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-grant-state=active]')"))
+        let grantId = try page.evaluate("document.querySelector('[data-grant-state=active]').getAttribute('data-grant')")
+        guard case .string(let id) = grantId else {
+            Issue.record("no grant shown: \(grantId)")
+            return
+        }
+        #expect(id.hasPrefix("dashboard-"))
+        guard case .customer(let granted) = try server.engine.query(.appTransactionId(customer)) else {
+            Issue.record("no customer")
+            return
+        }
+        #expect(granted.entitlements.contains { $0.name == "pro" && $0.active })
+        let started = try server.engine.lifecycle(since: 0, limit: 1000).map { $0.json() }
+        #expect(started.contains { $0["type"] == "GRANT_STARTED" && $0["grantId"] == .string(id) }, "\(started)")
+
+        // Revoke: the button reached and pressed by keyboard.
+        try page.evaluate("document.querySelector('button[data-revoke]').focus()")
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-grant-state=revoked]')"))
+        let revoked = try server.engine.lifecycle(since: 0, limit: 1000).map { $0.json() }
+        #expect(revoked.contains { $0["type"] == "GRANT_REVOKED" && $0["grantId"] == .string(id) }, "\(revoked)")
+
+        // The app user, whose id is markup: shown as text, nothing injected.
+        let encoded = Self.hostileUser.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        try page.navigate(base + "/#/user/\(encoded)")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-field=appUserId]')"))
+        #expect(try page.evaluate("document.querySelector('[data-field=appUserId]').textContent") == .string(Self.hostileUser))
+        #expect(try page.evaluate("document.querySelectorAll('#view img, #view script').length") == 0)
+        #expect(try page.evaluate("document.title") == "entitlements")
+        #expect(try page.evaluate("Array.from(document.querySelectorAll('#view a')).some(a => a.textContent === '\(customer)')") == true)
+        // Found by the app user id from the search box, by keyboard.
+        try page.navigate(base + "/#/")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready'"))
+        try page.evaluate("document.getElementById('find-id').focus()")
+        try page.type(Self.hostileUser)
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && location.hash.startsWith('#/user/')"))
+        #expect(try page.evaluate("document.querySelector('[data-field=appUserId]').textContent") == .string(Self.hostileUser))
+        #expect(try page.evaluate("document.title") == "entitlements")
+
+        // With the query token the page reads everything but may not grant: it says so.
+        try page.evaluate("document.getElementById('forget-token').click()")
+        #expect(try page.wait(until: "!document.getElementById('token-panel').hidden"))
+        try page.evaluate("document.getElementById('token-input').focus()")
+        try page.type("query-token")
+        try page.press("Enter")
+        try page.navigate(base + "/#/customer/\(customer)")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('form.grant')"))
+        try page.evaluate("document.querySelector('form.grant input[name=days]').focus()")
+        try page.press("Enter")
+        #expect(try page.wait(until: "/admin token/.test(document.querySelector('form.grant').nextElementSibling.textContent)"))
+    }
+
+    @Test("by keyboard alone: the skip link first, then the sections, the search box; every control is reachable")
+    func keyboardOrder() throws {
+        let server = try TestServer()
+        let page = try ChromiumSession(width: 360, height: 800)
+        try page.navigate("http://127.0.0.1:\(server.port)/#/")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready'"))
+        try page.evaluate("document.activeElement.blur()")
+        var reached: [String] = []
+        for _ in 0..<8 {
+            try page.press("Tab")
+            if case .string(let label) = try page.evaluate(
+                "(e => e.id || e.getAttribute('data-nav') || e.className || e.tagName)(document.activeElement)")
+            {
+                reached.append(label)
+            }
+        }
+        #expect(reached.first == "skip", "\(reached)")
+        for expected in ["overview", "webhooks", "rejections", "find-id"] { #expect(reached.contains(expected), "\(reached)") }
+        // Nothing is wider than the 360 px screen but the tables, which scroll inside their region.
+        #expect(try page.evaluate("document.documentElement.scrollWidth <= 360") == true)
+    }
+}

@@ -106,6 +106,14 @@
     return (Number(milli) / 1000).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
   }
 
+  /** A short figure for an axis: 950, 13.5k, 2.1M. */
+  function compact(n) {
+    const abs = Math.abs(n);
+    if (abs >= 1e6) return (n / 1e6).toFixed(abs >= 1e7 ? 0 : 1) + "M";
+    if (abs >= 1e4) return (n / 1e3).toFixed(abs >= 1e5 ? 0 : 1) + "k";
+    return String(Math.round(n * 100) / 100);
+  }
+
   function text(value) {
     if (value === null || value === undefined) return "";
     if (typeof value === "object") return JSON.stringify(value);
@@ -225,7 +233,7 @@
       "aria-label": title + ": " + intervals.map((i, n) => labelOf(i.from) + " " + format(values[n])).join(", "),
     });
     chart.appendChild(svg("line", { class: "axis", x1: left, x2: width - right, y1: y(0), y2: y(0) }));
-    chart.appendChild(svg("text", { x: left - 4, y: y(max) + 4, "text-anchor": "end" }, format(max)));
+    chart.appendChild(svg("text", { x: left - 4, y: y(max) + 4, "text-anchor": "end" }, compact(format === money ? max / 1000 : max)));
     chart.appendChild(svg("text", { x: left - 4, y: y(0), "text-anchor": "end" }, "0"));
     values.forEach((value, n) => {
       const barHeight = Math.max(0, y(0) - y(value));

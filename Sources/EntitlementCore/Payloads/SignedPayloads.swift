@@ -126,3 +126,57 @@ public enum VerifiedInput: Sendable, Hashable {
         }
     }
 }
+
+/// A verified legacy app receipt (specification section 16): its bytes, their SHA-256,
+/// and its decoded payload.
+public struct SignedReceipt: Sendable, Hashable {
+    /// The receipt's DER bytes in standard padded base64: what the log keeps and `audit`
+    /// verifies again.
+    public var base64: String
+    /// The SHA-256 of the DER bytes, lowercase hex: the receipt's identity.
+    public var sha256: String
+    public var payload: ReceiptPayload
+
+    public init(base64: String, sha256: String, payload: ReceiptPayload) {
+        self.base64 = base64
+        self.sha256 = sha256
+        self.payload = payload
+    }
+
+    /// The receipt's original transaction ids, in ascending order, each once.
+    public var originalTransactionIds: [String] {
+        var seen = Set<String>()
+        var ids: [String] = []
+        for entry in payload.inApp where seen.insert(entry.originalTransactionId).inserted { ids.append(entry.originalTransactionId) }
+        return ids.sorted(by: transactionIdPrecedes)
+    }
+
+    /// The receipt cut in one part per original transaction id (each the facts of one
+    /// customer `otid:<id>`); one part with no entries when the receipt has none. A
+    /// transaction id listed twice in the receipt counts once.
+    public var parts: [ReceiptPart] {
+        let ids = originalTransactionIds
+        if ids.isEmpty { return [ReceiptPart(receipt: self, originalTransactionId: nil, entries: [])] }
+        var byOriginal: [String: [ReceiptInAppEntry]] = [:]
+        var seen = Set<String>()
+        for entry in payload.inApp where seen.insert(entry.transactionId).inserted {
+            byOriginal[entry.originalTransactionId, default: []].append(entry)
+        }
+        return ids.map { ReceiptPart(receipt: self, originalTransactionId: $0, entries: byOriginal[$0] ?? []) }
+    }
+}
+
+/// The entries of one receipt under one original transaction id: what one `receipt`
+/// event of the log holds.
+public struct ReceiptPart: Sendable, Hashable {
+    public var receipt: SignedReceipt
+    /// `nil` for a receipt without in-app entries.
+    public var originalTransactionId: String?
+    public var entries: [ReceiptInAppEntry]
+
+    public init(receipt: SignedReceipt, originalTransactionId: String?, entries: [ReceiptInAppEntry]) {
+        self.receipt = receipt
+        self.originalTransactionId = originalTransactionId
+        self.entries = entries
+    }
+}

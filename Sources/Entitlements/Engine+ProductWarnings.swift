@@ -49,6 +49,7 @@ extension Engine {
                 if let p = n.renewalInfo?.payload.productId { products.append(p) }
             case .transaction(let t): products.append(t.payload.productId)
             case .renewalInfo(let r): if let p = r.payload.productId { products.append(p) }
+            case .receipt(let r): products.append(contentsOf: r.entries.map(\.productId))
             case .appTransaction: break
             }
         }

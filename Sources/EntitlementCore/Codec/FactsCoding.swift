@@ -26,7 +26,10 @@ enum FactsLayout {
         static let offerPeriod: UInt64 = 1 << 14
         static let price: UInt64 = 1 << 15
         static let currency: UInt64 = 1 << 16
-        static let knownWithDisplay: UInt64 = (1 << 17) - 1
+        // A legacy receipt's facts (specification section 16): written only in the newer formats.
+        static let receiptDigest: UInt64 = 1 << 17
+        static let webOrderLineItemId: UInt64 = 1 << 18
+        static let knownWithDisplay: UInt64 = (1 << 19) - 1
     }
 
     enum Renewal {
@@ -91,6 +94,8 @@ extension ByteWriter {
         if facts.offerPeriod != nil { flags |= F.offerPeriod }
         if facts.price != nil { flags |= F.price }
         if facts.currency != nil { flags |= F.currency }
+        if facts.receiptDigest != nil { flags |= F.receiptDigest }
+        if facts.webOrderLineItemId != nil { flags |= F.webOrderLineItemId }
         varint(flags)
         string(facts.transactionId)
         if !originalIsSelf { string(facts.originalTransactionId) }
@@ -113,6 +118,8 @@ extension ByteWriter {
         if let value = facts.offerPeriod { string(value) }
         if let value = facts.price { int(value) }
         if let value = facts.currency { string(value) }
+        if let value = facts.receiptDigest { string(value) }
+        if let value = facts.webOrderLineItemId { string(value) }
     }
 
     /// - Parameter transaction: In a notification, the nested transaction,
@@ -185,6 +192,8 @@ extension ByteReader {
         let offerPeriod = flags & F.offerPeriod != 0 ? try string() : nil
         let price = flags & F.price != 0 ? try int() : nil
         let currency = flags & F.currency != 0 ? try string() : nil
+        let receiptDigest = flags & F.receiptDigest != 0 ? try string() : nil
+        let webOrderLineItemId = flags & F.webOrderLineItemId != 0 ? try string() : nil
         return TransactionFacts(
             transactionId: transactionId, originalTransactionId: originalTransactionId,
             appTransactionId: appTransactionId, productId: productId,
@@ -193,7 +202,8 @@ extension ByteReader {
             revocationType: revocationType, revocationPercentage: revocationPercentage,
             isUpgraded: flags & F.isUpgraded != 0, ownership: ownership, appAccountToken: appAccountToken,
             originalPurchaseDate: originalPurchaseDate, offerType: offerType, offerDiscountType: offerDiscountType,
-            offerPeriod: offerPeriod, price: price, currency: currency)
+            offerPeriod: offerPeriod, price: price, currency: currency, receiptDigest: receiptDigest,
+            webOrderLineItemId: webOrderLineItemId)
     }
 
     /// - Parameter transaction: In a notification, the nested transaction

@@ -20,6 +20,7 @@ public struct Event: Sendable, Hashable {
         case .transaction: return .signed(.transaction)
         case .renewalInfo: return .signed(.renewalInfo)
         case .appTransaction: return .signed(.appTransaction)
+        case .receipt: return .signed(.receipt)
         case .usage: return .operatorRecord(.usage)
         }
     }
@@ -31,6 +32,8 @@ public enum EventBody: Sendable, Hashable {
     case transaction(Signed<TransactionFacts>)
     case renewalInfo(Signed<RenewalFacts>)
     case appTransaction(Signed<AppTransactionFacts>)
+    /// A legacy app receipt's entries under one original transaction id (specification section 16).
+    case receipt(ReceiptFacts)
     /// The operator's word on what the customer used (``UsageFacts``), not Apple's.
     case usage(UsageFacts)
 }
@@ -85,6 +88,17 @@ extension Event {
                         signedDate: a.payload.receiptCreationDate,
                         originalApplicationVersion: a.payload.originalApplicationVersion),
                     ref: RawRef(eventSeq: seq, slot: .own), raw: a.jws))
+        case .receipt(let part):
+            let digest = part.receipt.sha256
+            let created = part.receipt.payload.creationDate
+            body = .receipt(
+                ReceiptFacts(
+                    receiptDigest: digest, creationDate: created, originalTransactionId: part.originalTransactionId,
+                    transactions: part.entries.map {
+                        Signed(
+                            TransactionFacts(receiptEntry: $0, receiptDigest: digest, creationDate: created),
+                            ref: RawRef(eventSeq: seq, slot: .own))
+                    }))
         }
     }
 
@@ -108,6 +122,8 @@ extension Event {
             return r.facts.appTransactionId ?? "otid:" + r.facts.originalTransactionId
         case .appTransaction(let a):
             return a.facts.appTransactionId.isEmpty ? nil : a.facts.appTransactionId
+        case .receipt(let r):
+            return r.originalTransactionId.map { "otid:" + $0 }
         case .usage(let u):
             return u.customerKey
         }
@@ -120,6 +136,7 @@ extension Event {
         case .transaction(let t): return t.facts.originalTransactionId
         case .renewalInfo(let r): return r.facts.originalTransactionId
         case .appTransaction: return nil
+        case .receipt(let r): return r.originalTransactionId
         case .usage(let u): return u.originalTransactionId
         }
     }
@@ -129,7 +146,7 @@ extension Event {
         switch body {
         case .notification(let n): return n.transaction?.facts.transactionId
         case .transaction(let t): return t.facts.transactionId
-        case .renewalInfo, .appTransaction, .usage: return nil
+        case .renewalInfo, .appTransaction, .receipt, .usage: return nil
         }
     }
 
@@ -140,6 +157,7 @@ extension Event {
         case .transaction(let t): return t.facts.signedDate
         case .renewalInfo(let r): return r.facts.signedDate
         case .appTransaction(let a): return a.facts.signedDate
+        case .receipt(let r): return r.creationDate
         case .usage(let u): return u.at
         }
     }
@@ -151,7 +169,7 @@ extension Event {
             return [n.transaction?.facts.appAccountToken, n.renewalInfo?.facts.appAccountToken].compactMap { $0 }
         case .transaction(let t): return [t.facts.appAccountToken].compactMap { $0 }
         case .renewalInfo(let r): return [r.facts.appAccountToken].compactMap { $0 }
-        case .appTransaction, .usage: return []
+        case .appTransaction, .receipt, .usage: return []
         }
     }
 }

@@ -32,6 +32,12 @@ public struct TransactionFacts: Sendable, Hashable {
     public var price: Int64?
     /// The ISO 4217 `currency` of ``price``.
     public var currency: String?
+    /// For a transaction read from a legacy app receipt (specification section 16): the
+    /// SHA-256 of that receipt, lowercase hex; `nil` for signed V2 data, which always
+    /// wins over a receipt's version of the same transaction.
+    public var receiptDigest: String?
+    /// The `web_order_line_item_id` of a receipt's entry.
+    public var webOrderLineItemId: String?
 
     public init(
         transactionId: String, originalTransactionId: String, appTransactionId: String? = nil, productId: String,
@@ -39,7 +45,8 @@ public struct TransactionFacts: Sendable, Hashable {
         quantity: Int64 = 1, signedDate: Int64, revocationDate: Int64? = nil, revocationType: RevocationType? = nil,
         revocationPercentage: Int64? = nil, isUpgraded: Bool = false, ownership: OwnershipType? = nil,
         appAccountToken: String? = nil, originalPurchaseDate: Int64? = nil, offerType: Int64? = nil,
-        offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64? = nil, currency: String? = nil
+        offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64? = nil, currency: String? = nil,
+        receiptDigest: String? = nil, webOrderLineItemId: String? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -63,15 +70,18 @@ public struct TransactionFacts: Sendable, Hashable {
         self.offerPeriod = offerPeriod
         self.price = price
         self.currency = currency
+        self.receiptDigest = receiptDigest
+        self.webOrderLineItemId = webOrderLineItemId
     }
 
     /// Whether any display fact (written only by the newer formats) is present.
     var hasDisplayFacts: Bool {
         originalPurchaseDate != nil || offerType != nil || offerDiscountType != nil || offerPeriod != nil || price != nil
-            || currency != nil
+            || currency != nil || receiptDigest != nil || webOrderLineItemId != nil
     }
 
-    /// The same facts without the display facts (as the first formats stored them).
+    /// The same facts without the display facts (as the first formats stored them; a
+    /// receipt's facts need the newer formats and keep their receipt fields).
     var withoutDisplayFacts: TransactionFacts {
         var copy = self
         copy.originalPurchaseDate = nil

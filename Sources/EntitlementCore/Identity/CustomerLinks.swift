@@ -102,7 +102,7 @@ extension Event {
                     originalTransactionId: r.facts.originalTransactionId, appTransactionId: app, signedDate: r.facts.signedDate,
                     ref: r.ref, raw: r.raw)
             ]
-        case .appTransaction, .usage:
+        case .appTransaction, .receipt, .usage:
             // A usage record is the operator's word: it links nothing.
             return []
         }

@@ -76,14 +76,17 @@ public enum VerifiedInput: Sendable, Hashable {
     case transaction(SignedTransaction)
     case renewalInfo(SignedRenewalInfo)
     case appTransaction(SignedAppTransaction)
+    /// A legacy app receipt's entries under one original transaction id.
+    case receipt(ReceiptPart)
 
-    /// The specification's name for the kind: `notification`, `transaction`, `renewalInfo`, `appTransaction`.
+    /// The specification's name for the kind: `notification`, `transaction`, `renewalInfo`, `appTransaction`, `receipt`.
     public var kind: SignedKind {
         switch self {
         case .notification: return .notification
         case .transaction: return .transaction
         case .renewalInfo: return .renewalInfo
         case .appTransaction: return .appTransaction
+        case .receipt: return .receipt
         }
     }
 
@@ -97,6 +100,7 @@ public enum VerifiedInput: Sendable, Hashable {
         case .transaction(let t): return AppStoreEnvironment(rawValue: t.payload.environment)
         case .renewalInfo(let r): return AppStoreEnvironment(rawValue: r.payload.environment)
         case .appTransaction(let a): return AppStoreEnvironment(rawValue: a.payload.receiptType)
+        case .receipt(let r): return r.receipt.payload.environment
         }
     }
 
@@ -107,6 +111,7 @@ public enum VerifiedInput: Sendable, Hashable {
         case .transaction(let t): return t.signedBytes
         case .renewalInfo(let r): return r.signedBytes
         case .appTransaction(let a): return a.signedBytes
+        case .receipt: return SignedBytes()
         }
     }
 
@@ -116,13 +121,14 @@ public enum VerifiedInput: Sendable, Hashable {
     /// The SHA-256 of the outermost JWS as received, when the verifier computed it.
     package var jwsDigest: [UInt8]? { outerSignedBytes.jwsDigest }
 
-    /// The outermost JWS, as received.
+    /// The outermost JWS, as received; for a receipt, its bytes in standard base64.
     public var jws: String {
         switch self {
         case .notification(let n): return n.jws
         case .transaction(let t): return t.jws
         case .renewalInfo(let r): return r.jws
         case .appTransaction(let a): return a.jws
+        case .receipt(let r): return r.receipt.base64
         }
     }
 }

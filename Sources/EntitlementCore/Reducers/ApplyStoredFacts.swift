@@ -31,6 +31,7 @@ extension CustomerState {
         var summary: NotificationSummaryFacts? = nil
         var environment: AppStoreEnvironment? = nil
         var usage: UsageFacts? = nil
+        var receipt: ReceiptFacts? = nil
         do throws(CodecError) {
             try withUnsafeMutablePointer(to: &interner) { (pointer) throws(CodecError) in
                 var reader = ByteReader(bytes, interner: pointer)
@@ -62,6 +63,8 @@ extension CustomerState {
                     renewalInfo = Signed(try reader.renewalFacts(), ref: RawRef(eventSeq: seq, slot: .own))
                 case .signed(.appTransaction):
                     appTransaction = Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .own))
+                case .signed(.receipt):
+                    receipt = try reader.receiptFacts(seq: seq)
                 case .operatorRecord(.usage):
                     usage = try reader.usageFacts()
                 }
@@ -72,6 +75,7 @@ extension CustomerState {
         }
         do {
             try applySigned(transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+            for entry in receipt?.transactions ?? [] { try applySigned(transaction: entry, renewalInfo: nil, appTransaction: nil) }
         } catch {
             throw .missingRawJWS(error)
         }

@@ -50,7 +50,7 @@ extension Event {
         case .appTransaction(var appTransaction):
             if let raw = raws[appTransaction.ref] { appTransaction.raw = raw }
             body = .appTransaction(appTransaction)
-        case .usage:
+        case .receipt, .usage:
             break
         }
     }
@@ -64,7 +64,7 @@ extension Event {
         case .transaction(let transaction): return [transaction.ref]
         case .renewalInfo(let renewalInfo): return [renewalInfo.ref]
         case .appTransaction(let appTransaction): return [appTransaction.ref]
-        case .usage: return []
+        case .receipt, .usage: return []
         }
     }
 }

@@ -218,14 +218,16 @@ public enum ReceiptPayloadReader {
     }
 }
 
-/// The dates of Apple's receipt format: RFC 3339 in UTC, `YYYY-MM-DDTHH:MM:SS[.fff]Z`.
+/// The dates of Apple's receipt format: RFC 3339, `YYYY-MM-DDTHH:MM:SS[.fff]Z`, or with an
+/// offset (`+0100`, `+01:00`) as StoreKit testing in Xcode writes them.
 enum ReceiptDate {
     static func millis(_ text: String) -> Int64? {
         let b = Array(text.utf8)
         guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
-            b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"), b.last == UInt8(ascii: "Z")
+            b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":")
         else { return nil }
         func number(_ range: Range<Int>) -> Int64? {
+            guard !range.isEmpty, range.upperBound <= b.count else { return nil }
             var value: Int64 = 0
             for i in range {
                 guard b[i] >= 48, b[i] <= 57 else { return nil }
@@ -237,17 +239,34 @@ enum ReceiptDate {
             let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month),
             day >= 1, day <= CivilTime.daysIn(month: month, year: year), hour < 24, minute < 60, second < 61
         else { return nil }
+        var cursor = 19
         var millisecond: Int64 = 0
-        if b.count > 20 {
-            guard b[19] == UInt8(ascii: "."), b.count - 21 >= 1, b.count - 21 <= 9, let fraction = number(20..<(b.count - 1)) else {
-                return nil
-            }
-            var scaled = fraction
-            var digits = b.count - 21
+        if b[cursor] == UInt8(ascii: ".") {
+            var end = cursor + 1
+            while end < b.count, b[end] >= 48, b[end] <= 57 { end += 1 }
+            guard end - cursor - 1 >= 1, end - cursor - 1 <= 9, var scaled = number((cursor + 1)..<end) else { return nil }
+            var digits = end - cursor - 1
             while digits > 3 { scaled /= 10; digits -= 1 }
             while digits < 3 { scaled *= 10; digits += 1 }
             millisecond = scaled
+            cursor = end
+        }
+        guard cursor < b.count else { return nil }
+        var offsetMinutes: Int64 = 0
+        switch b[cursor] {
+        case UInt8(ascii: "Z"):
+            guard cursor + 1 == b.count else { return nil }
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            let rest = b.count - cursor - 1
+            let colon = rest == 5 && b[cursor + 3] == UInt8(ascii: ":")
+            guard rest == 4 || colon, let hours = number((cursor + 1)..<(cursor + 3)),
+                let minutes = number((cursor + (colon ? 4 : 3))..<b.count), hours < 24, minutes < 60
+            else { return nil }
+            offsetMinutes = (hours * 60 + minutes) * (b[cursor] == UInt8(ascii: "-") ? -1 : 1)
+        default:
+            return nil
         }
         return CivilTime.millis(year: year, month: month, day: day, hour: hour, minute: minute, second: second, millisecond: millisecond)
+            - offsetMinutes * 60_000
     }
 }

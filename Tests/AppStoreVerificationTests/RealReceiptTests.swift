@@ -21,14 +21,40 @@ struct RealReceiptTests {
             == "B0B1730ECBC7FF4505142C49F1295E6EDA6BCAED7E2C68C5BE91B5A11001F024")
     }
 
-    @Test func printsReceipts() throws {
-        for name in ["receipt-sandbox-g5", "receipt-sandbox-legacy"] {
-            let verifier = try ReceiptVerifier(bundleId: "x", environments: [.sandbox])
-            do {
-                _ = try verifier.verify(base64: try realReceipt(name))
-            } catch {
-                print(name, error)
-            }
+}
+
+extension RealReceiptTests {
+    @Test func sandboxG5ReceiptVerifies() throws {
+        let verifier = try ReceiptVerifier(bundleId: "dev.bonzer.weeka.app", environments: [.sandbox])
+        let receipt = try verifier.verify(base64: try realReceipt("receipt-sandbox-g5"))
+        #expect(receipt.payload.environment == .sandbox)
+        print("g5", receipt.payload.creationDate, receipt.payload.inApp.count, receipt.parts.map(\.originalTransactionId))
+    }
+
+    @Test func sandboxLegacySHA1ReceiptVerifies() throws {
+        let verifier = try ReceiptVerifier(bundleId: "com.nutcall.alert", environments: [.sandbox])
+        let receipt = try verifier.verify(base64: try realReceipt("receipt-sandbox-legacy"))
+        print("legacy", receipt.payload.creationDate, receipt.payload.inApp.count, receipt.parts.map(\.originalTransactionId))
+    }
+
+    @Test func xcodeReceiptNeedsXcode() throws {
+        let text = try realReceipt("receipt-xcode")
+        let bundleId = "com.tikhop.TPInAppReceiptTestApp"
+        #expect(throws: VerificationError.self) { try ReceiptVerifier(bundleId: bundleId, environments: [.sandbox]).verify(base64: text) }
+        do {
+            _ = try ReceiptVerifier(bundleId: bundleId, environments: [.sandbox]).verify(base64: text)
+        } catch {
+            #expect(error.code == .invalidChain)
         }
+        let receipt = try ReceiptVerifier(bundleId: bundleId, environments: [.xcode]).verify(base64: text)
+        print("xcode", receipt.payload.bundleId, receipt.payload.creationDate, receipt.payload.environmentName ?? "-")
+    }
+
+    @Test func offsetDates() {
+        #expect(ReceiptDate.millis("2020-07-22T18:33:15+0100") == ReceiptDate.millis("2020-07-22T17:33:15Z"))
+        #expect(ReceiptDate.millis("2020-07-22T18:33:15-01:30") == ReceiptDate.millis("2020-07-22T20:03:15Z"))
+        #expect(ReceiptDate.millis("2020-07-22T17:33:15.250Z") == ReceiptDate.millis("2020-07-22T17:33:15Z")! + 250)
+        #expect(ReceiptDate.millis("2020-07-22T17:33:15") == nil)
+        #expect(ReceiptDate.millis("2020-02-30T17:33:15Z") == nil)
     }
 }

@@ -24,6 +24,8 @@ public final class Engine: Sendable {
     let readers: ReaderPool
     /// Products met that the rules do not name (``takeProductWarnings()``).
     let productWarnings = ProductWarnings()
+    /// Original transaction ids named by V1 notifications rejected (``takeV1SyncHints()``).
+    let v1SyncHints = V1SyncHints()
     /// Threads on which the `async` API runs the work (started on first use).
     let threads = EngineThreads()
     /// Confirms commits with Litestream before they are acknowledged; `nil` without replication.

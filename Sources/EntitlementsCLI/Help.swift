@@ -26,6 +26,7 @@ enum Help {
           entitlements deliver [--db PATH] --config PATH [--once]
           entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
           entitlements recover [--db PATH] --config PATH
+          entitlements migrate-receipts [--db PATH] --config PATH FILE
           entitlements demo
           entitlements --version
 
@@ -53,6 +54,7 @@ enum Help {
         "deliver": WebhooksCommand.deliverHelp,
         "webhooks": WebhooksCommand.webhooksHelp,
         "recover": RecoverCommand.help,
+        "migrate-receipts": MigrateReceiptsCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 
@@ -65,7 +67,12 @@ enum Help {
             Accepted documents: {"signedPayload": JWS} (notification), {"signedTransactionInfo": JWS},
             {"signedRenewalInfo": JWS}, {"signedAppTransactionInfo": JWS}, a Get Transaction History
             page {"signedTransactions": [...]}, a Get All Subscription Statuses response
-            {"data": [{"lastTransactions": [...]}]}, or a bare JWS.
+            {"data": [{"lastTransactions": [...]}]}, or a bare JWS. Legacy app receipts:
+            {"receipt-data": "<base64>"} or a bare base64 line, verified against the Apple Inc. Root;
+            a receipt prints one line per original transaction id it holds (kind "receipt", eventId
+            the SHA-256 of its bytes). A V1 notification (notification_type, unified_receipt) is not
+            signed: it is rejected UNVERIFIABLE_V1, and with appStoreServerAPI configured the original
+            transaction id it names is synced (reported on stderr).
 
             Prints one line per item, each with "input": the 1-based number of the document it came
             from (the line number in NDJSON, blank lines counted; 1 for a file holding one document):

@@ -54,11 +54,12 @@ func run(_ argv: [String]) -> ExitCode {
         case "deliver": return try WebhooksCommand.deliver(rest)
         case "webhooks": return try WebhooksCommand.webhooks(rest)
         case "recover": return try RecoverCommand.run(rest)
+        case "migrate-receipts": return try MigrateReceiptsCommand.run(rest)
         case "demo":
             if let extra = rest.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
             return Demo.run()
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, consumption, deliver, webhooks, recover, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, consumption, deliver, webhooks, recover, migrate-receipts, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

@@ -39,7 +39,7 @@ extension RealReceiptTests {
 
     @Test func xcodeReceiptNeedsXcode() throws {
         let text = try realReceipt("receipt-xcode")
-        let bundleId = "com.tikhop.TPInAppReceiptTestApp"
+        let bundleId = "net.zachariadis.cyclemaps"
         #expect(throws: VerificationError.self) { try ReceiptVerifier(bundleId: bundleId, environments: [.sandbox]).verify(base64: text) }
         do {
             _ = try ReceiptVerifier(bundleId: bundleId, environments: [.sandbox]).verify(base64: text)

@@ -1,5 +1,6 @@
 internal import COpenSSL
 public import EntitlementCore
+import Synchronization
 
 /// Verifies legacy PKCS#7 app receipts (specification section 16) with OpenSSL and
 /// decodes their payload.
@@ -129,6 +130,12 @@ final class PKCS7Container {
 final class ReceiptTrust: @unchecked Sendable {
     private let store: OpaquePointer
     private let roots: [X509Certificate]
+    /// Chains verified before, by the SHA-256 of the certificates a receipt carries: the
+    /// window in which every certificate of the verified chain is valid. A receipt whose
+    /// creation date falls inside it needs no new path validation (the same answer
+    /// OpenSSL gave, as validity is the only check that depends on the date).
+    private let verified = Mutex<[String: ClosedRange<Int64>]>([:])
+    static let cacheCapacity = 64
 
     init(rootsDER: [[UInt8]]) throws(VerificationError) {
         var parsed: [X509Certificate] = []
@@ -159,15 +166,18 @@ final class ReceiptTrust: @unchecked Sendable {
         }
         let signer = X509Certificate(borrowing: signerPointer)
         // The signature over the content, by the signer's key (the chain is checked below, at the creation date).
+        let carried = copenssl_pkcs7_certificates(pkcs7.pointer)
         guard PKCS7_verify(pkcs7.pointer, nil, store, nil, nil, Int32(PKCS7_NOVERIFY)) == 1 else {
             var detail = [CChar](repeating: 0, count: 512)
             _ = copenssl_error_drain(&detail, detail.count)
             throw .verificationFailure(
                 "receipt signature does not verify: \(String(decoding: detail.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
         }
+        let chainKey = Self.key(signer: signer, carried: carried)
+        if let window = verified.withLock({ $0[chainKey] }), window.contains(creationDate) { return }
         guard let context = X509_STORE_CTX_new() else { fatalError("X509_STORE_CTX_new failed") }
         defer { X509_STORE_CTX_free(context) }
-        guard X509_STORE_CTX_init(context, store, signer.pointer, copenssl_pkcs7_certificates(pkcs7.pointer)) == 1 else {
+        guard X509_STORE_CTX_init(context, store, signer.pointer, carried) == 1 else {
             ERR_clear_error()
             throw .invalidChain("could not set up certificate chain verification")
         }
@@ -189,5 +199,33 @@ final class ReceiptTrust: @unchecked Sendable {
             throw .invalidChain(
                 "receipt signer \(signer.subject) lacks Apple's receipt-signing extension \(ObjectIdentifier.appleReceiptSigner.dotted)")
         }
+        // Remember the window in which the whole verified chain is valid.
+        if let chain = X509_STORE_CTX_get0_chain(context) {
+            var from = Int64.min
+            var to = Int64.max
+            for index in 0..<max(copenssl_x509_stack_num(chain), 0) {
+                guard let pointer = copenssl_x509_stack_value(chain, index) else { return }
+                let certificate = X509Certificate(borrowing: pointer)
+                guard let notBefore = certificate.notBeforeMillis, let notAfter = certificate.notAfterMillis else { return }
+                from = max(from, notBefore)
+                to = min(to, notAfter)
+            }
+            guard from <= to else { return }
+            verified.withLock { cache in
+                if cache.count >= Self.cacheCapacity { cache.removeAll() }
+                cache[chainKey] = from...to
+            }
+        }
+    }
+
+    /// The cache key of a receipt's chain: the signer's DER, then every certificate it carries.
+    private static func key(signer: X509Certificate, carried: OpaquePointer?) -> String {
+        var bytes = signer.der
+        if let carried {
+            for index in 0..<max(copenssl_x509_stack_num(carried), 0) {
+                if let pointer = copenssl_x509_stack_value(carried, index) { bytes += X509Certificate(borrowing: pointer).der }
+            }
+        }
+        return SHA256.hex(bytes)
     }
 }

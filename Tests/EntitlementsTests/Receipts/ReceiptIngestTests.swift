@@ -142,3 +142,44 @@ extension JSONValue {
         return nil
     }
 }
+
+/// A real Sandbox receipt (Fixtures/receipts) through the engine with the embedded Apple Inc. Root.
+@Suite struct RealReceiptIngestTests {
+    @Test func realSandboxReceiptBecomesItsCustomer() throws {
+        let url = Scenario.packageRoot.appendingPathComponent("Fixtures/receipts/receipt-sandbox-g5.json")
+        var configuration = EngineConfiguration(
+            bundleId: "dev.bonzer.weeka.app", environment: .sandbox, rules: try Rules(json: ["version": "1", "products": [:]]))
+        configuration.receiptRootCertificatesDER = nil
+        let folder = Scenario.temporaryFolder("receipts-real")
+        let engine = try Engine(configuration: configuration, databasePath: folder.appendingPathComponent("db.sqlite").path)
+        let results = try engine.ingest([InputBytes(bytes: Array(try Data(contentsOf: url)))])
+        #expect(results.map(\.outcome) == [.appended])
+        #expect(results[0].eventId == "bebb16e2a17104d973eeef08177003f2c3303a19ddced83b42df349b4ac25ee0")
+        #expect(results[0].appTransactionId == "otid:2000001092134138")
+        guard case .customer(let view) = try engine.query(.transactionId("2000001092148094"), at: 1_766_774_387_000) else {
+            Issue.record("the receipt's customer is not found by its renewal's transaction id")
+            return
+        }
+        #expect(view.subscriptions.first?.status == .active)
+        #expect(view.subscriptions.first?.expiresDate == 1_766_775_307_000)
+        #expect(try engine.audit().firstMismatch == nil)
+    }
+
+    @Test func receiptsVerifyAndIngestFast() throws {
+        let (engine, _) = try ReceiptIngestTests.engine("receipts-speed")
+        let entries = (0..<30).map { index in
+            TestReceiptEntry(
+                productId: "com.example.pro.monthly", transactionId: "9\(index)", originalTransactionId: "90",
+                purchaseDate: TestPayloads.january2025 + Int64(index) * 30 * ReceiptIngestTests.day,
+                expiresDate: TestPayloads.january2025 + Int64(index + 1) * 30 * ReceiptIngestTests.day)
+        }
+        let documents = (0..<300).map { index in
+            ReceiptIngestTests.document(ReceiptIngestTests.receipt(created: ReceiptIngestTests.created + Int64(index), entries: entries))
+        }
+        let start = Date()
+        let results = try engine.ingest(documents, workers: 2)
+        let seconds = Date().timeIntervalSince(start)
+        #expect(results.allSatisfy { $0.outcome == .appended })
+        print("receipts of 30 entries, verified and ingested: \(Int(Double(documents.count) / seconds))/s")
+    }
+}

@@ -30,8 +30,9 @@ public enum EventCodec {
         static let renewalInfo: UInt8 = 2
         static let appTransaction: UInt8 = 3
         static let usage: UInt8 = 4
-        /// A legacy receipt's part (specification section 16); codes 5-8 are kept for operator records.
-        static let receipt: UInt8 = 9
+        /// A legacy receipt's part (specification section 16); the codes below it are left
+        /// to operator records.
+        static let receipt: UInt8 = 12
     }
 
     /// The bytes of `event`'s facts (its `seq` and raws are not written).

@@ -59,7 +59,7 @@ let package = Package(
         // (Fixtures/demo and Fixtures/real, as Swift literals by scripts/embed-resources.sh).
         .target(
             name: "DemoFixtures", path: "Fixtures",
-            exclude: ["README.md", "pki", "demo", "real", "legacy"],
+            exclude: ["README.md", "pki", "demo", "real", "legacy", "receipts"],
             sources: ["DemoFixtures.swift", "Embedded"]),
         // The command line: thin.
         .executableTarget(name: "EntitlementsCLI", dependencies: ["Entitlements", "EntitlementsServer", "DemoFixtures"]),

@@ -1,6 +1,7 @@
 // libFuzzer target over everything that reads untrusted bytes before a signature is trusted:
 // the input-document layer (InputDocument), compact JWS splitting and strict base64, the JWS
-// header and x5c parsing (X.509 DER through OpenSSL), the strict JSON parser and writer, the
+// header and x5c parsing (X.509 DER through OpenSSL), legacy receipts (PKCS#7 through OpenSSL,
+// the ASN.1 receipt payload reader), the strict JSON parser and writer, the
 // App Store payload models, and — from whatever decodes — events, reducers, evaluation and the
 // binary codecs. Built by Fuzz/run.sh with `swiftc -sanitize=fuzzer,address` (not a SwiftPM target).
 //
@@ -19,6 +20,8 @@ let sandboxVerifier = try! SignedDataVerifier(
 let productionVerifier = try! SignedDataVerifier(
     configuration: VerifierConfiguration(
         bundleId: "com.example.app", appAppleId: 1_234_567_890, environment: .production, trustedRootsDER: [AppleRootCertificate.g3DER]))
+let receiptVerifier = try! ReceiptVerifier(bundleId: "com.example.app", environments: [.sandbox])
+let xcodeReceiptVerifier = try! ReceiptVerifier(bundleId: "com.example.app", environments: [.xcode])
 let rules = Rules(
     version: "fuzz", products: [
         "com.example.pro.monthly": ProductRule(entitlements: ["pro"]),
@@ -140,6 +143,25 @@ func assembled(_ bytes: ArraySlice<UInt8>) -> String {
     return parts.map(b64).joined(separator: ".")
 }
 
+/// Legacy receipts: PKCS#7 through OpenSSL, the ASN.1 payload reader, and from whatever reads,
+/// its events (one per original transaction id), their codec round trip, the reducer, evaluation.
+func fuzzReceipt(_ bytes: ArraySlice<UInt8>) {
+    let der = Array(bytes)
+    _ = try? receiptVerifier.verify(der: der)
+    _ = try? xcodeReceiptVerifier.verify(der: der)
+    guard let payload = try? ReceiptPayloadReader.read(der) else { return }
+    let receipt = SignedReceipt(base64: "AA==", sha256: "00", payload: payload)
+    for part in receipt.parts.prefix(8) {
+        let event = Event(seq: 3, input: .receipt(part))
+        let encoded = EventCodec.encode(event)
+        check((try? EventCodec.decode(encoded, seq: 3)).map(EventCodec.encode) == encoded, "receipt event codec round trip")
+        var state = CustomerState(key: event.customerKey ?? "fuzz")
+        try? state.apply(event, rules: rules)
+        _ = Evaluation.evaluate(state, rules: rules, at: 1_700_000_000_000)
+        check((try? StateCodec.decode(StateCodec.encode(state))) == state, "state codec round trip of a receipt's state")
+    }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size > 0 else { return 0 }
@@ -173,6 +195,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             }
         }
     default:
+        fuzzReceipt(bytes)
         fuzzBase64(bytes)
         _ = try? EventCodec.decode(bytes, seq: 1)
         _ = try? StateCodec.decode(bytes)

@@ -63,7 +63,7 @@ swiftc "${flags[@]}" -module-name AppStoreVerification -I "$out/obj" -I Sources/
   -emit-library -static -o "$out/obj/libAppStoreVerification.a" $(find Sources/AppStoreVerification -name '*.swift' | sort)
 fi
 echo "building the fuzz target"
-sources=(Fuzz/FuzzTarget.swift Sources/Entitlements/InputDocument.swift "$out/FuzzRoots.swift")
+sources=(Fuzz/FuzzTarget.swift Sources/Entitlements/InputDocument.swift Sources/Entitlements/V1Notification.swift "$out/FuzzRoots.swift")
 libraries=("$out/obj/libAppStoreVerification.a" "$out/obj/libEntitlementCore.a" $crypto -lcrypto -lm)
 if [ -z "$runtime" ]; then
   swiftc "${flags[@]}" -module-name FuzzEntitlements -I "$out/obj" -I Sources/COpenSSL "${sources[@]}" "${libraries[@]}" \

@@ -19,5 +19,6 @@ extension SchemaMigrations {
         m016_webhook_deliveries,
         m018_operator_actions,
         m020_transaction_finishes,
+        m021_receipt_transactions,
     ]
 }

@@ -147,6 +147,7 @@ extension SignedDataVerifier {
         case .transaction: return "transaction"
         case .renewalInfo: return "renewal info"
         case .appTransaction: return "AppTransaction"
+        case .receipt: return "app receipt"
         }
     }
 }

@@ -133,6 +133,7 @@ public struct SignedDataVerifier: Sendable {
         case .transaction: return .transaction(try transaction(jws: jws, opened))
         case .renewalInfo: return .renewalInfo(try renewalInfo(jws: jws, opened))
         case .appTransaction: return .appTransaction(try appTransaction(jws: jws, opened))
+        case .receipt: throw .malformed("an app receipt is not a JWS")
         }
     }
 

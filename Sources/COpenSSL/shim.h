@@ -16,6 +16,7 @@
 #include <openssl/objects.h>
 #include <openssl/asn1.h>
 #include <openssl/rand.h>
+#include <openssl/pkcs7.h>
 
 /* Macros and stack helpers that Swift cannot import directly. */
 static inline void copenssl_free(void *p) { OPENSSL_free(p); }
@@ -81,4 +82,23 @@ static inline int copenssl_ec_point_get_jacobian(const EC_GROUP *group, const EC
     return EC_POINT_get_Jprojective_coordinates_GFp(group, point, x, y, z, ctx);
 }
 #pragma clang diagnostic pop
+/* PKCS#7 app receipts: the macros and union members of SignedData that Swift cannot reach. */
+static inline int copenssl_pkcs7_is_signed(PKCS7 *p7) { return p7 != NULL && PKCS7_type_is_signed(p7); }
+/* The signed content's bytes (the SignedData's embedded data), or NULL when there is none. */
+static inline const unsigned char *copenssl_pkcs7_signed_content(PKCS7 *p7, int *length) {
+    if (!copenssl_pkcs7_is_signed(p7) || p7->d.sign == NULL) return NULL;
+    PKCS7 *inner = p7->d.sign->contents;
+    if (inner == NULL || !PKCS7_type_is_data(inner) || inner->d.data == NULL) return NULL;
+    *length = ASN1_STRING_length(inner->d.data);
+    return ASN1_STRING_get0_data(inner->d.data);
+}
+/* The certificates the SignedData carries (borrowed), or NULL. */
+static inline STACK_OF(X509) *copenssl_pkcs7_certificates(PKCS7 *p7) {
+    if (!copenssl_pkcs7_is_signed(p7) || p7->d.sign == NULL) return NULL;
+    return p7->d.sign->cert;
+}
+static inline int copenssl_pkcs7_signer_count(PKCS7 *p7) {
+    STACK_OF(PKCS7_SIGNER_INFO) *infos = PKCS7_get_signer_info(p7);
+    return infos == NULL ? 0 : sk_PKCS7_SIGNER_INFO_num(infos);
+}
 #endif

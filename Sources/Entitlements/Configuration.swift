@@ -15,6 +15,9 @@ public struct EngineConfiguration: Sendable {
     public var environments: [AppStoreEnvironment]
     /// Trusted roots (DER); `nil` means the embedded Apple Root CA - G3.
     public var rootCertificatesDER: [[UInt8]]?
+    /// Trusted roots of legacy app receipts (DER, specification section 16); `nil` means
+    /// the embedded Apple Inc. Root. Configuration file: `receiptRootCertificates`.
+    public var receiptRootCertificatesDER: [[UInt8]]? = nil
     public var rules: Rules
     /// Largest input accepted, in bytes; a larger one is quarantined unread past this limit.
     public var maxInputBytes: Int
@@ -74,7 +77,7 @@ public struct EngineConfiguration: Sendable {
         }
         let known: Set<String> = [
             "bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "busyTimeoutMilliseconds", "appStoreServerAPI",
-            "serve", "webhooks", "replication", "appUsers",
+            "serve", "webhooks", "replication", "appUsers", "receiptRootCertificates",
         ]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
@@ -94,33 +97,11 @@ public struct EngineConfiguration: Sendable {
         if environments.contains(.production) && appAppleId == nil {
             throw ConfigurationError(field: "appAppleId", message: "required in Production: the app's Apple ID (a number)")
         }
-        var roots: [[UInt8]]? = nil
-        switch object["rootCertificates"] {
-        case nil, .null?: break
-        case .array(let paths)?:
-            guard !paths.isEmpty else {
-                throw ConfigurationError(field: "rootCertificates", message: "empty: list certificate files, or leave the field out to trust Apple Root CA - G3")
-            }
-            var loaded: [[UInt8]] = []
-            for (index, element) in paths.enumerated() {
-                guard case .string(let path) = element, !path.isEmpty else {
-                    throw ConfigurationError(field: "rootCertificates[\(index)]", message: "expected a file path string")
-                }
-                let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : baseDirectory.appendingPathComponent(path)
-                guard let data = try? Data(contentsOf: url) else {
-                    throw ConfigurationError(field: "rootCertificates[\(index)]", message: "cannot read certificate file \(url.path)")
-                }
-                do {
-                    loaded.append(try loadCertificate(from: Array(data)))
-                } catch {
-                    throw ConfigurationError(
-                        field: "rootCertificates[\(index)]", message: "\(url.path) is not a DER or PEM certificate: \(error.message)")
-                }
-            }
-            roots = loaded
-        case let other?:
-            throw ConfigurationError(field: "rootCertificates", message: "expected an array of file paths, found \(other.typeName)")
-        }
+        let roots = try Self.certificateFiles(
+            object["rootCertificates"], field: "rootCertificates", baseDirectory: baseDirectory, defaultRoot: "Apple Root CA - G3")
+        let receiptRoots = try Self.certificateFiles(
+            object["receiptRootCertificates"], field: "receiptRootCertificates", baseDirectory: baseDirectory,
+            defaultRoot: "Apple Inc. Root")
         var maxInputBytes = Self.defaultMaxInputBytes
         switch object["maxInputBytes"] {
         case nil: break
@@ -145,6 +126,7 @@ public struct EngineConfiguration: Sendable {
             rootCertificatesDER: roots, rules: rules,
             maxInputBytes: maxInputBytes)
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        self.receiptRootCertificatesDER = receiptRoots
         if let section = object["appStoreServerAPI"] { appStoreServerAPI = try .parse(section, baseDirectory: baseDirectory) }
         if let section = object["webhooks"] { webhooks = try WebhookEndpoint.parseList(section) }
         if let section = object["replication"] { replication = try .parse(section, baseDirectory: baseDirectory) }
@@ -153,6 +135,39 @@ public struct EngineConfiguration: Sendable {
 }
 
 extension EngineConfiguration {
+    /// A list of certificate files (DER or PEM), relative paths against `baseDirectory`;
+    /// `nil` when the field is absent.
+    static func certificateFiles(
+        _ value: JSONValue?, field: String, baseDirectory: URL, defaultRoot: String
+    ) throws(ConfigurationError) -> [[UInt8]]? {
+        switch value {
+        case nil, .null?: return nil
+        case .array(let paths)?:
+            guard !paths.isEmpty else {
+                throw ConfigurationError(field: field, message: "empty: list certificate files, or leave the field out to trust \(defaultRoot)")
+            }
+            var loaded: [[UInt8]] = []
+            for (index, element) in paths.enumerated() {
+                guard case .string(let path) = element, !path.isEmpty else {
+                    throw ConfigurationError(field: "\(field)[\(index)]", message: "expected a file path string")
+                }
+                let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : baseDirectory.appendingPathComponent(path)
+                guard let data = try? Data(contentsOf: url) else {
+                    throw ConfigurationError(field: "\(field)[\(index)]", message: "cannot read certificate file \(url.path)")
+                }
+                do {
+                    loaded.append(try loadCertificate(from: Array(data)))
+                } catch {
+                    throw ConfigurationError(
+                        field: "\(field)[\(index)]", message: "\(url.path) is not a DER or PEM certificate: \(error.message)")
+                }
+            }
+            return loaded
+        case let other?:
+            throw ConfigurationError(field: field, message: "expected an array of file paths, found \(other.typeName)")
+        }
+    }
+
     /// The fields of the `serve` section (specification section 4), read by `serve`.
     public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient", "adminToken"]
 

@@ -7,10 +7,15 @@ internal import EventStore
 public struct DocumentVerifier: Sendable {
     public let configuration: EngineConfiguration
     public let verifier: SignedDataVerifier
+    /// The verifier of legacy app receipts (specification section 16).
+    public let receiptVerifier: ReceiptVerifier
 
     public init(configuration: EngineConfiguration) throws(EngineError) {
         self.configuration = configuration
         do {
+            receiptVerifier = try ReceiptVerifier(
+                bundleId: configuration.bundleId, environments: configuration.environments,
+                trustedRootsDER: configuration.receiptRootCertificatesDER ?? [AppleRootCertificate.incRootDER])
             verifier = try SignedDataVerifier(
                 configuration: VerifierConfiguration(
                     bundleId: configuration.bundleId, appAppleId: configuration.appAppleId,
@@ -35,6 +40,7 @@ public struct DocumentVerifier: Sendable {
             case .transaction: return .success(.transaction(try verifier.verifyTransaction(item.jws, deferring: deferred)))
             case .renewalInfo: return .success(.renewalInfo(try verifier.verifyRenewalInfo(item.jws, deferring: deferred)))
             case .appTransaction: return .success(.appTransaction(try verifier.verifyAppTransaction(item.jws, deferring: deferred)))
+            case .receipt: return .success(.receipt(try receiptVerifier.verify(base64: item.jws).parts[0]))
             case .any: return .success(try verifier.verify(item.jws, deferring: deferred))
             }
         } catch {
@@ -89,11 +95,20 @@ public struct DocumentVerifier: Sendable {
         }
         switch InputDocument.items(document.bytes[...]) {
         case .failure(let malformed):
-            items.append(.rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: document.bytes, size: document.size)))
+            items.append(.rejected(Rejection(code: malformed.code, message: malformed.message, raw: document.bytes, size: document.size)))
             return 1
         case .success(let found):
-            for item in found { items.append(Self.appendItem(verify(item, deferring: deferred), of: item)) }
-            return found.count
+            var count = 0
+            for item in found {
+                if item.expected == .receipt {
+                    // A receipt is one event per original transaction id it holds (each a customer's).
+                    count += appendReceipt(item, to: &items)
+                } else {
+                    items.append(Self.appendItem(verify(item, deferring: deferred), of: item))
+                    count += 1
+                }
+            }
+            return count
         }
     }
 
@@ -109,11 +124,23 @@ public struct DocumentVerifier: Sendable {
         }
         switch InputDocument.items(document.bytes[...]) {
         case .failure(let malformed):
-            return .rejected(Rejection(code: "MALFORMED_INPUT", message: malformed.message, raw: document.bytes, size: document.size))
+            return .rejected(Rejection(code: malformed.code, message: malformed.message, raw: document.bytes, size: document.size))
         case .success(let found) where found.count == 1 && found[0].expected == .notification:
             return Self.appendItem(verify(found[0], deferring: nil), of: found[0])
         case .success:
             return .rejected(Rejection(code: "MALFORMED_INPUT", message: message, raw: document.bytes, size: document.size))
+        }
+    }
+
+    /// A receipt's parts, verified, appended to `items`; returns how many.
+    func appendReceipt(_ item: InputItem, to items: inout [AppendItem]) -> Int {
+        do {
+            let parts = try receiptVerifier.verify(base64: item.jws).parts
+            for part in parts { items.append(.verified(.receipt(part))) }
+            return parts.count
+        } catch {
+            items.append(.rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8))))
+            return 1
         }
     }
 
@@ -127,7 +154,10 @@ public struct DocumentVerifier: Sendable {
 
     /// One JSON line per item: the decoded payload (nested JWS decoded in place) or the error.
     public func verify(_ document: InputBytes) -> [JSONValue] {
-        verifiedItems(document).map { item in
+        var printed = Set<String>()
+        return verifiedItems(document).compactMap { item in
+            // A receipt of several parts is printed once.
+            if case .verified(.receipt(let part)) = item, !printed.insert(part.receipt.sha256).inserted { return nil }
             switch item {
             case .verified(let input):
                 return ["result": "verified", "kind": .string(input.kind.rawValue), "payload": input.decodedJSON]

@@ -19,6 +19,7 @@ extension Engine {
 
     /// Appends a verified batch in one transaction; one result per item, in order.
     private func append(_ documents: [InputBytes], verified: VerifiedBatch, receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
+        noteV1Notifications(verified.items)
         let outcomes = try appendRetryingBusy(verified.items, receivedAt: receivedAt ?? Self.now())
         return Self.results(outcomes, documents: documents, counts: verified.counts)
     }

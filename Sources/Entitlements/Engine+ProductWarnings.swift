@@ -106,6 +106,7 @@ extension Engine {
             case .transaction(let t): transaction(t.payload)
             case .renewalInfo(let r):
                 if let p = r.payload.productId, r.payload.advancedCommerceInfo == nil { products.append(p) }
+            case .receipt(let r): products.append(contentsOf: r.entries.map(\.productId))
             case .appTransaction: break
             }
         }

@@ -53,6 +53,7 @@ extension Engine {
                         case .transaction: expected = .transaction
                         case .renewalInfo: expected = .renewalInfo
                         case .appTransaction: expected = .appTransaction
+                        case .receipt: expected = .receipt
                         }
                         switch documentVerifier.verify(InputItem(jws: raw, expected: expected)) {
                         case .success(let input): return (nil, input)

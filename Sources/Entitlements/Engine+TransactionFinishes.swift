@@ -35,7 +35,7 @@ extension Engine {
             switch input {
             case .transaction(let signed): transaction = signed.payload
             case .notification(let signed): transaction = signed.transaction?.payload
-            case .renewalInfo, .appTransaction: transaction = nil
+            case .renewalInfo, .appTransaction, .receipt: transaction = nil
             }
             guard let transaction, transaction.revocationDate == nil, grants(transaction, rules: rules),
                 transaction.environment == AppStoreEnvironment.production.rawValue || transaction.environment == AppStoreEnvironment.sandbox.rawValue

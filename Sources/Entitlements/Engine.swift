@@ -26,6 +26,8 @@ public final class Engine: Sendable {
     let productWarnings = ProductWarnings()
     /// The database's active rules, parsed once per change (``activeRules()``).
     let activeRulesCache = ActiveRulesCache()
+    /// Original transaction ids named by V1 notifications rejected (``takeV1SyncHints()``).
+    let v1SyncHints = V1SyncHints()
     /// Threads on which the `async` API runs the work (started on first use).
     let threads = EngineThreads()
     /// Wakes the ``TransactionFinisher`` when a batch queued Finish Transaction calls.

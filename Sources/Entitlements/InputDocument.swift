@@ -5,6 +5,8 @@ public struct InputItem: Sendable {
     /// Which kind of JWS the document said this is.
     public enum Expected: Sendable {
         case notification, transaction, renewalInfo, appTransaction
+        /// A legacy app receipt in base64 (specification section 16).
+        case receipt
         /// A bare JWS: classified by its decoded payload.
         case any
     }
@@ -24,7 +26,7 @@ public enum InputDocument {
             guard let text = String(validating: trimmed, as: UTF8.self) else {
                 return .failure(MalformedInput("input is not valid UTF-8"))
             }
-            return .success([InputItem(jws: text, expected: .any)])
+            return .success([InputItem(jws: text, expected: bareKind(text))])
         }
         if let jws = compactNotificationBody(trimmed) {
             return .success([InputItem(jws: jws, expected: .notification)])
@@ -78,13 +80,20 @@ public enum InputDocument {
     static func items(_ json: JSONValue) -> Result<[InputItem], MalformedInput> {
         switch json {
         case .string(let jws):
-            return .success([InputItem(jws: jws, expected: .any)])
+            return .success([InputItem(jws: jws, expected: bareKind(jws))])
         case .object(let object):
             func jws(_ value: JSONValue, _ field: String) -> Result<String, MalformedInput> {
                 if case .string(let text) = value { return .success(text) }
                 return .failure(MalformedInput("\"\(field)\" must be a JWS string, found \(value.typeName)"))
             }
+            if let v1 = V1Notification.rejection(object) { return .failure(v1) }
             if let conflict = signedFieldConflict(object) { return .failure(conflict) }
+            if let value = object["receipt-data"] {
+                guard case .string(let text) = value else {
+                    return .failure(MalformedInput("\"receipt-data\" must be a base64 receipt string, found \(value.typeName)"))
+                }
+                return .success([InputItem(jws: text, expected: .receipt)])
+            }
             if let value = object["signedPayload"] {
                 return jws(value, "signedPayload").map { [InputItem(jws: $0, expected: .notification)] }
             }
@@ -168,7 +177,7 @@ public enum InputDocument {
             }
             return .failure(
                 MalformedInput(
-                    "object has none of signedPayload, signedTransactionInfo, signedRenewalInfo, signedAppTransactionInfo, signedTransactions, data, notificationHistory"))
+                    "object has none of signedPayload, signedTransactionInfo, signedRenewalInfo, signedAppTransactionInfo, signedTransactions, data, notificationHistory, receipt-data"))
         default:
             return .failure(MalformedInput("expected a JSON object or a JWS string, found \(json.typeName)"))
         }
@@ -179,8 +188,24 @@ extension InputDocument {
     /// The fields of section 1 that hold signed data, each a form of its own.
     static let signedFields: [String] = [
         "signedPayload", "signedTransactionInfo", "signedRenewalInfo", "signedAppTransactionInfo", "signedTransactions",
-        "data", "notificationHistory",
+        "data", "notificationHistory", "receipt-data",
     ]
+
+    /// How a bare string is read: a legacy receipt when it is base64 alone (no dot, as
+    /// every JWS has), else a JWS classified by its payload.
+    static func bareKind(_ text: String) -> InputItem.Expected {
+        var sawData = false
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+                sawData = true
+            case 0x20, 0x0A, 0x0D, 0x09: continue
+            default: return .any
+            }
+        }
+        return sawData ? .receipt : .any
+    }
 
     /// Why a document that carries signed data the engine would not ingest is
     /// rejected whole (specification section 3: signed data is never dropped
@@ -204,5 +229,10 @@ extension InputDocument {
 /// A document that is not a well-formed input of specification section 1.
 public struct MalformedInput: Error, Sendable, Hashable {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// The rejection's code: `MALFORMED_INPUT`, or `UNVERIFIABLE_V1` for a V1 notification.
+    public var code: String
+    public init(_ message: String, code: String = "MALFORMED_INPUT") {
+        self.message = message
+        self.code = code
+    }
 }

@@ -36,6 +36,7 @@ enum Help {
           entitlements finish-transaction [--db PATH] --config PATH --transaction-id T
           entitlements extend --config PATH (--original-transaction-id X --days N --reason 0-3 --request-id R | --mass --product P --days N --reason 0-3 [--storefront CC]... [--request-id R] | --status --product P --request-id R)
           entitlements test-notification [--db PATH] --config PATH [--wait SECONDS]
+          entitlements migrate-receipts [--db PATH] --config PATH FILE
           entitlements demo [--keep DIR] [--serve [--listen HOST:PORT]]
           entitlements --version
 
@@ -73,6 +74,7 @@ enum Help {
         "finish-transaction": FinishTransactionCommand.help,
         "extend": ExtendCommand.help,
         "test-notification": TestNotificationCommand.help,
+        "migrate-receipts": MigrateReceiptsCommand.help,
         "ingest": """
             entitlements ingest [--db PATH] --config PATH [--workers N] [--batch N] [FILE ...]
 
@@ -85,7 +87,12 @@ enum Help {
             Accepted documents: {"signedPayload": JWS} (notification), {"signedTransactionInfo": JWS},
             {"signedRenewalInfo": JWS}, {"signedAppTransactionInfo": JWS}, a Get Transaction History
             page {"signedTransactions": [...]}, a Get All Subscription Statuses response
-            {"data": [{"lastTransactions": [...]}]}, or a bare JWS.
+            {"data": [{"lastTransactions": [...]}]}, or a bare JWS. Legacy app receipts:
+            {"receipt-data": "<base64>"} or a bare base64 line, verified against the Apple Inc. Root;
+            a receipt prints one line per original transaction id it holds (kind "receipt", eventId
+            the SHA-256 of its bytes). A V1 notification (notification_type, unified_receipt) is not
+            signed: it is rejected UNVERIFIABLE_V1, and with appStoreServerAPI configured the original
+            transaction id it names is synced (reported on stderr).
 
             Prints one line per item, each with "input": the 1-based number of the document it came
             from (the line number in NDJSON, blank lines counted; 1 for a file holding one document):

@@ -68,6 +68,8 @@ extension Commands {
                 return storageFailure("ingest", error)
             }
         }
+        // V1 notifications are not evidence: what they name is fetched signed, when the API is configured.
+        MigrateReceiptsCommand.syncV1Hints(engine, command: "ingest")
         // The file alone then holds every acknowledged event (background verification
         // may still hold the engine when this returns, so closing is not left to deinit).
         try? engine.checkpoint()

@@ -64,9 +64,10 @@ func run(_ argv: [String]) -> ExitCode {
         case "finish-transaction": return try FinishTransactionCommand.run(rest)
         case "extend": return try ExtendCommand.run(rest)
         case "test-notification": return try TestNotificationCommand.run(rest)
+        case "migrate-receipts": return try MigrateReceiptsCommand.run(rest)
         case "demo": return try Demo.run(rest)
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, grant, revoke-grant, credit, link, consumption, deliver, webhooks, recover, transaction-info, refund-history, lookup-order, finish-transaction, extend, test-notification, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, grant, revoke-grant, credit, link, consumption, deliver, webhooks, recover, transaction-info, refund-history, lookup-order, finish-transaction, extend, test-notification, migrate-receipts, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

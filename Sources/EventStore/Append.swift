@@ -289,6 +289,16 @@ extension EventStore {
     }
 
     private func recordLookups(_ event: Event, key: CustomerKey) throws {
+        if case .receipt(let receipt) = event.body, let otid = receipt.originalTransactionId {
+            let entry = try connection.cached(
+                "INSERT OR IGNORE INTO receipt_transactions (transaction_id, original_transaction_id) VALUES (?, ?)")
+            for transaction in receipt.transactions {
+                entry.reset()
+                try entry.bind(1, transaction.facts.transactionId)
+                try entry.bind(2, otid)
+                try entry.step()
+            }
+        }
         let insert = try connection.cached("INSERT OR IGNORE INTO customer_lookup (kind, value, customer_key) VALUES (?, ?, ?)")
         if let otid = event.originalTransactionId, knownLookups.needsWriting(kind: "originalTransactionId", value: otid, customer: key) {
             insert.reset()

@@ -117,7 +117,13 @@ extension EventStore {
                         mismatch("stored JWS no longer verifies: \(problem)")
                         return
                     }
-                    if let input {
+                    if var input {
+                        // A receipt is logged as one event per original transaction id: the one this event holds.
+                        if case .receipt(let part) = input, let stored = storedKey, stored.hasPrefix("otid:"),
+                            let match = part.receipt.parts.first(where: { $0.originalTransactionId == String(stored.dropFirst(5)) })
+                        {
+                            input = .receipt(match)
+                        }
                         // What the reducers read must be what was signed.
                         let event = Event(seq: seq, input: input)
                         if storedKey != event.customerKey {

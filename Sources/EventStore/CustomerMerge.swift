@@ -246,7 +246,17 @@ extension EventStore {
                 "SELECT original_transaction_id, customer_key FROM events WHERE transaction_id = ? ORDER BY seq LIMIT 1")
             defer { statement.reset() }
             try statement.bind(1, transactionId)
-            guard try statement.step() else { return nil }
+            guard try statement.step() else {
+                statement.reset()
+                // A transaction known only from legacy receipts.
+                let receipt = try connection.cached(
+                    "SELECT original_transaction_id FROM receipt_transactions WHERE transaction_id = ? ORDER BY original_transaction_id LIMIT 1")
+                defer { receipt.reset() }
+                try receipt.bind(1, transactionId)
+                guard try receipt.step(), let otid = receipt.string(0) else { return nil }
+                receipt.reset()
+                return try resolve("otid:" + otid)
+            }
             let otid = statement.string(0)
             let key = statement.string(1)
             statement.reset()

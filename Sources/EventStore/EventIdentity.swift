@@ -19,6 +19,9 @@ public enum EventIdentity {
             return "renewalInfo:\(r.payload.originalTransactionId):\(r.payload.signedDate):" + payloadDigest(r.jws, hash: hash)
         case .appTransaction(let a):
             return "appTransaction:\(a.payload.appTransactionId ?? a.payload.bundleId):\(a.payload.receiptCreationDate)"
+        case .receipt(let r):
+            // The SHA-256 of the receipt's bytes, and which of its parts.
+            return "receipt:\(r.receipt.sha256):\(r.originalTransactionId ?? "")"
         }
     }
 
@@ -29,7 +32,7 @@ public enum EventIdentity {
         switch input {
         case .transaction(let t): return "transaction:\(t.payload.transactionId):\(t.payload.signedDate)"
         case .renewalInfo(let r): return "renewalInfo:\(r.payload.originalTransactionId):\(r.payload.signedDate)"
-        case .notification, .appTransaction: return nil
+        case .notification, .appTransaction, .receipt: return nil
         }
     }
 
@@ -55,13 +58,15 @@ public enum EventIdentity {
     }
 
     /// What `ingest` reports as `eventId`: the notificationUUID, the
-    /// transactionId, the renewal info's originalTransactionId, or the appTransactionId.
+    /// transactionId, the renewal info's originalTransactionId, the appTransactionId, or
+    /// a receipt's SHA-256.
     public static func eventId(of input: VerifiedInput) -> String {
         switch input {
         case .notification(let n): return n.payload.notificationUUID
         case .transaction(let t): return t.payload.transactionId
         case .renewalInfo(let r): return r.payload.originalTransactionId
         case .appTransaction(let a): return a.payload.appTransactionId ?? a.payload.bundleId
+        case .receipt(let r): return r.receipt.sha256
         }
     }
 }

@@ -83,7 +83,7 @@ struct CommitmentAndCommercePropertyTests {
             case .transaction(let t): log[t.ref] = t.raw
             case .renewalInfo(let r): log[r.ref] = r.raw
             case .appTransaction(let a): log[a.ref] = a.raw
-            case .usage, .operatorAction: break
+            case .receipt, .usage, .operatorAction: break
             }
         }
         let stripped = try events.map { event throws(CodecError) in try EventCodec.decode(EventCodec.encode(event), seq: event.seq) }

@@ -46,7 +46,7 @@ struct PropertyTests {
             case .transaction(let t): log[t.ref] = t.raw
             case .renewalInfo(let r): log[r.ref] = r.raw
             case .appTransaction(let a): log[a.ref] = a.raw
-            case .usage, .operatorAction: break
+            case .receipt, .usage, .operatorAction: break
             }
         }
         let stripped = try events.map { event throws(CodecError) in try EventCodec.decode(EventCodec.encode(event), seq: event.seq) }
@@ -99,7 +99,7 @@ struct PropertyTests {
                 switch event.body {
                 case .notification(let n): transaction = n.transaction
                 case .transaction(let t): transaction = t
-                case .renewalInfo, .appTransaction, .usage, .operatorAction: transaction = nil
+                case .renewalInfo, .appTransaction, .receipt, .usage, .operatorAction: transaction = nil
                 }
                 guard let transaction else { continue }
                 seen["\(transaction.facts.transactionId)@\(transaction.facts.signedDate)", default: []].insert(transaction.facts)

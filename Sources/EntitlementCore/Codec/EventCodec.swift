@@ -36,6 +36,9 @@ public enum EventCodec {
         static let appTransaction: UInt8 = 3
         static let usage: UInt8 = 4
         static let operatorRecord: UInt8 = 5
+        /// A legacy receipt's part (specification section 16); the codes below it are left
+        /// to operator records.
+        static let receipt: UInt8 = 12
     }
 
     /// The bytes of `event`'s facts (its `seq` and raws are not written).
@@ -73,6 +76,9 @@ public enum EventCodec {
         case .appTransaction(let appTransaction):
             writer.byte(KindCode.appTransaction | environmentBits(event.environment))
             writer.appTransactionFacts(appTransaction.facts)
+        case .receipt(let receipt):
+            writer.byte(KindCode.receipt | environmentBits(event.environment))
+            writer.receiptFacts(receipt)
         case .usage(let usage):
             writer.byte(KindCode.usage | environmentBits(event.environment))
             writer.usageFacts(usage)
@@ -158,6 +164,10 @@ public enum EventCodec {
             let facts = try reader.appTransactionFacts()
             try reader.finish()
             event = Event(seq: seq, body: .appTransaction(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own))))
+        case .signed(.receipt):
+            let facts = try reader.receiptFacts(seq: seq)
+            try reader.finish()
+            event = Event(seq: seq, body: .receipt(facts))
         case .operatorRecord(.usage):
             let facts = try reader.usageFacts()
             try reader.finish()
@@ -198,6 +208,7 @@ public enum EventCodec {
         case KindCode.usage: return (.operatorRecord(.usage), environment)
         // The record's own kind is in its JSON; `grant` stands for the family until it is read.
         case KindCode.operatorRecord: return (.operatorRecord(.grant), environment)
+        case KindCode.receipt: return (.signed(.receipt), environment)
         default: throw CodecError(code: .invalidTag, offset: 1, message: "unknown event kind \(byte & 0x0F)")
         }
     }
@@ -239,6 +250,7 @@ extension Event {
         case .transaction(let t): return t.facts.hasDisplayFacts
         case .renewalInfo, .usage, .operatorAction: return false
         case .appTransaction(let a): return a.facts.hasDisplayFacts
+        case .receipt: return true
         }
     }
 
@@ -251,7 +263,7 @@ extension Event {
         case .transaction(let t): return t.facts.extensions != nil
         case .renewalInfo(let r): return r.facts.extensions != nil
         case .appTransaction(let a): return a.facts.originalPlatform != nil
-        case .usage, .operatorAction: return false
+        case .usage, .operatorAction, .receipt: return false
         }
     }
 
@@ -270,7 +282,7 @@ extension Event {
         case .renewalInfo(var r):
             r.facts = r.facts.withoutExtensions
             copy.body = .renewalInfo(r)
-        case .usage, .operatorAction:
+        case .usage, .operatorAction, .receipt:
             break
         case .appTransaction(var a):
             a.facts = a.facts.withoutExtensions
@@ -294,12 +306,54 @@ extension Event {
         case .renewalInfo(var r):
             r.facts = r.facts.withoutExtensions
             copy.body = .renewalInfo(r)
-        case .usage, .operatorAction:
+        case .usage, .operatorAction, .receipt:
             break
         case .appTransaction(var a):
             a.facts = a.facts.withoutDisplayFacts
             copy.body = .appTransaction(a)
         }
         return copy
+    }
+}
+
+extension ByteWriter {
+    /// A receipt's part: flags (bit 0: an original transaction id follows), the digest, the
+    /// creation date, then the count and each entry's transaction facts without the
+    /// digest and with the creation date (both the part's).
+    mutating func receiptFacts(_ facts: ReceiptFacts) {
+        varint(facts.originalTransactionId != nil ? 1 : 0)
+        string(facts.receiptDigest)
+        date(facts.creationDate)
+        if let value = facts.originalTransactionId { string(value) }
+        varint(UInt64(facts.transactions.count))
+        for transaction in facts.transactions {
+            var entry = transaction.facts
+            entry.receiptDigest = nil
+            transactionFacts(entry)
+        }
+    }
+}
+
+extension ByteReader {
+    mutating func receiptFacts(seq: Int64) throws(CodecError) -> ReceiptFacts {
+        let start = offset
+        let flags = try self.flags(known: 1)
+        let digest = try string()
+        let creationDate = try date()
+        let originalTransactionId = flags & 1 != 0 ? try string() : nil
+        let count = try varint()
+        guard count <= UInt64(remaining) else {
+            throw CodecError(code: .invalidTag, offset: start, message: "receipt entry count \(count) exceeds the bytes left")
+        }
+        var transactions: [Signed<TransactionFacts>] = []
+        transactions.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            var facts = try transactionFacts()
+            facts.receiptDigest = digest
+            transactions.append(Signed(facts, ref: RawRef(eventSeq: seq, slot: .own)))
+        }
+        return ReceiptFacts(
+            receiptDigest: digest, creationDate: creationDate, originalTransactionId: originalTransactionId,
+            transactions: transactions)
     }
 }

@@ -26,10 +26,13 @@ enum FactsLayout {
         static let offerPeriod: UInt64 = 1 << 14
         static let price: UInt64 = 1 << 15
         static let currency: UInt64 = 1 << 16
-        static let knownWithDisplay: UInt64 = (1 << 17) - 1
         /// Apple's 2025–2026 additions follow (event facts format 3, state format 4).
         static let extensions: UInt64 = 1 << 17
-        static let knownWithExtensions: UInt64 = (1 << 18) - 1
+        // A legacy receipt's facts (specification section 16): written only in the newer formats.
+        static let receiptDigest: UInt64 = 1 << 18
+        static let webOrderLineItemId: UInt64 = 1 << 19
+        static let knownWithDisplay: UInt64 = ((1 << 17) - 1) | receiptDigest | webOrderLineItemId
+        static let knownWithExtensions: UInt64 = (1 << 20) - 1
     }
 
     enum Renewal {
@@ -101,6 +104,8 @@ extension ByteWriter {
         if facts.price != nil { flags |= F.price }
         if facts.currency != nil { flags |= F.currency }
         if facts.extensions != nil { flags |= F.extensions }
+        if facts.receiptDigest != nil { flags |= F.receiptDigest }
+        if facts.webOrderLineItemId != nil { flags |= F.webOrderLineItemId }
         varint(flags)
         string(facts.transactionId)
         if !originalIsSelf { string(facts.originalTransactionId) }
@@ -124,6 +129,8 @@ extension ByteWriter {
         if let value = facts.price { int(value) }
         if let value = facts.currency { string(value) }
         if let value = facts.extensions { transactionExtensions(value) }
+        if let value = facts.receiptDigest { string(value) }
+        if let value = facts.webOrderLineItemId { string(value) }
     }
 
     /// - Parameter transaction: In a notification, the nested transaction,
@@ -201,6 +208,8 @@ extension ByteReader {
         let price = flags & F.price != 0 ? try int() : nil
         let currency = flags & F.currency != 0 ? try string() : nil
         let extensions = flags & F.extensions != 0 ? try transactionExtensions() : nil
+        let receiptDigest = flags & F.receiptDigest != 0 ? try string() : nil
+        let webOrderLineItemId = flags & F.webOrderLineItemId != 0 ? try string() : nil
         return TransactionFacts(
             transactionId: transactionId, originalTransactionId: originalTransactionId,
             appTransactionId: appTransactionId, productId: productId,
@@ -209,7 +218,8 @@ extension ByteReader {
             revocationType: revocationType, revocationPercentage: revocationPercentage,
             isUpgraded: flags & F.isUpgraded != 0, ownership: ownership, appAccountToken: appAccountToken,
             originalPurchaseDate: originalPurchaseDate, offerType: offerType, offerDiscountType: offerDiscountType,
-            offerPeriod: offerPeriod, price: price, currency: currency, extensions: extensions)
+            offerPeriod: offerPeriod, price: price, currency: currency, extensions: extensions,
+            receiptDigest: receiptDigest, webOrderLineItemId: webOrderLineItemId)
     }
 
     /// - Parameter transaction: In a notification, the nested transaction

@@ -70,7 +70,7 @@ public enum Evaluation {
             if let items = transaction.extensions?.items {
                 for item in items { if let sku = item.sku { ledger.mention(rules.skus[sku]?.entitlements ?? []) } }
             }
-            switch transaction.type {
+            switch transaction.evaluatedType(rule: lastProduct?.rule) {
             case .autoRenewable:
                 if let group = autoRenewables.firstIndex(where: { $0.originalTransactionId == transaction.originalTransactionId }) {
                     autoRenewables[group].transactions.append(transaction)
@@ -108,7 +108,8 @@ public enum Evaluation {
             let rule = rules.products[transaction.productId]
             let revoked = transaction.isRevoked(at: at)
             var window: PassWindow?
-            switch transaction.type {
+            let type = transaction.evaluatedType(rule: rule)
+            switch type {
             case .nonConsumable:
                 if !revoked {
                     ledger.grant(rule?.entitlements ?? [], .forever, product: transaction.productId)
@@ -128,7 +129,7 @@ public enum Evaluation {
             purchases.append(
                 PurchaseView(
                     transactionId: transaction.transactionId, productId: transaction.productId,
-                    type: transaction.type.rawValue, quantity: transaction.quantity, revoked: revoked,
+                    type: type.rawValue, quantity: transaction.quantity, revoked: revoked,
                     revocationType: revoked ? transaction.revocationType?.rawValue : nil,
                     revocationPercentage: revoked ? transaction.revocationPercentage : nil,
                     expiresDate: window?.end, startsDate: window?.start, purchaseDate: transaction.purchaseDate,

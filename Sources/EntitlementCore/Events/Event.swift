@@ -20,6 +20,7 @@ public struct Event: Sendable, Hashable {
         case .transaction: return .signed(.transaction)
         case .renewalInfo: return .signed(.renewalInfo)
         case .appTransaction: return .signed(.appTransaction)
+        case .receipt: return .signed(.receipt)
         case .usage: return .operatorRecord(.usage)
         case .operatorAction(let record): return .operatorRecord(record.kind)
         }
@@ -32,6 +33,8 @@ public enum EventBody: Sendable, Hashable {
     case transaction(Signed<TransactionFacts>)
     case renewalInfo(Signed<RenewalFacts>)
     case appTransaction(Signed<AppTransactionFacts>)
+    /// A legacy app receipt's entries under one original transaction id (specification section 16).
+    case receipt(ReceiptFacts)
     /// The operator's word on what the customer used (``UsageFacts``), not Apple's.
     case usage(UsageFacts)
     /// What an operator did (``OperatorRecord``): a grant, its revocation, a credit, a link. Not Apple's.
@@ -90,6 +93,17 @@ extension Event {
                         originalApplicationVersion: a.payload.originalApplicationVersion,
                         originalPlatform: a.payload.originalPlatform),
                     ref: RawRef(eventSeq: seq, slot: .own), raw: a.jws))
+        case .receipt(let part):
+            let digest = part.receipt.sha256
+            let created = part.receipt.payload.creationDate
+            body = .receipt(
+                ReceiptFacts(
+                    receiptDigest: digest, creationDate: created, originalTransactionId: part.originalTransactionId,
+                    transactions: part.entries.map {
+                        Signed(
+                            TransactionFacts(receiptEntry: $0, receiptDigest: digest, creationDate: created),
+                            ref: RawRef(eventSeq: seq, slot: .own))
+                    }))
         }
     }
 
@@ -113,6 +127,8 @@ extension Event {
             return r.facts.appTransactionId ?? "otid:" + r.facts.originalTransactionId
         case .appTransaction(let a):
             return a.facts.appTransactionId.isEmpty ? nil : a.facts.appTransactionId
+        case .receipt(let r):
+            return r.originalTransactionId.map { "otid:" + $0 }
         case .usage(let u):
             return u.customerKey
         case .operatorAction(let record):
@@ -127,6 +143,7 @@ extension Event {
         case .transaction(let t): return t.facts.originalTransactionId
         case .renewalInfo(let r): return r.facts.originalTransactionId
         case .appTransaction: return nil
+        case .receipt(let r): return r.originalTransactionId
         case .usage(let u): return u.originalTransactionId
         case .operatorAction(let record): return record.originalTransactionId
         }
@@ -137,7 +154,7 @@ extension Event {
         switch body {
         case .notification(let n): return n.transaction?.facts.transactionId
         case .transaction(let t): return t.facts.transactionId
-        case .renewalInfo, .appTransaction, .usage, .operatorAction: return nil
+        case .renewalInfo, .appTransaction, .receipt, .usage, .operatorAction: return nil
         }
     }
 
@@ -148,6 +165,7 @@ extension Event {
         case .transaction(let t): return t.facts.signedDate
         case .renewalInfo(let r): return r.facts.signedDate
         case .appTransaction(let a): return a.facts.signedDate
+        case .receipt(let r): return r.creationDate
         case .usage(let u): return u.at
         case .operatorAction(let record): return record.recordedAt
         }
@@ -160,7 +178,7 @@ extension Event {
             return [n.transaction?.facts.appAccountToken, n.renewalInfo?.facts.appAccountToken].compactMap { $0 }
         case .transaction(let t): return [t.facts.appAccountToken].compactMap { $0 }
         case .renewalInfo(let r): return [r.facts.appAccountToken].compactMap { $0 }
-        case .appTransaction, .usage, .operatorAction: return []
+        case .appTransaction, .receipt, .usage, .operatorAction: return []
         }
     }
 }

@@ -1,10 +1,13 @@
-/// The four kinds of input Apple signs: what the verifier checks, and the log keeps as
+/// The kinds of input Apple signs: what the verifier checks, and the log keeps as
 /// Apple's evidence.
 public enum SignedKind: String, Sendable, Hashable, CaseIterable {
     case notification
     case transaction
     case renewalInfo
     case appTransaction
+    /// A legacy PKCS#7 app receipt (specification section 16), signed by Apple's
+    /// receipt-signing certificate, not a JWS.
+    case receipt
 }
 
 /// What an operator records beside Apple's evidence: hash-chained and audited like
@@ -59,6 +62,7 @@ public enum EventKind: Sendable, Hashable, CaseIterable, CustomStringConvertible
     public static let transaction = EventKind.signed(.transaction)
     public static let renewalInfo = EventKind.signed(.renewalInfo)
     public static let appTransaction = EventKind.signed(.appTransaction)
+    public static let receipt = EventKind.signed(.receipt)
     public static let usage = EventKind.operatorRecord(.usage)
     public static let grant = EventKind.operatorRecord(.grant)
     public static let grantRevoked = EventKind.operatorRecord(.grantRevoked)

@@ -34,6 +34,12 @@ public struct TransactionFacts: Sendable, Hashable {
     public var currency: String?
     /// Apple's 2025–2026 additions (event facts format 3, state format 4), `nil` when none.
     public var extensions: TransactionExtensions?
+    /// For a transaction read from a legacy app receipt (specification section 16): the
+    /// SHA-256 of that receipt, lowercase hex; `nil` for signed V2 data, which always
+    /// wins over a receipt's version of the same transaction.
+    public var receiptDigest: String?
+    /// The `web_order_line_item_id` of a receipt's entry.
+    public var webOrderLineItemId: String?
 
     public init(
         transactionId: String, originalTransactionId: String, appTransactionId: String? = nil, productId: String,
@@ -42,7 +48,7 @@ public struct TransactionFacts: Sendable, Hashable {
         revocationPercentage: Int64? = nil, isUpgraded: Bool = false, ownership: OwnershipType? = nil,
         appAccountToken: String? = nil, originalPurchaseDate: Int64? = nil, offerType: Int64? = nil,
         offerDiscountType: String? = nil, offerPeriod: String? = nil, price: Int64? = nil, currency: String? = nil,
-        extensions: TransactionExtensions? = nil
+        extensions: TransactionExtensions? = nil, receiptDigest: String? = nil, webOrderLineItemId: String? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -67,15 +73,18 @@ public struct TransactionFacts: Sendable, Hashable {
         self.price = price
         self.currency = currency
         self.extensions = extensions
+        self.receiptDigest = receiptDigest
+        self.webOrderLineItemId = webOrderLineItemId
     }
 
     /// Whether any display fact (written only by the newer formats) is present.
     var hasDisplayFacts: Bool {
         originalPurchaseDate != nil || offerType != nil || offerDiscountType != nil || offerPeriod != nil || price != nil
-            || currency != nil
+            || currency != nil || receiptDigest != nil || webOrderLineItemId != nil
     }
 
-    /// The same facts without the display facts (as the first formats stored them).
+    /// The same facts without the display facts (as the first formats stored them; a
+    /// receipt's facts need the newer formats and keep their receipt fields).
     var withoutDisplayFacts: TransactionFacts {
         var copy = self
         copy.originalPurchaseDate = nil

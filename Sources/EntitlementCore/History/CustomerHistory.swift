@@ -292,6 +292,11 @@ struct NotificationCarriers {
                 renewal = n.renewalInfo?.facts
             case .transaction(let t): transaction = t.facts
             case .renewalInfo(let r): renewal = r.facts
+            case .receipt(let receipt):
+                for t in receipt.transactions {
+                    transactions[t.facts.transactionId, default: []].append(
+                        (t.facts, Carrier(type: nil, subtype: nil, order: (t.facts.signedDate, event.seq))))
+                }
             case .appTransaction, .usage, .operatorAction: break
             }
             if let t = transaction {

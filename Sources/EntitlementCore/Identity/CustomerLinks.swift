@@ -90,7 +90,7 @@ extension Event {
             }
         case .transaction(let t): return t.facts.extensions?.previousOriginalTransactionId
         case .renewalInfo(let r): return r.facts.extensions?.previousOriginalTransactionId
-        case .appTransaction, .usage, .operatorAction: return nil
+        case .appTransaction, .receipt, .usage, .operatorAction: return nil
         }
     }
 
@@ -131,8 +131,8 @@ extension Event {
                     originalTransactionId: r.facts.originalTransactionId, appTransactionId: app, signedDate: r.facts.signedDate,
                     ref: r.ref, raw: r.raw)
             ]
-        case .appTransaction, .usage, .operatorAction:
-            // A usage or operator record is the operator's word: it links nothing.
+        case .appTransaction, .receipt, .usage, .operatorAction:
+            // A receipt is unsigned by an app transaction; a usage or operator record is the operator's word: it links nothing.
             return []
         }
     }

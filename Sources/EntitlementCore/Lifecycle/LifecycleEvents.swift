@@ -137,7 +137,7 @@ private struct Derivation {
                     ? n.transaction.map { state.transactions[$0.facts.transactionId] != nil } ?? false
                     : n.type == .rescindConsent && (n.appTransactionId ?? n.appTransaction?.facts.appTransactionId) == state.key
                 if about { notices[n.notificationUUID] = (n, environment) }
-            case .renewalInfo, .appTransaction, .usage, .operatorAction: break
+            case .renewalInfo, .appTransaction, .receipt, .usage, .operatorAction: break
             }
             // Only this customer's transactions (the state says which): events of others may be given.
             guard let carried, state.transactions[carried.transactionId] != nil else { continue }
@@ -154,7 +154,7 @@ private struct Derivation {
                 switch event.body {
                 case .transaction(let t): carried = t.facts
                 case .notification(let n): carried = n.transaction?.facts
-                case .renewalInfo, .appTransaction, .usage, .operatorAction: carried = nil
+                case .renewalInfo, .appTransaction, .receipt, .usage, .operatorAction: carried = nil
                 }
                 if let carried, versions[carried.transactionId] != nil { versions[carried.transactionId]?.append(carried) }
             }

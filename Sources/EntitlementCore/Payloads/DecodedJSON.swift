@@ -19,6 +19,7 @@ extension VerifiedInput {
         case .transaction(let t): return t.payload.json
         case .renewalInfo(let r): return r.payload.json
         case .appTransaction(let a): return a.payload.json
+        case .receipt(let r): return r.receipt.payload.json
         }
     }
 }

@@ -76,14 +76,17 @@ public enum VerifiedInput: Sendable, Hashable {
     case transaction(SignedTransaction)
     case renewalInfo(SignedRenewalInfo)
     case appTransaction(SignedAppTransaction)
+    /// A legacy app receipt's entries under one original transaction id.
+    case receipt(ReceiptPart)
 
-    /// The specification's name for the kind: `notification`, `transaction`, `renewalInfo`, `appTransaction`.
+    /// The specification's name for the kind: `notification`, `transaction`, `renewalInfo`, `appTransaction`, `receipt`.
     public var kind: SignedKind {
         switch self {
         case .notification: return .notification
         case .transaction: return .transaction
         case .renewalInfo: return .renewalInfo
         case .appTransaction: return .appTransaction
+        case .receipt: return .receipt
         }
     }
 
@@ -97,6 +100,7 @@ public enum VerifiedInput: Sendable, Hashable {
         case .transaction(let t): return AppStoreEnvironment(rawValue: t.payload.environment)
         case .renewalInfo(let r): return AppStoreEnvironment(rawValue: r.payload.environment)
         case .appTransaction(let a): return AppStoreEnvironment(rawValue: a.payload.receiptType)
+        case .receipt(let r): return r.receipt.payload.environment
         }
     }
 
@@ -107,6 +111,7 @@ public enum VerifiedInput: Sendable, Hashable {
         case .transaction(let t): return t.signedBytes
         case .renewalInfo(let r): return r.signedBytes
         case .appTransaction(let a): return a.signedBytes
+        case .receipt: return SignedBytes()
         }
     }
 
@@ -116,13 +121,68 @@ public enum VerifiedInput: Sendable, Hashable {
     /// The SHA-256 of the outermost JWS as received, when the verifier computed it.
     package var jwsDigest: [UInt8]? { outerSignedBytes.jwsDigest }
 
-    /// The outermost JWS, as received.
+    /// The outermost JWS, as received; for a receipt, its bytes in standard base64.
     public var jws: String {
         switch self {
         case .notification(let n): return n.jws
         case .transaction(let t): return t.jws
         case .renewalInfo(let r): return r.jws
         case .appTransaction(let a): return a.jws
+        case .receipt(let r): return r.receipt.base64
         }
+    }
+}
+
+/// A verified legacy app receipt (specification section 16): its bytes, their SHA-256,
+/// and its decoded payload.
+public struct SignedReceipt: Sendable, Hashable {
+    /// The receipt's DER bytes in standard padded base64: what the log keeps and `audit`
+    /// verifies again.
+    public var base64: String
+    /// The SHA-256 of the DER bytes, lowercase hex: the receipt's identity.
+    public var sha256: String
+    public var payload: ReceiptPayload
+
+    public init(base64: String, sha256: String, payload: ReceiptPayload) {
+        self.base64 = base64
+        self.sha256 = sha256
+        self.payload = payload
+    }
+
+    /// The receipt's original transaction ids, in ascending order, each once.
+    public var originalTransactionIds: [String] {
+        var seen = Set<String>()
+        var ids: [String] = []
+        for entry in payload.inApp where seen.insert(entry.originalTransactionId).inserted { ids.append(entry.originalTransactionId) }
+        return ids.sorted(by: transactionIdPrecedes)
+    }
+
+    /// The receipt cut in one part per original transaction id (each the facts of one
+    /// customer `otid:<id>`); one part with no entries when the receipt has none. A
+    /// transaction id listed twice in the receipt counts once.
+    public var parts: [ReceiptPart] {
+        let ids = originalTransactionIds
+        if ids.isEmpty { return [ReceiptPart(receipt: self, originalTransactionId: nil, entries: [])] }
+        var byOriginal: [String: [ReceiptInAppEntry]] = [:]
+        var seen = Set<String>()
+        for entry in payload.inApp where seen.insert(entry.transactionId).inserted {
+            byOriginal[entry.originalTransactionId, default: []].append(entry)
+        }
+        return ids.map { ReceiptPart(receipt: self, originalTransactionId: $0, entries: byOriginal[$0] ?? []) }
+    }
+}
+
+/// The entries of one receipt under one original transaction id: what one `receipt`
+/// event of the log holds.
+public struct ReceiptPart: Sendable, Hashable {
+    public var receipt: SignedReceipt
+    /// `nil` for a receipt without in-app entries.
+    public var originalTransactionId: String?
+    public var entries: [ReceiptInAppEntry]
+
+    public init(receipt: SignedReceipt, originalTransactionId: String?, entries: [ReceiptInAppEntry]) {
+        self.receipt = receipt
+        self.originalTransactionId = originalTransactionId
+        self.entries = entries
     }
 }

@@ -50,6 +50,12 @@ extension CustomerState {
             try applySigned(transaction: nil, renewalInfo: renewalInfo, appTransaction: nil)
         case .appTransaction(let appTransaction):
             try applySigned(transaction: nil, renewalInfo: nil, appTransaction: appTransaction)
+        case .receipt(let receipt):
+            // A receipt's versions never need a raw to be ordered (signed V2 data wins,
+            // then the later receipt): no entry throws, so none is left half applied.
+            for transaction in receipt.transactions {
+                try applySigned(transaction: transaction, renewalInfo: nil, appTransaction: nil)
+            }
         case .usage(let usage):
             apply(usage: usage)
         case .operatorAction(let record):

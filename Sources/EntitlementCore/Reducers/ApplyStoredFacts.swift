@@ -32,6 +32,7 @@ extension CustomerState {
         var environment: AppStoreEnvironment? = nil
         var usage: UsageFacts? = nil
         var record: OperatorRecord? = nil
+        var receipt: ReceiptFacts? = nil
         do throws(CodecError) {
             try withUnsafeMutablePointer(to: &interner) { (pointer) throws(CodecError) in
                 var reader = ByteReader(bytes, interner: pointer)
@@ -63,6 +64,8 @@ extension CustomerState {
                     renewalInfo = Signed(try reader.renewalFacts(), ref: RawRef(eventSeq: seq, slot: .own))
                 case .signed(.appTransaction):
                     appTransaction = Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .own))
+                case .signed(.receipt):
+                    receipt = try reader.receiptFacts(seq: seq)
                 case .operatorRecord(.usage):
                     usage = try reader.usageFacts()
                 case .operatorRecord(.grant), .operatorRecord(.grantRevoked), .operatorRecord(.credit), .operatorRecord(.link):
@@ -75,6 +78,7 @@ extension CustomerState {
         }
         do {
             try applySigned(transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+            for entry in receipt?.transactions ?? [] { try applySigned(transaction: entry, renewalInfo: nil, appTransaction: nil) }
         } catch {
             throw .missingRawJWS(error)
         }

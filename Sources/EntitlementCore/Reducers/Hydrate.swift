@@ -50,7 +50,7 @@ extension Event {
         case .appTransaction(var appTransaction):
             if let raw = raws[appTransaction.ref] { appTransaction.raw = raw }
             body = .appTransaction(appTransaction)
-        case .usage, .operatorAction:
+        case .receipt, .usage, .operatorAction:
             break
         }
     }
@@ -64,7 +64,7 @@ extension Event {
         case .transaction(let transaction): return [transaction.ref]
         case .renewalInfo(let renewalInfo): return [renewalInfo.ref]
         case .appTransaction(let appTransaction): return [appTransaction.ref]
-        case .usage, .operatorAction: return []
+        case .receipt, .usage, .operatorAction: return []
         }
     }
 }

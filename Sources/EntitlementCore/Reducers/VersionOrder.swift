@@ -2,6 +2,12 @@
 /// signed object.
 protocol SignedDated {
     var signedDate: Int64 { get }
+    /// The SHA-256 of the legacy receipt the version was read from; `nil` for signed V2 data.
+    var receiptDigest: String? { get }
+}
+
+extension SignedDated {
+    var receiptDigest: String? { nil }
 }
 
 extension TransactionFacts: SignedDated {}
@@ -38,6 +44,22 @@ extension Signed where Facts: SignedDated {
     /// order of application and whether raws were at hand from the start or
     /// loaded on demand, so replay gives exactly the bytes ingest gave.
     static func verdict(existing: Signed, incoming: Signed) -> VersionVerdict {
+        // Legacy receipts (specification section 16): signed V2 data always wins; between
+        // two receipts' versions the later receipt, then the greater receipt digest, then
+        // the copy logged first. No raw is needed.
+        let existingReceipt = existing.facts.receiptDigest
+        let incomingReceipt = incoming.facts.receiptDigest
+        if existingReceipt != nil || incomingReceipt != nil {
+            guard let existingReceipt else { return .keepExisting }
+            guard let incomingReceipt else { return .takeIncoming }
+            if incoming.facts.signedDate != existing.facts.signedDate {
+                return incoming.facts.signedDate > existing.facts.signedDate ? .takeIncoming : .keepExisting
+            }
+            if existingReceipt != incomingReceipt {
+                return existingReceipt.utf8Precedes(incomingReceipt) ? .takeIncoming : .keepExisting
+            }
+            return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
+        }
         let existingDate = existing.facts.signedDate
         let incomingDate = incoming.facts.signedDate
         if incomingDate != existingDate {

@@ -316,7 +316,7 @@ struct RandomHistory {
             history.notify(type, subtype, signed: transaction.payload.signedDate + rng.int(0...100), transaction: transaction)
         case .renewalInfo(let renewalInfo):
             history.notify(type, subtype, signed: renewalInfo.payload.signedDate + rng.int(0...100), renewal: renewalInfo)
-        case .notification, .appTransaction:
+        case .notification, .appTransaction, .receipt:
             history.add(input)
         }
     }

@@ -1,0 +1,73 @@
+import EntitlementCore
+import Entitlements
+import Foundation
+import Testing
+import TestPKI
+
+/// `migrate-receipts` and V1 notifications, run as a program against the mock App Store Server API.
+@Suite struct ReceiptMigrationCommandTests {
+    func lines(_ run: Tool.Run) -> [JSONValue] {
+        run.stdout.split(separator: "\n").compactMap { try? JSONParser().parse(String($0)) }
+    }
+
+    /// The fixture's configuration, trusting the test root for receipts too.
+    func fixture() throws -> SyncFixture {
+        let fixture = try SyncFixture()
+        var text = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+        text = text.replacingOccurrences(of: #""rootCertificates":["root.pem"]"#, with: #""rootCertificates":["root.pem"],"receiptRootCertificates":["root.pem"]"#)
+        #expect(text.contains("receiptRootCertificates"))
+        try Data(text.utf8).write(to: URL(fileURLWithPath: fixture.configPath))
+        fixture.serveCustomer()
+        return fixture
+    }
+
+    @Test func migrateReceiptsIngestsThenSyncsEachOriginalTransactionId() throws {
+        let fixture = try fixture()
+        let otid = SyncScenario.customerOriginal
+        let entry = TestReceiptEntry(
+            productId: "com.example.pro.monthly", transactionId: "3999", originalTransactionId: otid,
+            purchaseDate: TestPayloads.january2025 - 40 * 86_400_000, expiresDate: TestPayloads.january2025 - 10 * 86_400_000)
+        let receipt = SyncScenario.pki.receiptBase64(
+            TestReceipts.payload(bundleId: TestPayloads.bundleId, creationDate: TestPayloads.january2025 - 20 * 86_400_000, entries: [entry]))
+        let file = #"{"receipt-data": ""# + receipt + "\"}\n\n" + receipt + "\n"
+        try Data(file.utf8).write(to: fixture.folder.appendingPathComponent("receipts.ndjson"))
+
+        let run = try Tool.entitlements(
+            ["migrate-receipts", "--config", fixture.configPath, "--db", "migrated.sqlite", "receipts.ndjson"], in: fixture.folder)
+        #expect(run.status == 0, "\(run.stderr)")
+        let output = lines(run)
+        #expect(output.count == 4)
+        #expect(output[0]["result"] == "appended" && output[0]["kind"] == "receipt" && output[0]["input"] == 1)
+        #expect(output[1]["result"] == "duplicate" && output[1]["input"] == 3)
+        #expect(output[2]["originalTransactionId"] == .string(otid))
+        #expect(output[2]["appended"] == 27 && output[2]["rejected"] == 0)
+        #expect(
+            output[3] == [
+                "receipts": 2, "appended": 1, "duplicate": 1, "rejected": 0, "originalTransactionIds": 1, "synced": 1, "syncFailed": 0,
+            ])
+        #expect(run.stderr.contains("2/2 receipts ingested") && run.stderr.contains("1/1 original transaction ids synced"))
+
+        // The signed history linked the receipt's customer to its appTransactionId; the receipt's purchase stays.
+        let query = try Tool.entitlements(
+            ["query", "--config", fixture.configPath, "--db", "migrated.sqlite", "--transaction-id", "3999"], in: fixture.folder)
+        #expect(query.status == 0, "\(query.stderr)")
+        let answer = try JSONParser().parse(Array(query.stdout.utf8))
+        #expect(answer["appTransactionId"] == "704000000000099999")
+        let audit = try Tool.entitlements(["audit", "--config", fixture.configPath, "--db", "migrated.sqlite"], in: fixture.folder)
+        #expect(audit.status == 0, "\(audit.stdout) \(audit.stderr)")
+    }
+
+    @Test func aV1NotificationIsRejectedAndItsOriginalTransactionIdSynced() throws {
+        let fixture = try fixture()
+        let otid = SyncScenario.customerOriginal
+        let v1 = #"{"notification_type": "DID_RENEW", "password": "x", "unified_receipt": {"status": 0, "latest_receipt_info": [{"original_transaction_id": ""# + otid + "\"}]}}\n"
+        try Data(v1.utf8).write(to: fixture.folder.appendingPathComponent("v1.json"))
+        let run = try Tool.entitlements(["ingest", "--config", fixture.configPath, "--db", "v1.sqlite", "v1.json"], in: fixture.folder)
+        #expect(run.status == 1)
+        #expect(lines(run).first?["error"]?["code"] == "UNVERIFIABLE_V1")
+        #expect(run.stderr.contains("V1 notification: synced original transaction id \(otid)"), "\(run.stderr)")
+        let query = try Tool.entitlements(
+            ["query", "--config", fixture.configPath, "--db", "v1.sqlite", "--original-transaction-id", otid], in: fixture.folder)
+        #expect(query.status == 0, "\(query.stderr)")
+    }
+}

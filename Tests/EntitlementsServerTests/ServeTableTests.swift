@@ -183,7 +183,8 @@ extension Reliability {
             let health = try server.exchange("GET", "/health")
             #expect(health.status == 200)
             #expect(health.json == ["ok": true])
-            for path in ["/", "/nope", "/customers/a/b", "/customers//history", "/healthz", "/notifications/1"] {
+            // `/` is the dashboard (specification section 14).
+            for path in ["/nope", "/dashboard/nope.js", "/customers/a/b", "/customers//history", "/healthz", "/notifications/1"] {
                 #expect(try server.exchange("GET", path).status == 404, "\(path)")
             }
             let wrong = try server.exchange("GET", "/notifications")

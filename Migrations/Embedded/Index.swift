@@ -17,5 +17,6 @@ extension SchemaMigrations {
         m014_reported_answers_codec,
         m015_lifecycle,
         m016_webhook_deliveries,
+        m022_revenue_facts,
     ]
 }

@@ -45,6 +45,8 @@ func run(_ argv: [String]) -> ExitCode {
         case "history": return try Commands.history(rest)
         case "changes": return try Commands.changes(rest)
         case "lifecycle": return try Commands.lifecycle(rest)
+        case "revenue": return try Commands.revenue(rest)
+        case "metrics": return try Commands.metrics(rest)
         case "sign": return try SignCommand.run(rest)
         case "sync": return try SyncCommand.sync(rest)
         case "set-account-token": return try SyncCommand.setAccountToken(rest)
@@ -58,7 +60,7 @@ func run(_ argv: [String]) -> ExitCode {
             if let extra = rest.first { throw UsageError(message: "demo takes no arguments (got \(extra))", command: "demo") }
             return Demo.run()
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, consumption, deliver, webhooks, recover, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, revenue, metrics, sign, sync, set-account-token, serve, usage, consumption, deliver, webhooks, recover, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

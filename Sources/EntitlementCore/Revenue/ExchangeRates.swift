@@ -93,6 +93,12 @@ public struct ExchangeRatesError: Error, Sendable, Equatable, CustomStringConver
     public var field: String?
     public var reason: String
 
+    public init(line: Int, field: String?, reason: String) {
+        self.line = line
+        self.field = field
+        self.reason = reason
+    }
+
     public var description: String {
         "line \(line)" + (field.map { ", field \($0)" } ?? "") + ": " + reason
     }
@@ -106,7 +112,8 @@ extension ExchangeRates {
         self.init()
         var seen = Set<String>()
         var number = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character: both line ends split.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             number += 1
             var line = Substring(rawLine)
             if line.hasSuffix("\r") { line = line.dropLast() }

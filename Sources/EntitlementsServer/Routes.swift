@@ -15,11 +15,34 @@ enum Route: Sendable, Hashable {
     /// `GET /lifecycle?since=&limit=` (specification section 12)
     case lifecycle
     case health
+    /// `GET /metrics`: Prometheus's text exposition (specification section 14).
+    case metrics
+    /// `GET /metrics/summary?from=&to=&interval=`: `metrics` as JSON.
+    case metricsSummary
+    /// `GET /revenue?from=&to=`: the revenue ledger as JSON.
+    case revenue
 
     var method: String {
         switch self {
         case .notifications, .transactions: return "POST"
-        case .customerSearch, .customer, .history, .changes, .lifecycle, .health: return "GET"
+        case .customerSearch, .customer, .history, .changes, .lifecycle, .health, .metrics, .metricsSummary, .revenue: return "GET"
+        }
+    }
+
+    /// The route as `GET /metrics` labels it (ids left out).
+    var label: String {
+        switch self {
+        case .notifications: return "/notifications"
+        case .transactions: return "/transactions"
+        case .customerSearch: return "/customers"
+        case .customer: return "/customers/{id}"
+        case .history: return "/customers/{id}/history"
+        case .changes: return "/changes"
+        case .lifecycle: return "/lifecycle"
+        case .health: return "/health"
+        case .metrics: return "/metrics"
+        case .metricsSummary: return "/metrics/summary"
+        case .revenue: return "/revenue"
         }
     }
 
@@ -36,6 +59,9 @@ enum Route: Sendable, Hashable {
         case "/changes": self = .changes
         case "/lifecycle": self = .lifecycle
         case "/health": self = .health
+        case "/metrics": self = .metrics
+        case "/metrics/summary": self = .metricsSummary
+        case "/revenue": self = .revenue
         default:
             let segments = path.split(separator: "/", omittingEmptySubsequences: false)
             guard segments.count >= 3, segments.count <= 4, segments[0].isEmpty, segments[1] == "customers",

@@ -116,3 +116,13 @@ public struct DerivedRevenueFacts: Sendable {
     public var lastEventSeq: Int64
     public var bytes: [UInt8]
 }
+
+extension EventStore {
+    /// How many customers the current generation holds (one projection each).
+    public func customerCount() throws(StoreError) -> Int64 {
+        try mapped {
+            try connection.scalarInt(
+                "SELECT count(*) FROM projections WHERE generation = (SELECT generation FROM engine_state WHERE id = 1)") ?? 0
+        }
+    }
+}

@@ -12,7 +12,9 @@ final class ServeAPI: Sendable {
     let batcher: IngestBatcher
     let budget: QuarantineBudget
     /// Queries running at once: as many as the engine keeps reader connections, so none is opened per request.
-    private let queryGate: DispatchSemaphore
+    let queryGate: DispatchSemaphore
+    /// Requests and ingests counted for `GET /metrics`.
+    let counters = ServerMetrics()
 
     init(engine: Engine, token: String?, adminTokens: [AdminToken] = [], bound: QuarantineBound) {
         self.engine = engine
@@ -89,6 +91,9 @@ final class ServeAPI: Sendable {
         case .lifecycle: return feed(request) { (since, limit) throws(EngineError) in try engine.lifecycle(since: since, limit: limit).map { $0.json() } }
         case .health: return .json(200, Array(#"{"ok":true}"#.utf8))
         case .grants, .revokeGrant, .credits, .links, .appUser: return admin(request, route: route)
+        case .metrics: return prometheus()
+        case .metricsSummary: return metricsSummary(request)
+        case .revenue: return revenue(request)
         }
     }
 
@@ -118,7 +123,9 @@ final class ServeAPI: Sendable {
             InputBytes(bytes: request.body),
             otherwise: "POST /notifications takes Apple's notification body {\"signedPayload\": \"<JWS>\"}; send other signed data to POST /transactions")
         switch ingest([item], request: request, client: client) {
-        case .success(let results): return Self.json(200, results[0].json())
+        case .success(let results):
+            counters.ingested(results)
+            return Self.json(200, results[0].json())
         case .failure(let error): return Self.unavailable(error)
         }
     }
@@ -141,6 +148,7 @@ final class ServeAPI: Sendable {
             case .failure(let error): return Self.unavailable(error)
             }
         }
+        counters.ingested(results)
         var lines: [JSONValue] = []
         var next = results.makeIterator()
         for document in documents {

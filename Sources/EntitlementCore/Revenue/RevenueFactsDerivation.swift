@@ -52,7 +52,7 @@ private struct RevenueDerivation {
         switch event.body {
         case .transaction(let t): return t.facts
         case .notification(let n): return n.transaction?.facts
-        case .renewalInfo, .appTransaction, .usage: return nil
+        case .renewalInfo, .appTransaction, .receipt, .usage, .operatorAction: return nil
         }
     }
 

@@ -20,5 +20,6 @@ extension SchemaMigrations {
         m018_operator_actions,
         m020_transaction_finishes,
         m021_receipt_transactions,
+        m022_revenue_facts,
     ]
 }

@@ -29,6 +29,11 @@ public struct EngineConfiguration: Sendable {
     public var replication: ReplicationConfiguration? = nil
     /// How customers become the team's own users (specification section 13).
     public var appUsers = AppUsersConfiguration()
+    /// The reporting currency, exchange rates and commission program of `revenue` and
+    /// `metrics` (specification section 14); USD without rates when not configured.
+    public var revenue = RevenueSettings()
+    /// The `revenue.exchangeRates` path as configured, for messages; `nil` when none.
+    public var exchangeRatesPath: String? = nil
     /// After how many signatures a known certificate's key has checked, the verifier builds
     /// a table of that key's multiples and checks later signatures with it at half the cost
     /// (``VerifierConfiguration/keyTableAfter``); `nil` never builds one. Not part of the
@@ -77,7 +82,7 @@ public struct EngineConfiguration: Sendable {
         }
         let known: Set<String> = [
             "bundleId", "appAppleId", "environment", "rootCertificates", "rules", "maxInputBytes", "busyTimeoutMilliseconds", "appStoreServerAPI",
-            "serve", "webhooks", "replication", "appUsers", "receiptRootCertificates",
+            "serve", "webhooks", "replication", "appUsers", "receiptRootCertificates", "revenue",
         ]
         for key in object.keys where !known.contains(key) {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
@@ -131,6 +136,9 @@ public struct EngineConfiguration: Sendable {
         if let section = object["webhooks"] { webhooks = try WebhookEndpoint.parseList(section) }
         if let section = object["replication"] { replication = try .parse(section, baseDirectory: baseDirectory) }
         if let section = object["appUsers"] { appUsers = try .parse(section) }
+        if let section = object["revenue"], section != .null {
+            (revenue, exchangeRatesPath) = try Self.parseRevenue(section, baseDirectory: baseDirectory)
+        }
     }
 }
 

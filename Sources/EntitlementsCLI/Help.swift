@@ -17,6 +17,8 @@ enum Help {
           entitlements history [--db PATH] --config PATH (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) [--until MS]
           entitlements changes [--db PATH] --config PATH [--since CURSOR] [--limit N] [--follow]
           entitlements lifecycle [--db PATH] --config PATH [--since CURSOR] [--limit N] [--follow]
+          entitlements revenue [--db PATH] --config PATH [--from TIME] [--to TIME]
+          entitlements metrics [--db PATH] --config PATH --from TIME --to TIME [--interval day|week|month]
           entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
           entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
           entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
@@ -142,6 +144,8 @@ enum Help {
         "history": history,
         "changes": changes,
         "lifecycle": lifecycle,
+        "revenue": revenue,
+        "metrics": metrics,
         "replay": """
             entitlements replay [--db PATH] --config PATH [--diff] [--reverify] [--check] [--progress | --quiet]
 

@@ -45,6 +45,8 @@ func run(_ argv: [String]) -> ExitCode {
         case "history": return try Commands.history(rest)
         case "changes": return try Commands.changes(rest)
         case "lifecycle": return try Commands.lifecycle(rest)
+        case "revenue": return try Commands.revenue(rest)
+        case "metrics": return try Commands.metrics(rest)
         case "sign": return try SignCommand.run(rest)
         case "sync": return try SyncCommand.sync(rest)
         case "set-account-token": return try SyncCommand.setAccountToken(rest)
@@ -67,7 +69,7 @@ func run(_ argv: [String]) -> ExitCode {
         case "migrate-receipts": return try MigrateReceiptsCommand.run(rest)
         case "demo": return try Demo.run(rest)
         default:
-            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, sign, sync, set-account-token, serve, usage, grant, revoke-grant, credit, link, consumption, deliver, webhooks, recover, transaction-info, refund-history, lookup-order, finish-transaction, extend, test-notification, migrate-receipts, demo)", command: nil)
+            throw UsageError(message: "unknown command \"\(command)\" (expected ingest, query, replay, verify, audit, history, changes, lifecycle, revenue, metrics, sign, sync, set-account-token, serve, usage, grant, revoke-grant, credit, link, consumption, deliver, webhooks, recover, transaction-info, refund-history, lookup-order, finish-transaction, extend, test-notification, migrate-receipts, demo)", command: nil)
         }
     } catch {
         let prefix = error.command.map { "entitlements " + $0 } ?? "entitlements"

@@ -25,6 +25,12 @@ enum Route: Sendable, Hashable {
     case links
     /// `GET /users/{appUserId}`
     case appUser(String)
+    /// `GET /metrics`: Prometheus's text exposition (specification section 14).
+    case metrics
+    /// `GET /metrics/summary?from=&to=&interval=`: `metrics` as JSON.
+    case metricsSummary
+    /// `GET /revenue?from=&to=`: the revenue ledger as JSON.
+    case revenue
     /// `GET /webhooks`: where each webhook endpoint stands (`webhooks status`).
     case webhooks
     /// `GET /rejections?limit=`: the latest inputs kept in the quarantine.
@@ -35,7 +41,9 @@ enum Route: Sendable, Hashable {
     var method: String {
         switch self {
         case .notifications, .transactions, .grants, .revokeGrant, .credits, .links: return "POST"
-        case .customerSearch, .customer, .history, .changes, .lifecycle, .health, .appUser, .webhooks, .rejections, .dashboard: return "GET"
+        case .customerSearch, .customer, .history, .changes, .lifecycle, .health, .appUser, .metrics, .metricsSummary, .revenue, .webhooks,
+            .rejections, .dashboard:
+            return "GET"
         }
     }
 
@@ -43,9 +51,34 @@ enum Route: Sendable, Hashable {
     var needsAdminToken: Bool {
         switch self {
         case .grants, .revokeGrant, .credits, .links, .appUser: return true
-        case .notifications, .transactions, .customerSearch, .customer, .history, .changes, .lifecycle, .health, .webhooks, .rejections,
-            .dashboard:
+        case .notifications, .transactions, .customerSearch, .customer, .history, .changes, .lifecycle, .health, .metrics,
+            .metricsSummary, .revenue, .webhooks, .rejections, .dashboard:
             return false
+        }
+    }
+
+    /// The route as `GET /metrics` labels it (ids left out).
+    var label: String {
+        switch self {
+        case .notifications: return "/notifications"
+        case .transactions: return "/transactions"
+        case .customerSearch: return "/customers"
+        case .customer: return "/customers/{id}"
+        case .history: return "/customers/{id}/history"
+        case .changes: return "/changes"
+        case .lifecycle: return "/lifecycle"
+        case .health: return "/health"
+        case .grants: return "/grants"
+        case .revokeGrant: return "/grants/{id}/revoke"
+        case .credits: return "/credits"
+        case .links: return "/links"
+        case .appUser: return "/users/{id}"
+        case .metrics: return "/metrics"
+        case .metricsSummary: return "/metrics/summary"
+        case .revenue: return "/revenue"
+        case .webhooks: return "/webhooks"
+        case .rejections: return "/rejections"
+        case .dashboard(let name): return name == DashboardAssets.pageName ? "/" : "/dashboard/{file}"
         }
     }
 
@@ -71,6 +104,9 @@ enum Route: Sendable, Hashable {
         case "/grants": self = .grants
         case "/credits": self = .credits
         case "/links": self = .links
+        case "/metrics": self = .metrics
+        case "/metrics/summary": self = .metricsSummary
+        case "/revenue": self = .revenue
         case "/webhooks": self = .webhooks
         case "/rejections": self = .rejections
         case "/": self = .dashboard(DashboardAssets.pageName)

@@ -13,6 +13,8 @@ final class ServeAPI: Sendable {
     let budget: QuarantineBudget
     /// Queries running at once: as many as the engine keeps reader connections, so none is opened per request.
     let queryGate: DispatchSemaphore
+    /// Requests and ingests counted for `GET /metrics`.
+    let counters = ServerMetrics()
 
     init(engine: Engine, token: String?, adminTokens: [AdminToken] = [], bound: QuarantineBound) {
         self.engine = engine
@@ -92,6 +94,9 @@ final class ServeAPI: Sendable {
         case .webhooks: return webhooks(request)
         case .rejections: return rejections(request)
         case .dashboard(let name): return dashboard(name)
+        case .metrics: return prometheus()
+        case .metricsSummary: return metricsSummary(request)
+        case .revenue: return revenue(request)
         }
     }
 
@@ -121,7 +126,9 @@ final class ServeAPI: Sendable {
             InputBytes(bytes: request.body),
             otherwise: "POST /notifications takes Apple's notification body {\"signedPayload\": \"<JWS>\"}; send other signed data to POST /transactions")
         switch ingest([item], request: request, client: client) {
-        case .success(let results): return Self.json(200, results[0].json())
+        case .success(let results):
+            counters.ingested(results)
+            return Self.json(200, results[0].json())
         case .failure(let error): return Self.unavailable(error)
         }
     }
@@ -144,6 +151,7 @@ final class ServeAPI: Sendable {
             case .failure(let error): return Self.unavailable(error)
             }
         }
+        counters.ingested(results)
         var lines: [JSONValue] = []
         var next = results.makeIterator()
         for document in documents {

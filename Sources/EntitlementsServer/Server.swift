@@ -55,9 +55,27 @@ public final class Server: Sendable {
         self.api = api
         http = try HTTPServer(
             listen: settings.listen, limits: options.limits, log: log,
-            preflight: { head, client in api.replicaPreflight(head, client: client) },
+            preflight: { head, client in
+                let started = DispatchTime.now().uptimeNanoseconds
+                let decision = api.replicaPreflight(head, client: client)
+                if case .answer(let response) = decision {
+                    // Answered from the head (404, 405, 401, a refused write): counted here.
+                    let route = Route(path: head.path)?.label ?? "unmatched"
+                    api.counters.request(
+                        route: route, method: head.method, status: response.status,
+                        seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+                }
+                return decision
+            },
             reservation: { head, _ in api.reservedPool(head) },
-            handler: { request, route, client in api.replicaHandle(request, route: route, client: client) })
+            handler: { request, route, client in
+                let started = DispatchTime.now().uptimeNanoseconds
+                let response = api.replicaHandle(request, route: route, client: client)
+                api.counters.request(
+                    route: route.label, method: request.head.method, status: response.status,
+                    seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+                return response
+            })
     }
 
     /// Serves until stopped; then commits what is pending and checkpoints.

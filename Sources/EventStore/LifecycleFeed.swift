@@ -15,10 +15,12 @@ extension EventStore {
         guard recordsLifecycle else { return 0 }
         guard let state else {
             try saveLifecycleDue(of: key, next: nil)
+            try saveRevenueFacts(of: key, state: nil, events: [], lifecycle: [])
             return 0
         }
         let events = try loadEvents(of: key)
         let all = LifecycleEvents.all(state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules)
+        try saveRevenueFacts(of: key, state: state, events: events, lifecycle: all)
         var recorded = 0
         for event in all where event.effectiveAt <= now {
             if try recordLifecycleEvent(event, rules: rules, now: now) { recorded += 1 }

@@ -19,12 +19,15 @@ struct HistoryPlan: Sendable {
     /// Log order: by month (every customer's first notification, then every second, ...)
     /// or, with `customerMajor`, one customer's whole history after another.
     var customerMajor: Bool
+    /// The App Store environment the payloads are signed for.
+    var environment: String
 
-    init(total: Int, customers: Int, customerMajor: Bool = false) {
+    init(total: Int, customers: Int, customerMajor: Bool = false, environment: String = TestPayloads.environment) {
         self.total = total
         self.customers = max(1, customers)
         self.eventsPerCustomer = max(1, (total + self.customers - 1) / self.customers)
         self.customerMajor = customerMajor
+        self.environment = environment
     }
 
     /// How many customers the log's `total` notifications reach.
@@ -71,6 +74,7 @@ struct HistoryPlan: Sendable {
             signedDate: signedDate,
             appAccountToken: Self.appAccountToken(c),
             subscriptionGroupIdentifier: Self.groupId,
+            environment: environment,
             webOrderLineItemId: "6000" + padded(purchase, 3) + padded(c, 12),
             transactionReason: purchase == 0 ? "PURCHASE" : "RENEWAL")
         let renewal = TestPayloads.renewalInfo(
@@ -80,6 +84,7 @@ struct HistoryPlan: Sendable {
             productId: Self.productId,
             autoRenewStatus: last ? 0 : 1,
             signedDate: signedDate,
+            environment: environment,
             recentSubscriptionStartDate: TestPayloads.january2025 + Int64(c % 86_400) * 1_000,
             renewalDate: expires,
             appAccountToken: Self.appAccountToken(c))
@@ -90,7 +95,7 @@ struct HistoryPlan: Sendable {
             transaction, renewal,
             { transactionJWS, renewalJWS in
                 TestPayloads.notification(
-                    type: type, subtype: subtype, uuid: uuid, signedDate: signedDate,
+                    type: type, subtype: subtype, uuid: uuid, signedDate: signedDate, environment: environment,
                     signedTransactionInfo: transactionJWS, signedRenewalInfo: renewalJWS, status: 1)
             }
         )

@@ -19,7 +19,7 @@ struct Options {
     var only: Set<Stage> = Set(Stage.allCases)
 
     enum Stage: String, CaseIterable {
-        case ecdsa, verify, ingest, peer, query, replay, concurrent, lifecycle
+        case ecdsa, verify, ingest, peer, query, replay, concurrent, lifecycle, metrics
     }
 
     static let help = """
@@ -46,6 +46,9 @@ struct Options {
                    runs on the same engine (one notification every 5 ms)
           lifecycle  Engine.lifecycle(since: last) with nothing due, on a database of --customers
                    customers whose subscriptions all run (every expiry pending): median and max
+          metrics  Engine.metrics for a year, monthly and daily, on --events events of Production
+                   subscriptions over --customers customers: from the revenue facts kept per customer,
+                   and derived from the log when none are kept; a month of Engine.revenue
 
         OPTIONS
           --out PATH            results JSON (default bench-out/results.json); the corpus
@@ -65,7 +68,7 @@ struct Options {
                                 compact (no certificate chain, default) or full (the real x5c chain)
           --reuse-db            reuse the query/replay database of an earlier run when its size matches
           --keep                keep the databases (default: the query/replay database is removed)
-          --only LIST           stages to run, comma-separated: ecdsa,verify,ingest,peer,query,replay,concurrent,lifecycle
+          --only LIST           stages to run, comma-separated: ecdsa,verify,ingest,peer,query,replay,concurrent,lifecycle,metrics
           --smoke               tiny sizes (200 notifications, 2000 events), checks each stage,
                                 no peer, exits non-zero on a failure; a few seconds in a debug build
           --help                this text

@@ -80,6 +80,7 @@ struct Bench {
         if wants(.peer) { peerStage(corpusPath: corpusPath, rootPath: rootPath, verification: verification, ingestOne: ingestOne) }
         if wants(.query) || wants(.replay) || wants(.concurrent) { databaseStages(corpus) }
         if wants(.lifecycle) { lifecycleStage(corpus) }
+        if wants(.metrics) { metricsStage(corpus) }
         return finish(build: build, started: started, loadBefore: loadBefore, openSSLVersion: ecdsa?.openSSLVersion, corpusPath: corpusPath)
     }
 
@@ -593,6 +594,35 @@ struct Bench {
                     "secondsUntilAllEventsApplied": .double(figures.secondsToLastProgress),
                     "secondsAfterTheLastEvent": .double(figures.seconds - figures.secondsToLastProgress), "peakRSSBytes": .int(figures.peakRSS),
                     "rssBeforeReplayBytes": .int(figures.baselineRSS), "changed": .int(figures.changed),
+                ])
+        }
+    }
+
+    /// The metrics stage: a year of metrics on --events events of Production subscriptions.
+    func metricsStage(_ corpus: Corpus) {
+        stage("metrics") {
+            note("metrics: \(options.events) events of Production subscriptions over \(options.customers) customers through EventStore.append (not signed) ...")
+            let path = workFolder + "/metrics.sqlite"
+            let figures = try MetricsBench.measure(path: path, corpus: corpus, events: options.events, customers: options.customers)
+            if !options.keep { Storage.remove(path) }
+            let size = "\(Format.count(Double(figures.events))) events, \(Format.count(Double(figures.customers))) customers"
+            report.row(
+                "metrics", "Engine.metrics, a year by month, \(size): median of \(figures.monthly.count)",
+                Format.fixed(figures.monthly[figures.monthly.count / 2], 2) + " s", target: "<= 5 s",
+                met: figures.monthly[figures.monthly.count / 2] <= 5)
+            report.row("metrics", "  a year by day (365 intervals): median", Format.fixed(figures.daily[figures.daily.count / 2], 2) + " s")
+            report.row("metrics", "  a year by month, no kept revenue facts (derived from the log)", Format.fixed(figures.monthlyFromLog, 2) + " s")
+            report.row(
+                "metrics", "Engine.revenue, one month (\(Format.count(Double(figures.ledgerLines))) lines, storefront read from each JWS)",
+                Format.fixed(figures.ledgerMonth, 2) + " s")
+            report.section(
+                "metrics",
+                [
+                    "events": .int(Int64(figures.events)), "customers": .int(Int64(figures.customers)),
+                    "buildSeconds": .double(figures.buildSeconds), "yearByMonthSeconds": .array(figures.monthly.map(JSONValue.double)),
+                    "yearByDaySeconds": .array(figures.daily.map(JSONValue.double)),
+                    "yearByMonthFromLogSeconds": .double(figures.monthlyFromLog), "ledgerMonthSeconds": .double(figures.ledgerMonth),
+                    "ledgerMonthLines": .int(Int64(figures.ledgerLines)), "lastMonth": figures.lastMonth.json(),
                 ])
         }
     }

@@ -39,11 +39,19 @@ public struct ProductRule: Sendable, Hashable {
     public var currency: String?
     /// For a consumable: units credited per quantity 1.
     public var units: Int64?
+    /// For an auto-renewable subscription: its billing period, which `metrics` reads to
+    /// turn a price into monthly recurring revenue (without it, the period is read from
+    /// the transaction's `expiresDate` - `purchaseDate`).
+    public var period: BillingPeriod?
 
-    public init(entitlements: [String] = [], durationDays: Int64? = nil, currency: String? = nil, units: Int64? = nil) {
+    public init(
+        entitlements: [String] = [], durationDays: Int64? = nil, currency: String? = nil, units: Int64? = nil,
+        period: BillingPeriod? = nil
+    ) {
         self.entitlements = entitlements
         self.durationDays = durationDays
         self.currency = currency
         self.units = units
+        self.period = period
     }
 }

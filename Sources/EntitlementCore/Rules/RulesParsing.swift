@@ -77,6 +77,7 @@ extension Rules {
             if let days = rule.durationDays { entry["durationDays"] = .int(days) }
             if let currency = rule.currency { entry["currency"] = .string(currency) }
             if let units = rule.units { entry["units"] = .int(units) }
+            if let period = rule.period { entry["period"] = .string(period.rawValue) }
             products[productId] = .object(entry)
         }
         var canonical = JSONObject([
@@ -101,7 +102,7 @@ extension ProductRule {
         guard case .object(let object) = json else {
             throw RulesError(field: path, reason: "expected an object, found \(json.typeName)")
         }
-        let known: Set<String> = ["entitlements", "durationDays", "currency", "units"]
+        let known: Set<String> = ["entitlements", "durationDays", "currency", "units", "period"]
         for key in object.keys where !known.contains(key) {
             throw RulesError(field: "\(path).\(key)", reason: "unknown field (expected one of \(known.sorted().joined(separator: ", ")))")
         }
@@ -132,6 +133,18 @@ extension ProductRule {
         case .string(let name)? where !name.isEmpty: currency = name
         case let other?: throw RulesError(field: "\(path).currency", reason: "expected a non-empty string, found \(JSONWriter.string(other))")
         }
-        self.init(entitlements: entitlements, durationDays: durationDays, currency: currency, units: units)
+        var period: BillingPeriod? = nil
+        switch object["period"] {
+        case nil: break
+        case .string(let name)?:
+            guard let parsed = BillingPeriod(rawValue: name) else {
+                throw RulesError(
+                    field: "\(path).period",
+                    reason: "\"\(name)\" is not one of \(BillingPeriod.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            period = parsed
+        case let other?: throw RulesError(field: "\(path).period", reason: "expected a string such as \"P1M\", found \(JSONWriter.string(other))")
+        }
+        self.init(entitlements: entitlements, durationDays: durationDays, currency: currency, units: units, period: period)
     }
 }

@@ -722,7 +722,8 @@
     const hash = location.hash || "#/";
     const parts = hash.slice(2).split("/");
     const name = parts[0] || "overview";
-    const arg = parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : "";
+    let arg = parts.length > 1 ? parts.slice(1).join("/") : "";
+    try { arg = decodeURIComponent(arg); } catch (_) { /* a malformed escape: the text as written */ }
     for (const link of document.querySelectorAll("[data-nav]")) {
       if (link.getAttribute("data-nav") === name) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");

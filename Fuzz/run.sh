@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target (Fuzz/FuzzTarget.swift) with swiftc — not a SwiftPM target —
-# from the sources of EntitlementCore, AppStoreVerification and the input-document layer,
+# from the sources of JSONAndBase64, EntitlementCore, AppStoreVerification and the input-document layer,
 # instrumented with -sanitize=fuzzer,address, and runs it for a fixed number of iterations.
 #
 #   Fuzz/run.sh [RUNS] [extra libFuzzer flags...]     # default RUNS=200000
@@ -46,17 +46,22 @@ pkg-config --exists libcrypto || { echo "needs libssl-dev (OpenSSL 3 libcrypto)"
 
 # Compiling with -sanitize=fuzzer only instruments (coverage); linking with it also links libFuzzer
 # from the toolchain. With another runtime, the target is linked with -sanitize=address and that archive.
-flags=(-swift-version 6 -O -g -parse-as-library -enable-testing -sanitize=fuzzer,address)
+flags=(-swift-version 6 -package-name entitlements -O -g -parse-as-library -enable-testing -sanitize=fuzzer,address)
 echo "libFuzzer: ${runtime:-from the Swift toolchain}"
 crypto=$(pkg-config --libs-only-L libcrypto)
 # Rebuilt when a source is newer than its library.
 stale() { [ ! -f "$1" ] || [ -n "$(find "${@:2}" -name '*.swift' -newer "$1" | head -1)" ]; }
-if stale "$out/obj/libEntitlementCore.a" Sources/EntitlementCore; then
+if stale "$out/obj/libJSONAndBase64.a" Sources/JSONAndBase64; then
+echo "building JSONAndBase64"
+swiftc "${flags[@]}" -module-name JSONAndBase64 -emit-module -emit-module-path "$out/obj/JSONAndBase64.swiftmodule" \
+  -emit-library -static -o "$out/obj/libJSONAndBase64.a" $(find Sources/JSONAndBase64 -name '*.swift' | sort)
+fi
+if stale "$out/obj/libEntitlementCore.a" Sources/EntitlementCore Sources/JSONAndBase64; then
 echo "building EntitlementCore"
-swiftc "${flags[@]}" -module-name EntitlementCore -emit-module -emit-module-path "$out/obj/EntitlementCore.swiftmodule" \
+swiftc "${flags[@]}" -module-name EntitlementCore -I "$out/obj" -emit-module -emit-module-path "$out/obj/EntitlementCore.swiftmodule" \
   -emit-library -static -o "$out/obj/libEntitlementCore.a" $(find Sources/EntitlementCore -name '*.swift' | sort)
 fi
-if stale "$out/obj/libAppStoreVerification.a" Sources/AppStoreVerification Sources/EntitlementCore; then
+if stale "$out/obj/libAppStoreVerification.a" Sources/AppStoreVerification Sources/EntitlementCore Sources/JSONAndBase64; then
 echo "building AppStoreVerification"
 swiftc "${flags[@]}" -module-name AppStoreVerification -I "$out/obj" -I Sources/COpenSSL \
   -emit-module -emit-module-path "$out/obj/AppStoreVerification.swiftmodule" \
@@ -64,7 +69,7 @@ swiftc "${flags[@]}" -module-name AppStoreVerification -I "$out/obj" -I Sources/
 fi
 echo "building the fuzz target"
 sources=(Fuzz/FuzzTarget.swift Sources/Entitlements/InputDocument.swift Sources/Entitlements/V1Notification.swift "$out/FuzzRoots.swift")
-libraries=("$out/obj/libAppStoreVerification.a" "$out/obj/libEntitlementCore.a" $crypto -lcrypto -lm)
+libraries=("$out/obj/libAppStoreVerification.a" "$out/obj/libEntitlementCore.a" "$out/obj/libJSONAndBase64.a" $crypto -lcrypto -lm)
 if [ -z "$runtime" ]; then
   swiftc "${flags[@]}" -module-name FuzzEntitlements -I "$out/obj" -I Sources/COpenSSL "${sources[@]}" "${libraries[@]}" \
     -o "$out/fuzz-entitlements"

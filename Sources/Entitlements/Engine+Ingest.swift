@@ -19,7 +19,6 @@ extension Engine {
 
     /// Appends a verified batch in one transaction; one result per item, in order.
     private func append(_ documents: [InputBytes], verified: VerifiedBatch, receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
-        noteV1Notifications(verified.items)
         let outcomes = try appendRetryingBusy(verified.items, receivedAt: receivedAt ?? Self.now())
         return Self.results(outcomes, documents: documents, counts: verified.counts)
     }
@@ -129,13 +128,19 @@ extension Engine {
     /// (the caller then confirms before it acknowledges).
     func appendRetryingBusy(_ items: [AppendItem], receivedAt: Int64, confirming: Bool = true) throws(EngineError) -> [AppendOutcome] {
         var attempt = 0
+        let finishing = finishesTransactions
         while true {
             let outcomes: [AppendOutcome]
+            let queuedFinishes: Int
             do {
-                outcomes = try store.withLock { store throws(StoreError) in
+                (outcomes, queuedFinishes) = try store.withLock { store throws(StoreError) in
                     let active = try activeRules(store)
                     noteProducts(items, rules: active.rules)
-                    return try store.append(items, rules: active.rules, rulesJSON: active.json, receivedAt: receivedAt)
+                    // Finishes are queued in the batch's own transaction; Apple is called later, outside it.
+                    return try store.append(
+                        items, rules: active.rules, rulesJSON: active.json, receivedAt: receivedAt,
+                        finishing: finishing ? { outcomes, rules in Self.finishCandidates(items, outcomes, rules: rules) } : nil,
+                        queuedAt: Self.now())
                 }
             } catch {
                 let busy = error.code == .busy
@@ -146,8 +151,11 @@ extension Engine {
                 }
                 throw EngineError(error)
             }
+            noteV1Notifications(items)
+            // Woken once the replica holds the batch; when that fails, the finisher finds the
+            // queued rows on its next pass.
             if confirming { try confirmReplicated() }
-            queueFinishes(items, outcomes)
+            if queuedFinishes > 0 { finishWakeup.signal() }
             return outcomes
         }
     }

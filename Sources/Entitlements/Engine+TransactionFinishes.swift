@@ -6,23 +6,6 @@ extension Engine {
     /// Whether the engine queues Finish Transaction calls (`appStoreServerAPI.finishTransactions`).
     public var finishesTransactions: Bool { configuration.appStoreServerAPI?.finishTransactions == true }
 
-    /// After a batch committed: queues, in a short write of its own, each transaction the
-    /// batch appended for the first time that grants an entitlement or units under the
-    /// rules, then wakes the ``TransactionFinisher`` (which calls Apple outside any write).
-    /// A failure to queue leaves the batch committed: it is kept for ``finishQueueFailure``.
-    func queueFinishes(_ items: [AppendItem], _ outcomes: [AppendOutcome]) {
-        guard finishesTransactions else { return }
-        let rules = (try? activeRules()) ?? configuration.rules
-        let candidates = Self.finishCandidates(items, outcomes, rules: rules)
-        guard !candidates.isEmpty else { return }
-        do {
-            let queued = try store.withLock { store throws(StoreError) in try store.queueFinishes(candidates, at: Self.now()) }
-            if queued > 0 { finishWakeup.signal() }
-        } catch {
-            finishWakeup.noteFailure(EngineError(error))
-        }
-    }
-
     /// The transactions of `items` whose outcome is `appended` and that grant something:
     /// an auto-renewable, non-consumable or non-renewing product the rules give
     /// entitlements, or a consumable worth units (one of its productId's currency when the
@@ -61,16 +44,12 @@ extension Engine {
             return !(rule?.entitlements.isEmpty ?? true)
         }
     }
-
-    /// The last failure to queue finishes since the previous call (then cleared).
-    public func finishQueueFailure() -> EngineError? { finishWakeup.takeFailure() }
 }
 
 /// Wakes the ``TransactionFinisher`` when finishes were queued.
 final class FinishWakeup: @unchecked Sendable {
     private let condition = NSCondition()
     private var signals = 0
-    private var failure: EngineError?
 
     func signal() {
         condition.lock()
@@ -93,17 +72,5 @@ final class FinishWakeup: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return signals
-    }
-
-    func noteFailure(_ error: EngineError) {
-        condition.lock()
-        failure = error
-        condition.unlock()
-    }
-
-    func takeFailure() -> EngineError? {
-        condition.lock()
-        defer { failure = nil; condition.unlock() }
-        return failure
     }
 }

@@ -1,36 +1,69 @@
 import EntitlementCore
-import Synchronization
+import Foundation
 
 /// The original transaction ids of the V1 notifications an engine rejected, each once,
-/// waiting to be synced.
-final class V1SyncHints: Sendable {
-    private struct Seen {
-        var reported: Set<String> = []
-        var pending: [String] = []
-    }
-    private let seen = Mutex(Seen())
+/// waiting to be synced; a ``V1NotificationSyncer`` waits on it.
+final class V1SyncHints: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var reported: Set<String> = []
+    private var pending: [String] = []
+    private var signals = 0
 
     func note(_ ids: [String]) {
         guard !ids.isEmpty else { return }
-        seen.withLock { seen in
-            for id in ids where seen.reported.insert(id).inserted { seen.pending.append(id) }
+        condition.lock()
+        defer { condition.unlock() }
+        var added = false
+        for id in ids where reported.insert(id).inserted {
+            pending.append(id)
+            added = true
         }
+        if added { signalLocked() }
     }
 
     func take() -> [String] {
-        seen.withLock { seen in
-            defer { seen.pending.removeAll() }
-            return seen.pending
+        condition.lock()
+        defer { pending.removeAll(); condition.unlock() }
+        return pending
+    }
+
+    /// Wakes whoever waits (``wait(after:until:)``) without a new id.
+    func wake() {
+        condition.lock()
+        signalLocked()
+        condition.unlock()
+    }
+
+    private func signalLocked() {
+        signals += 1
+        condition.broadcast()
+    }
+
+    /// Waits until a signal after `seen`, or `deadline`; returns the signals count.
+    func wait(after seen: Int, until deadline: Date) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        while signals == seen && Date() < deadline {
+            _ = condition.wait(until: deadline)
         }
+        return signals
+    }
+
+    var count: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return signals
     }
 }
 
 extension Engine {
     /// The original transaction ids named by V1 notifications rejected since the last
     /// call, each once per engine: `sync --customer` each to ingest its signed history
-    /// (`ingest` and `serve` do when `appStoreServerAPI` is configured).
+    /// (`ingest` does when `appStoreServerAPI` is configured, `serve` through a
+    /// ``V1NotificationSyncer``).
     public func takeV1SyncHints() -> [String] { v1SyncHints.take() }
 
+    /// Notes the V1 notifications among `items`, once they are committed.
     func noteV1Notifications(_ items: [AppendItem]) {
         var ids: [String] = []
         for item in items {

@@ -130,11 +130,13 @@ enum MigrateReceiptsCommand {
             Output.error("entitlements \(command): cannot sync the V1 notifications' original transaction ids: \(error.code): \(error.message)")
             return
         }
-        for id in hints {
-            let outcome = sync.customer(id) { _ in }
-            var text = "entitlements \(command): V1 notification: synced original transaction id \(id): \(JSONWriter.string(outcome.totals.json()))"
-            if let failure = outcome.failure { text += ", stopped: \(JSONWriter.string(failure.json()))" }
-            Output.error(text)
-        }
+        for id in hints { Output.error(v1SyncLine(id, sync.customer(id) { _ in }, command: command)) }
+    }
+
+    /// The line on standard error that reports the sync of a V1 notification's original transaction id.
+    static func v1SyncLine(_ id: String, _ outcome: SyncOutcome, command: String) -> String {
+        var text = "entitlements \(command): V1 notification: synced original transaction id \(id): \(JSONWriter.string(outcome.totals.json()))"
+        if let failure = outcome.failure { text += ", stopped: \(JSONWriter.string(failure.json()))" }
+        return text
     }
 }

@@ -103,6 +103,8 @@ enum ServeCommand {
         let finisher = FinishTransactionCommand.startFinisher(engine, command: "serve")
         // SIGTERM ends serve within seconds: what is still due stays queued for the next run.
         defer { finisher?.stop(finishingDue: false) }
+        let v1Syncer = Self.startV1Syncer(engine)
+        defer { v1Syncer?.stop() }
         Output.line(["listening": .string(server.address.description)])
         do {
             try server.run()
@@ -111,5 +113,21 @@ enum ServeCommand {
             return .storage
         }
         return .success
+    }
+
+    /// With `appStoreServerAPI` configured (and a writable database), syncs in the background the
+    /// original transaction id of each V1 notification rejected, reporting on standard error.
+    static func startV1Syncer(_ engine: Engine) -> V1NotificationSyncer? {
+        guard engine.configuration.appStoreServerAPI != nil, engine.mode != .readOnly else { return nil }
+        do {
+            let syncer = try V1NotificationSyncer(engine: engine) { id, outcome in
+                Output.error(MigrateReceiptsCommand.v1SyncLine(id, outcome, command: "serve"))
+            }
+            syncer.start()
+            return syncer
+        } catch {
+            Output.error("entitlements serve: warning: cannot sync the V1 notifications' original transaction ids: \(error.code): \(error.message)")
+            return nil
+        }
     }
 }

@@ -46,13 +46,35 @@ extension EventStore {
     ///   - receivedAt: the time of receipt, in ms.
     /// - Returns: one outcome per item, in order.
     public func append(_ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64) throws(StoreError) -> [AppendOutcome] {
+        try append(items, rules: rules, rulesJSON: rulesJSON, receivedAt: receivedAt, finishing: nil, queuedAt: receivedAt).outcomes
+    }
+
+    /// Appends a batch as ``append(_:rules:rulesJSON:receivedAt:)`` does and, in the same
+    /// transaction, queues the Finish Transaction calls `finishing` names: it is given the
+    /// batch's outcomes and the rules its projections were recorded under, and returns the
+    /// candidates (see ``queueFinishes(_:at:)``; only a transaction whose first event in
+    /// the log is the candidate's is queued, once). The batch and its queued finishes are
+    /// committed together or not at all, so a crash after the commit cannot lose a finish.
+    /// `finishing` runs inside the write: it must not wait on anything (no network); what it
+    /// throws rolls the whole batch back.
+    ///
+    /// - Returns: one outcome per item, in order, and how many finishes were queued.
+    public func append(
+        _ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64,
+        finishing: (([AppendOutcome], Rules) throws -> [FinishCandidate])?, queuedAt: Int64
+    ) throws(StoreError) -> (outcomes: [AppendOutcome], queuedFinishes: Int) {
         try requireWritable()
-        let (outcomes, head) = try mapped {
+        let (result, head) = try mapped {
             do {
                 let written = try connection.write {
                     var head: LogHead? = nil
-                    let outcomes = try appendInTransaction(items, rules: rules, rulesJSON: rulesJSON, receivedAt: receivedAt, head: &head)
-                    return ((outcomes, head), .commit)
+                    var queued = 0
+                    let outcomes = try appendInTransaction(items, rules: rules, rulesJSON: rulesJSON, receivedAt: receivedAt, head: &head) {
+                        outcomes, rules in
+                        guard let finishing else { return }
+                        queued = try insertFinishes(finishing(outcomes, rules), at: queuedAt)
+                    }
+                    return (((outcomes, queued), head), .commit)
                 }
                 jwsHeaders.committed()
                 knownLookups.committed()
@@ -65,11 +87,13 @@ extension EventStore {
         }
         // After the commit, never before: the record never names a head the log may not reach.
         if let head { recordHead(head) }
-        return outcomes
+        return (outcomes: result.0, queuedFinishes: result.1)
     }
 
+    /// `completing` runs last in the transaction, with the outcomes and the rules in force.
     private func appendInTransaction(
-        _ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64, head: inout LogHead?
+        _ items: [AppendItem], rules: Rules, rulesJSON: String, receivedAt: Int64, head: inout LogHead?,
+        completing: ([AppendOutcome], Rules) throws -> Void = { _, _ in }
     ) throws -> [AppendOutcome] {
         let engine = try currentEngineState()
         let rules = try activeRulesInTransaction(rules, rulesJSON: rulesJSON, engine: engine)
@@ -137,6 +161,7 @@ extension EventStore {
             outcomes[index] = outcomes[index].naming(owner)
         }
         if lastSeq > firstSeq { head = LogHead(seq: lastSeq, hash: Self.hex(prevHash)) }
+        try completing(outcomes, rules)
         return outcomes
     }
 

@@ -34,28 +34,32 @@ extension EventStore {
         guard !candidates.isEmpty else { return 0 }
         try requireWritable()
         return try mapped {
-            try connection.write {
-                let first = try connection.cached("SELECT min(seq) FROM events WHERE transaction_id = ?")
-                let insert = try connection.cached(
-                    "INSERT OR IGNORE INTO transaction_finishes (transaction_id, environment, state, queued_at, next_attempt_at) VALUES (?, ?, 'pending', ?, ?)"
-                )
-                var queued = 0
-                for candidate in candidates {
-                    defer { first.reset() }
-                    try first.bind(1, candidate.transactionId)
-                    guard try first.step(), first.optionalInt64(0) == candidate.seq else { continue }
-                    first.reset()
-                    defer { insert.reset() }
-                    try insert.bind(1, candidate.transactionId)
-                    try insert.bind(2, candidate.environment)
-                    try insert.bind(3, time)
-                    try insert.bind(4, time)
-                    _ = try insert.step()
-                    queued += connection.changes
-                }
-                return (queued, .commit)
-            }
+            try connection.write { (try insertFinishes(candidates, at: time), .commit) }
         }
+    }
+
+    /// The inserts of ``queueFinishes(_:at:)``, in the caller's transaction.
+    func insertFinishes(_ candidates: [FinishCandidate], at time: Int64) throws -> Int {
+        guard !candidates.isEmpty else { return 0 }
+        let first = try connection.cached("SELECT min(seq) FROM events WHERE transaction_id = ?")
+        let insert = try connection.cached(
+            "INSERT OR IGNORE INTO transaction_finishes (transaction_id, environment, state, queued_at, next_attempt_at) VALUES (?, ?, 'pending', ?, ?)"
+        )
+        var queued = 0
+        for candidate in candidates {
+            defer { first.reset() }
+            try first.bind(1, candidate.transactionId)
+            guard try first.step(), first.optionalInt64(0) == candidate.seq else { continue }
+            first.reset()
+            defer { insert.reset() }
+            try insert.bind(1, candidate.transactionId)
+            try insert.bind(2, candidate.environment)
+            try insert.bind(3, time)
+            try insert.bind(4, time)
+            _ = try insert.step()
+            queued += connection.changes
+        }
+        return queued
     }
 
     /// Pending finishes due by `now`, oldest first, at most `limit`.

@@ -1,8 +1,11 @@
 import EntitlementCore
 import Entitlements
+import EventStore
 import Foundation
+import Synchronization
 import Testing
 import TestPKI
+import TestSupport
 
 /// `migrate-receipts` and V1 notifications, run as a program against the mock App Store Server API.
 @Suite struct ReceiptMigrationCommandTests {
@@ -68,6 +71,42 @@ import TestPKI
         #expect(run.stderr.contains("V1 notification: synced original transaction id \(otid)"), "\(run.stderr)")
         let query = try Tool.entitlements(
             ["query", "--config", fixture.configPath, "--db", "v1.sqlite", "--original-transaction-id", otid], in: fixture.folder)
+        #expect(query.status == 0, "\(query.stderr)")
+    }
+
+    /// `serve` answers a V1 notification `UNVERIFIABLE_V1` at once, and syncs the original
+    /// transaction id it names in the background: the history request is held until the
+    /// POST was answered.
+    @Test func serveSyncsAV1NotificationsOriginalTransactionIdWithoutTheRequestWaiting() throws {
+        let fixture = try fixture()
+        let otid = SyncScenario.customerOriginal
+        let answered = DispatchSemaphore(value: 0)
+        let released = Mutex(false)
+        fixture.serveCustomer { request in
+            if request.path.hasPrefix("/inApps/v2/history/"), !released.withLock({ $0 }) {
+                _ = answered.wait(timeout: .now() + 60)
+                released.withLock { $0 = true }
+            }
+            return nil
+        }
+        let served = try TestNotificationTests.Served(fixture, database: "served.sqlite")
+        var stopped = false
+        defer { if !stopped { _ = served.stop() } }
+        let v1 = #"{"notification_type": "DID_RENEW", "password": "x", "unified_receipt": {"status": 0, "latest_receipt_info": [{"original_transaction_id": ""# + otid + "\"}]}}"
+        #expect(served.post(v1) == 200)
+        answered.signal()
+        let stderr = { String(decoding: TestSupport.Tool.read(served.running.stderrURL.path), as: UTF8.self) }
+        #expect(SupportScenario.eventually { stderr().contains("serve: V1 notification: synced original transaction id \(otid)") }, "\(stderr())")
+        // The same id again is not synced twice.
+        #expect(served.post(v1) == 200)
+        let outcome = served.stop()
+        stopped = true
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(fixture.mock.requests.filter { $0.path == "/inApps/v2/history/\(otid)" && $0.query["revision"] == nil }.count == 1)
+        let store = try EventStore(path: fixture.folder.appendingPathComponent("served.sqlite").path, hash: { $0 }, mode: .readOnly)
+        #expect(try store.quarantineCount() >= 1)
+        let query = try Tool.entitlements(
+            ["query", "--config", fixture.configPath, "--db", "served.sqlite", "--original-transaction-id", otid], in: fixture.folder)
         #expect(query.status == 0, "\(query.stderr)")
     }
 }

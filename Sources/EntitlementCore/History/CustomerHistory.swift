@@ -119,7 +119,7 @@ struct HistorySources {
         for version in state.transactions.values {
             let t = version.facts
             func cause(_ field: String, _ value: Int64?) -> HistoryCause {
-                var cause = HistoryCause(kind: .transaction, id: t.transactionId, field: field)
+                var cause = HistoryCause(kind: Self.causeKind(t), id: t.transactionId, field: field)
                 if let notification = carriers.transaction(t.transactionId, field: field, value: value) {
                     cause.notificationType = notification.type
                     cause.subtype = notification.subtype
@@ -180,8 +180,9 @@ struct HistorySources {
                 for purchase in Evaluation.evaluate(state, rules: rules, at: epoch).purchases {
                     guard let start = purchase.startsDate, let end = purchase.expiresDate else { continue }
                     guard seen.insert(PassWindowKey(transactionId: purchase.transactionId, start: start, end: end)).inserted else { continue }
-                    var startCause = HistoryCause(kind: .transaction, id: purchase.transactionId, field: "purchaseDate")
-                    var endCause = HistoryCause(kind: .transaction, id: purchase.transactionId, field: "expiresDate")
+                    let kind = state.transactions[purchase.transactionId].map { Self.causeKind($0.facts) } ?? .transaction
+                    var startCause = HistoryCause(kind: kind, id: purchase.transactionId, field: "purchaseDate")
+                    var endCause = HistoryCause(kind: kind, id: purchase.transactionId, field: "expiresDate")
                     if start != purchase.purchaseDate { startCause.field = "windowStart" }
                     if let notification = carriers.transaction(purchase.transactionId, field: "purchaseDate", value: purchase.purchaseDate) {
                         startCause.notificationType = notification.type
@@ -252,6 +253,11 @@ struct HistorySources {
             if lhs.priority != rhs.priority { return lhs.priority < rhs.priority }
             return lhs.cause.precedes(rhs.cause)
         }?.cause
+    }
+
+    /// `receipt` for a legacy receipt's entry, else `transaction`.
+    static func causeKind(_ facts: TransactionFacts) -> HistoryCause.Kind {
+        facts.receiptDigest == nil ? .transaction : .receipt
     }
 }
 

@@ -52,6 +52,8 @@ public struct HistoryCause: Sendable, Hashable {
     /// The kind of object.
     public enum Kind: String, Sendable, Hashable {
         case transaction
+        /// An in-app entry of a legacy app receipt (id: its `transactionId`).
+        case receipt
         case renewalInfo
         case usage
         /// A notification whose own date matters (RESCIND_CONSENT).
@@ -63,7 +65,7 @@ public struct HistoryCause: Sendable, Hashable {
     }
 
     public var kind: Kind
-    /// The `transactionId`; for a renewal info its `originalTransactionId`; for usage, a grant or a credit the
+    /// The `transactionId` (of a receipt's entry too); for a renewal info its `originalTransactionId`; for usage, a grant or a credit the
     /// record's id; for a notification its type.
     public var id: String
     /// The field whose date it is (`purchaseDate`, `expiresDate`, `revocationDate`,

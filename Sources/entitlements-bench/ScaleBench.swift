@@ -26,7 +26,7 @@ enum ScaleBench {
         then measures on it: bytes per event, query p50/p99 (warm, and with the page cache
         dropped when run as root), history, replay (time and peak RSS, in a child process),
         audit, a year of metrics, the ingest of K further notifications (default N / 50,
-        200 to 20,000), and the change and lifecycle feeds with every expiry of the history due.
+        2,000 to 20,000), and the change and lifecycle feeds with every expiry of the history due.
 
           --db PATH     where the database is kept (default bench-out/scale-N.sqlite), with
                         PATH.root.der (the root that signed it) and PATH.plan.json beside it
@@ -158,11 +158,12 @@ enum ScaleBench {
             stage("metrics") { try metrics(configuration) }
             stage("audit") { try audit(configuration) }
             stage("replay") { try replay() }
+            // The feeds before the further ingest: its renewals would put the expiries off.
+            stage("due") { try due(configuration) }
             stage("ingest") {
                 try furtherIngest(configuration, run: furtherRuns)
                 try? writePlan(furtherRuns: furtherRuns + 1, root: roots.count > 1 ? roots[1] : roots[0])
             }
-            stage("due") { try due(configuration) }
             return finish(build: build, loadBefore: loadBefore)
         }
 
@@ -193,6 +194,7 @@ enum ScaleBench {
         }
 
         func removeSidecars() {
+            try? FileManager.default.removeItem(atPath: path + "-head")
             try? FileManager.default.removeItem(atPath: rootPath)
             try? FileManager.default.removeItem(atPath: planPath)
         }
@@ -308,6 +310,16 @@ enum ScaleBench {
             return (0..<count).map { _ in random.below(plan.customers) }
         }
 
+        /// `count` distinct customers drawn at random (at most a tenth of them, so that
+        /// most of their pages are read from disk after the page cache is dropped).
+        func distinctSample(_ count: Int, seed: UInt64) -> [Int] {
+            var random = SplitMix64(seed: seed)
+            var seen = Set<Int>()
+            let count = max(1, min(count, plan.customers / 10))
+            while seen.count < count { seen.insert(random.below(plan.customers)) }
+            return Array(seen).sorted { ($0 &* 2_654_435_761) % 1_000_003 < ($1 &* 2_654_435_761) % 1_000_003 }
+        }
+
         static func percentile(_ sorted: [Double], _ p: Double) -> Double {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
         }
@@ -347,8 +359,8 @@ enum ScaleBench {
             var section = JSONObject()
             let engine = try Engine(configuration: configuration, databasePath: path, mode: .readOnly)
             if !options.smoke, dropPageCache() {
-                let cold = try latencies(sample(min(options.queries, 2_000), seed: 0xC01D)) { try ask(engine, $0) }
-                section["cold"] = latencyRow("query", "Engine.query, page cache dropped first, \(cold.count) customers at random", cold)
+                let cold = try latencies(distinctSample(2_000, seed: 0xC01D)) { try ask(engine, $0) }
+                section["cold"] = latencyRow("query", "Engine.query, page cache dropped first, \(cold.count) distinct customers at random", cold)
             } else {
                 report.row("query", "Engine.query, page cache dropped", options.smoke ? "not measured in a smoke run" : "not measured: dropping the page cache needs root")
                 section["cold"] = "not measured: not root"
@@ -439,9 +451,12 @@ enum ScaleBench {
         /// customers spread over the whole database), signed beforehand, then ingested
         /// through `Engine.ingest` with 2 workers.
         func furtherIngest(_ configuration: EngineConfiguration, run: Int) throws {
-            let count = min(plan.customers, options.further ?? min(20_000, max(200, plan.events / 50)))
-            let month = plan.eventsPerCustomer + run
-            let positions = (0..<count).map { (customer: $0 * plan.customers / count, event: month) }
+            let count = options.further ?? min(20_000, max(2_000, plan.events / 50))
+            // Customers spread over the whole database, as many months as it takes.
+            let perMonth = min(plan.customers, count)
+            let months = (count + perMonth - 1) / perMonth
+            let month = plan.eventsPerCustomer + run * months
+            let positions = (0..<count).map { (customer: ($0 % perMonth) * plan.customers / perMonth, event: month + $0 / perMonth) }
             let documents = plan.signed(positions, pki: pki)
             let engine = try Engine(configuration: configuration, databasePath: path)
             var appended = 0
@@ -454,7 +469,7 @@ enum ScaleBench {
                     let end = min(index + 256, documents.count)
                     defer { index = end }
                     return Array(documents[index..<end])
-                }, workers: 2, receivedAt: ScalePlan.receivedBy(event: month),
+                }, workers: 2, receivedAt: ScalePlan.receivedBy(event: month + months - 1),
                 deliver: { results in for result in results where result.outcome == .appended { appended += 1 } })
             let seconds = Clock.now() - start
             let cpuSeconds = Clock.processCPU() - cpu

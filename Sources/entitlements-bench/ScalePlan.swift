@@ -17,7 +17,8 @@ import TestPKI
 /// - 3 and 4: a buyer of consumables, one `ONE_TIME_CHARGE` a month (two JWS, no
 ///   renewal info);
 /// - otherwise: a monthly subscriber, `SUBSCRIBED`/`INITIAL_BUY`, `DID_RENEW` every
-///   month, last `DID_CHANGE_RENEWAL_STATUS`/`AUTO_RENEW_DISABLED`.
+///   month, last `DID_CHANGE_RENEWAL_STATUS`/`AUTO_RENEW_DISABLED` with that month's
+///   transaction: its expiry falls due after the last notification is received.
 ///
 /// Notifications past the plan (`event >= eventsPerCustomer`, the further ingest
 /// measured on the built database) are renewals (or consumables) of later months.
@@ -53,7 +54,8 @@ struct ScalePlan: Sendable {
     func position(_ index: Int) -> (customer: Int, event: Int) { (index % customers, index / customers) }
 
     /// The moment every notification of month `event` has been received by.
-    static func receivedBy(event: Int) -> Int64 { TestPayloads.january2025 + Int64(event) * month + 11 * 86_400_000 }
+    /// (Every notification of a month is signed within its first day and two minutes.)
+    static func receivedBy(event: Int) -> Int64 { TestPayloads.january2025 + Int64(event) * month + 86_400_000 + 300_000 }
 
     /// The end of the plan's history: every notification received.
     var end: Int64 { Self.receivedBy(event: eventsPerCustomer) }
@@ -91,11 +93,12 @@ struct ScalePlan: Sendable {
         // Subscriptions: which purchase the notification carries, and of which product.
         let upgraded = kind == .upgrading && k >= upgradeAt && eventsPerCustomer > 1
         let refund = kind == .refunded && last
-        let purchase = upgraded ? upgradeAt : (last || refund ? k - 1 : k)
+        let purchase = upgraded ? upgradeAt : (refund ? k - 1 : k)
         let product = upgraded ? Self.yearly : HistoryPlan.productId
         let purchaseDate = firstDate + Int64(purchase) * Self.month
         let expires = purchaseDate + (upgraded ? 365 * 86_400_000 : Self.month)
-        let signedDate = last || (upgraded && k > upgradeAt) ? firstDate + Int64(k - 1) * Self.month + 10 * 86_400_000 : purchaseDate + 60_000
+        // A cancellation, a refund or a change of an upgraded plan comes two minutes into its month.
+        let signedDate = last || (upgraded && k > upgradeAt) ? firstDate + Int64(k) * Self.month + 120_000 : purchaseDate + 60_000
         let autoRenew: Int64 = (kind == .subscriber || kind == .merging) && last ? 0 : (upgraded && (k - upgradeAt) % 2 == 1 ? 0 : 1)
         let transaction = TestPayloads.transaction(
             transactionId: HistoryPlan.transactionId(c, purchase: purchase), originalTransactionId: HistoryPlan.originalTransactionId(c),

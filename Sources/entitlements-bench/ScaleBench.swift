@@ -18,7 +18,7 @@ enum ScaleBench {
     static let replayNow = CivilTime.millis(year: 2030, month: 1, day: 1)
 
     static let help = """
-        entitlements-bench scale --events N [--customers M] [--db PATH] [--reuse-db] [--queries Q] [--further K] [--out PATH] [--smoke]
+        entitlements-bench scale --events N [--customers M] [--db PATH] [--reuse-db] [--queries Q] [--further K] [--only LIST] [--out PATH] [--smoke]
 
         Builds a database of N signed notifications (one event each; real x5c headers and
         nested JWS; renewals, refunds, upgrades, consumables, merging customers) over M
@@ -32,6 +32,8 @@ enum ScaleBench {
                         PATH.root.der (the root that signed it) and PATH.plan.json beside it
           --reuse-db    reuse the database at PATH when it was built for the same N and M
           --out PATH    results as JSON (default bench-out/scale-N.json)
+          --only LIST   the stages measured, comma-separated (default all):
+                        storage,query,history,metrics,audit,replay,due,ingest
           --smoke       400 notifications over 40 customers: checks only, seconds
         """
 
@@ -44,6 +46,8 @@ enum ScaleBench {
         var further: Int? = nil
         var out: String? = nil
         var smoke = false
+        /// The stages measured after the build (all when empty).
+        var only: Set<String> = []
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -63,6 +67,10 @@ enum ScaleBench {
             case "--further": guard let n = number(), n >= 1 else { return usage() }; options.further = n
             case "--db": guard let path = string() else { return usage() }; options.db = path
             case "--out": guard let path = string() else { return usage() }; options.out = path
+            case "--only":
+                guard let list = string() else { return usage() }
+                options.only = Set(list.split(separator: ",").map(String.init))
+                guard options.only.isSubset(of: stages) else { return usage() }
             case "--reuse-db": options.reuse = true
             case "--smoke": options.smoke = true
             case "--help", "-h": print(help); return 0
@@ -79,6 +87,9 @@ enum ScaleBench {
         let bench = ScaleBench.Run(options: options)
         return bench.run()
     }
+
+    /// The stages measured after the build, in their order.
+    static let stages = ["storage", "query", "history", "metrics", "audit", "replay", "due", "ingest"]
 
     static func usage() -> Int32 {
         FileHandle.standardError.write(Data((help + "\n").utf8))
@@ -168,6 +179,7 @@ enum ScaleBench {
         }
 
         func stage(_ name: String, _ body: () throws -> Void) {
+            guard name == "build" || options.only.isEmpty || options.only.contains(name) else { return }
             note("scale: \(name) ...")
             do { try body() } catch { report.failures.append("\(name): \(error)") }
         }

@@ -29,6 +29,8 @@ struct Options {
         USAGE
           swift run -c release entitlements-bench [options]
           swift run -c debug entitlements-bench --smoke
+          entitlements-bench scale --events N [--customers M] [--db PATH] [--reuse-db]   (scale --help)
+          entitlements-bench serve | replication ...
 
         It makes its own corpus with a throwaway Apple-shaped test PKI (P-384 root and intermediate,
         P-256 leaf), then measures, prints a table and writes JSON:

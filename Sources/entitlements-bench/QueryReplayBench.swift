@@ -113,15 +113,15 @@ enum ReplayBench {
     }
 
     /// In the child: replay and print one JSON line.
-    static func child(path: String) -> Int32 {
+    static func child(path: String, configuration: EngineConfiguration = QueryBench.replayConfiguration, now: Int64 = QueryBench.at) -> Int32 {
         let baseline = Machine.statusBytes("VmHWM")
         do {
-            let engine = try Engine(configuration: QueryBench.replayConfiguration, databasePath: path)
+            let engine = try Engine(configuration: configuration, databasePath: path)
             let cpu = Clock.processUserSystem()
             let start = Clock.now()
             var lastProgress = start
             var eventsRead: Int64 = 0
-            let report = try engine.replay(now: QueryBench.at) { progress in
+            let report = try engine.replay(now: now) { progress in
                 lastProgress = Clock.now()
                 eventsRead = progress.eventsDone
             }
@@ -143,10 +143,11 @@ enum ReplayBench {
     }
 
     /// In the parent: run the child and read its line.
-    static func measure(path: String) throws -> Figures {
+    /// - Parameter command: the hidden subcommand that replays in the child.
+    static func measure(path: String, command: String = childCommand) throws -> Figures {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Machine.executablePath)
-        process.arguments = [childCommand, path]
+        process.arguments = [command, path]
         let output = Pipe()
         process.standardOutput = output
         try process.run()

@@ -11,6 +11,12 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == ReplayBench.childCommand, arguments.count == 2 {
     exit(ReplayBench.child(path: arguments[1]))
 }
+if arguments.first == ScaleBench.replayChildCommand, arguments.count == 2 {
+    exit(ReplayBench.child(path: arguments[1], configuration: ScaleBench.configuration(roots: ScaleBench.keptRoots(arguments[1])), now: ScaleBench.replayNow))
+}
+if arguments.first == ScaleBench.command {
+    exit(ScaleBench.run(Array(arguments.dropFirst())))
+}
 if arguments.first == ServeBench.command {
     exit(ServeBench.run(Array(arguments.dropFirst())))
 }

@@ -1,0 +1,542 @@
+import AppStoreVerification
+import EntitlementCore
+import Entitlements
+import EventStore
+import Foundation
+import TestPKI
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `entitlements-bench scale`: a big database of Apple-sized signed notifications
+/// built through `Engine.ingest` (see ``ScalePlan``), kept for reuse, then every
+/// read and write path measured on it.
+enum ScaleBench {
+    static let command = "scale"
+    static let replayChildCommand = "__scale-replay-child"
+    /// The moment the replay projects at: after every history the mode builds.
+    static let replayNow = CivilTime.millis(year: 2030, month: 1, day: 1)
+
+    static let help = """
+        entitlements-bench scale --events N [--customers M] [--db PATH] [--reuse-db] [--queries Q] [--further K] [--only LIST] [--out PATH] [--smoke]
+
+        Builds a database of N signed notifications (one event each; real x5c headers and
+        nested JWS; renewals, refunds, upgrades, consumables, merging customers) over M
+        customers (default N / 10) through Engine.ingest with 2 workers, at ingest's speed,
+        then measures on it: bytes per event, query p50/p99 (warm, and with the page cache
+        dropped when run as root), history, replay (time and peak RSS, in a child process),
+        audit, a year of metrics, the ingest of K further notifications (default N / 50,
+        2,000 to 20,000), and the change and lifecycle feeds with every expiry of the history due.
+
+          --db PATH     where the database is kept (default bench-out/scale-N.sqlite), with
+                        PATH.root.der (the root that signed it) and PATH.plan.json beside it
+          --reuse-db    reuse the database at PATH when it was built for the same N and M
+          --out PATH    results as JSON (default bench-out/scale-N.json)
+          --only LIST   the stages measured, comma-separated (default all):
+                        storage,query,history,metrics,audit,replay,due,ingest
+          --smoke       400 notifications over 40 customers: checks only, seconds
+        """
+
+    struct Options {
+        var events = 0
+        var customers: Int? = nil
+        var db: String? = nil
+        var reuse = false
+        var queries = 20_000
+        var further: Int? = nil
+        var out: String? = nil
+        var smoke = false
+        /// The stages measured after the build (all when empty).
+        var only: Set<String> = []
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var options = Options()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            func string() -> String? {
+                index += 1
+                return index < arguments.count ? arguments[index] : nil
+            }
+            func number() -> Int? { string().flatMap { Int($0.replacingOccurrences(of: "_", with: "")) } }
+            switch argument {
+            case "--events": guard let n = number(), n >= 20 else { return usage() }; options.events = n
+            case "--customers": guard let n = number(), n >= 1 else { return usage() }; options.customers = n
+            case "--queries": guard let n = number(), n >= 10 else { return usage() }; options.queries = n
+            case "--further": guard let n = number(), n >= 1 else { return usage() }; options.further = n
+            case "--db": guard let path = string() else { return usage() }; options.db = path
+            case "--out": guard let path = string() else { return usage() }; options.out = path
+            case "--only":
+                guard let list = string() else { return usage() }
+                options.only = Set(list.split(separator: ",").map(String.init))
+                guard options.only.isSubset(of: stages) else { return usage() }
+            case "--reuse-db": options.reuse = true
+            case "--smoke": options.smoke = true
+            case "--help", "-h": print(help); return 0
+            default: return usage()
+            }
+            index += 1
+        }
+        if options.smoke {
+            options.events = options.events == 0 ? 400 : min(options.events, 400)
+            options.customers = min(options.customers ?? 40, 40)
+            options.queries = min(options.queries, 200)
+        }
+        guard options.events > 0 else { return usage() }
+        let bench = ScaleBench.Run(options: options)
+        return bench.run()
+    }
+
+    /// The stages measured after the build, in their order.
+    static let stages = ["storage", "query", "history", "metrics", "audit", "replay", "due", "ingest"]
+
+    static func usage() -> Int32 {
+        FileHandle.standardError.write(Data((help + "\n").utf8))
+        return 2
+    }
+
+    /// The engine's configuration on the scale database: Production, revenue kept in
+    /// USD, the benchmark's rules, trusting the given roots.
+    static func configuration(roots: [[UInt8]]) -> EngineConfiguration {
+        var configuration = EngineConfiguration(
+            bundleId: TestPayloads.bundleId, appAppleId: TestPayloads.appAppleId, environment: .production,
+            rootCertificatesDER: roots, rules: BenchRules.rules)
+        configuration.revenue = RevenueSettings(reportingCurrency: "USD")
+        return configuration
+    }
+
+    /// The root kept beside the database at `path` (the one that signed it), if any.
+    static func keptRoots(_ path: String) -> [[UInt8]] {
+        FileManager.default.contents(atPath: path + ".root.der").map { [[UInt8]($0)] } ?? []
+    }
+
+    /// One run of the mode.
+    struct Run {
+        let options: Options
+        let report = Report()
+        let plan: ScalePlan
+        let path: String
+        let out: String
+        let pki = TestPKI()
+
+        init(options: Options) {
+            self.options = options
+            plan = ScalePlan(events: options.events, customers: options.customers ?? max(1, options.events / 10))
+            let smokePath = FileManager.default.temporaryDirectory.appendingPathComponent("scale-smoke-\(UUID().uuidString.prefix(8)).sqlite").path
+            path = options.db ?? (options.smoke ? smokePath : "bench-out/scale-\(options.events).sqlite")
+            out = options.out ?? "bench-out/scale-\(options.events).json"
+        }
+
+        var rootPath: String { path + ".root.der" }
+        var planPath: String { path + ".plan.json" }
+
+        func run() -> Int32 {
+            #if DEBUG
+            let build = "debug"
+            #else
+            let build = "release"
+            #endif
+            let loadBefore = Machine.loadAverage
+            for folder in [path, out] {
+                try? FileManager.default.createDirectory(
+                    atPath: URL(fileURLWithPath: folder).deletingLastPathComponent().path, withIntermediateDirectories: true)
+            }
+            report.section(
+                "run",
+                [
+                    "command": .string((["entitlements-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " ")),
+                    "build": .string(build), "smoke": .bool(options.smoke), "date": .string(ISO8601DateFormatter().string(from: Date())),
+                    "loadBefore": .string(loadBefore), "events": .int(Int64(plan.events)), "customers": .int(Int64(plan.customers)),
+                ])
+            var roots = [pki.rootDER]
+            var furtherRuns = 0
+            stage("build") {
+                if let kept = try reusable() {
+                    roots.append(kept.root)
+                    furtherRuns = kept.furtherRuns
+                    note("scale: reusing \(path) (\(kept.furtherRuns) further ingest(s) made on it before)")
+                    report.row("build", "reused \(path)", "")
+                    return
+                }
+                try buildDatabase(roots: roots)
+            }
+            guard report.failures.isEmpty else { return finish(build: build, loadBefore: loadBefore) }
+            let configuration = ScaleBench.configuration(roots: roots)
+            stage("storage") { try storage() }
+            stage("query") { try query(configuration) }
+            stage("history") { try history(configuration) }
+            stage("metrics") { try metrics(configuration) }
+            stage("audit") { try audit(configuration) }
+            stage("replay") { try replay() }
+            // The feeds before the further ingest: its renewals would put the expiries off.
+            stage("due") { try due(configuration) }
+            stage("ingest") {
+                try furtherIngest(configuration, run: furtherRuns)
+                try? writePlan(furtherRuns: furtherRuns + 1, root: roots.count > 1 ? roots[1] : roots[0])
+            }
+            return finish(build: build, loadBefore: loadBefore)
+        }
+
+        func stage(_ name: String, _ body: () throws -> Void) {
+            guard name == "build" || options.only.isEmpty || options.only.contains(name) else { return }
+            note("scale: \(name) ...")
+            do { try body() } catch { report.failures.append("\(name): \(error)") }
+        }
+
+        func finish(build: String, loadBefore: String) -> Int32 {
+            report.section("machine", ["loadBefore": .string(loadBefore), "loadAfter": .string(Machine.loadAverage), "cores": .int(Int64(Machine.cores))])
+            print("")
+            print(
+                "entitlements-bench scale (\(build)) on \(Machine.cores) cores, \(Machine.cpuModel), \(Format.megabytes(Machine.memoryBytes)) memory; load \(loadBefore) before, \(Machine.loadAverage) after"
+            )
+            print("")
+            print(report.table())
+            print("")
+            do {
+                try Data((PrettyJSON.string(report.json()) + "\n").utf8).write(to: URL(fileURLWithPath: out))
+                print("results: \(out)   database: \(path)")
+            } catch {
+                report.failures.append("writing \(out): \(error)")
+            }
+            if options.smoke { Storage.remove(path); removeSidecars() }
+            for failure in report.failures { print("FAILED: \(failure)") }
+            if report.failures.isEmpty && options.smoke { print("smoke: every stage of scale ran and checked out") }
+            return report.failures.isEmpty ? 0 : 1
+        }
+
+        func removeSidecars() {
+            try? FileManager.default.removeItem(atPath: path + "-head")
+            try? FileManager.default.removeItem(atPath: rootPath)
+            try? FileManager.default.removeItem(atPath: planPath)
+        }
+
+        // MARK: the database
+
+        /// The kept database's root and further-ingest count, when `--reuse-db` and it was built for this plan.
+        func reusable() throws -> (root: [UInt8], furtherRuns: Int)? {
+            guard options.reuse, FileManager.default.fileExists(atPath: path),
+                let planData = FileManager.default.contents(atPath: planPath),
+                let rootData = FileManager.default.contents(atPath: rootPath),
+                let json = try? JSONParser().parse(String(decoding: planData, as: UTF8.self)),
+                case .int(let events)? = json["events"], case .int(let customers)? = json["customers"],
+                events == Int64(plan.events), customers == Int64(plan.customers)
+            else { return nil }
+            var runs = 0
+            if case .int(let value)? = json["furtherRuns"] { runs = Int(value) }
+            return ([UInt8](rootData), runs)
+        }
+
+        func writePlan(furtherRuns: Int, root: [UInt8]) throws {
+            let json: JSONValue = [
+                "events": .int(Int64(plan.events)), "customers": .int(Int64(plan.customers)), "furtherRuns": .int(Int64(furtherRuns)),
+            ]
+            try Data(JSONWriter.string(json).utf8).write(to: URL(fileURLWithPath: planPath))
+            try Data(root).write(to: URL(fileURLWithPath: rootPath))
+        }
+
+        /// Signs the plan's notifications batch by batch (over every core) and ingests
+        /// them through `Engine.ingest` with 2 workers, one call per month of the history.
+        func buildDatabase(roots: [[UInt8]]) throws {
+            Storage.remove(path)
+            removeSidecars()
+            note("scale: building \(plan.events) notifications over \(plan.customers) customers (\(plan.eventsPerCustomer) each) into \(path) ...")
+            let engine = try Engine(configuration: ScaleBench.configuration(roots: roots), databasePath: path)
+            let batch = 256
+            let start = Clock.now()
+            let cpu = Clock.processCPU()
+            var signingSeconds = 0.0
+            var appended = 0
+            var firstProblem: String? = nil
+            var lastNote = start
+            for month in 0..<plan.eventsPerCustomer {
+                var index = month * plan.customers
+                let end = min((month + 1) * plan.customers, plan.events)
+                guard index < end else { break }
+                try engine.ingest(
+                    batches: {
+                        guard index < end else { return nil }
+                        let upper = min(index + batch, end)
+                        defer { index = upper }
+                        let signing = Clock.now()
+                        let bodies = plan.bodies(index..<upper, pki: pki)
+                        signingSeconds += Clock.now() - signing
+                        return bodies
+                    }, workers: 2, receivedAt: ScalePlan.receivedBy(event: month),
+                    deliver: { results in
+                        for result in results {
+                            if result.outcome == .appended {
+                                appended += 1
+                            } else if firstProblem == nil {
+                                firstProblem = "\(result.outcome.rawValue): \(result.errorCode ?? "") \(result.errorMessage ?? "")"
+                            }
+                        }
+                        if Clock.now() - lastNote > 15 {
+                            lastNote = Clock.now()
+                            note("scale: \(appended) notifications appended, \(Format.count(Double(appended) / (lastNote - start))) /s with signing")
+                        }
+                    })
+            }
+            try engine.checkpoint()
+            let seconds = Clock.now() - start
+            let cpuSeconds = Clock.processCPU() - cpu
+            guard appended == plan.events else {
+                throw BenchFailure("the build appended \(appended) of \(plan.events) notifications; first other outcome: \(firstProblem ?? "none")")
+            }
+            try writePlan(furtherRuns: 0, root: pki.rootDER)
+            note("scale: built in \(Format.fixed(seconds, 1)) s")
+            report.row(
+                "build", "\(Format.count(Double(plan.events))) signed notifications ingested (signing included, same threads)",
+                Format.fixed(seconds, 1) + " s, " + Format.count(Double(plan.events) / seconds) + " /s")
+            report.row("build", "  of which signing the corpus (wall-clock, 2 cores)", Format.fixed(signingSeconds, 1) + " s")
+            report.section(
+                "build",
+                [
+                    "notifications": .int(Int64(plan.events)), "customers": .int(Int64(plan.customers)),
+                    "eventsPerCustomer": .int(Int64(plan.eventsPerCustomer)), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds),
+                    "signingSeconds": .double(signingSeconds), "peakRSS": .int(Machine.statusBytes("VmHWM")),
+                ])
+        }
+
+        // MARK: the measurements
+
+        func storage() throws {
+            let figures = try Storage.measure(path, columns: false)
+            report.row(
+                "storage", "database file: \(Format.count(Double(figures.events))) events",
+                Format.megabytes(figures.fileBytes) + ", " + Format.count(figures.bytesPerEvent) + " B per event")
+            let top = figures.objects.prefix(6).map { "\($0.name) \(Format.count(Double($0.bytes) / Double(max(1, figures.events)))) B" }
+            if !top.isEmpty { report.row("storage", "  per event, largest tables and indexes", top.joined(separator: ", ")) }
+            report.section(
+                "storage",
+                [
+                    "events": .int(figures.events), "fileBytes": .int(figures.fileBytes), "bytesPerEvent": .double(figures.bytesPerEvent),
+                    "contentBytesPerEvent": .double(figures.contentBytesPerEvent),
+                    "objects": .array(figures.objects.map { ["name": .string($0.name), "bytes": .int($0.bytes)] }),
+                ])
+        }
+
+        /// Customers drawn at random (a fixed seed).
+        func sample(_ count: Int, seed: UInt64) -> [Int] {
+            var random = SplitMix64(seed: seed)
+            return (0..<count).map { _ in random.below(plan.customers) }
+        }
+
+        /// `count` distinct customers drawn at random (at most a tenth of them, so that
+        /// most of their pages are read from disk after the page cache is dropped).
+        func distinctSample(_ count: Int, seed: UInt64) -> [Int] {
+            var random = SplitMix64(seed: seed)
+            var seen = Set<Int>()
+            let count = max(1, min(count, plan.customers / 10))
+            while seen.count < count { seen.insert(random.below(plan.customers)) }
+            return Array(seen).sorted { ($0 &* 2_654_435_761) % 1_000_003 < ($1 &* 2_654_435_761) % 1_000_003 }
+        }
+
+        static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+        }
+
+        /// Each call timed, in milliseconds, sorted.
+        func latencies(_ customers: [Int], _ body: (Int) throws -> Void) rethrows -> [Double] {
+            var out: [Double] = []
+            out.reserveCapacity(customers.count)
+            for customer in customers {
+                let begin = Clock.nanoseconds()
+                try body(customer)
+                out.append(Double(Clock.nanoseconds() - begin) / 1e6)
+            }
+            return out.sorted()
+        }
+
+        func latencyRow(_ stage: String, _ figure: String, _ sorted: [Double], seconds: Double? = nil) -> JSONValue {
+            let p50 = Self.percentile(sorted, 0.5)
+            let p99 = Self.percentile(sorted, 0.99)
+            var value = "p50 " + Format.fixed(p50 * 1000, 1) + " µs, p99 " + Format.fixed(p99 * 1000, 1) + " µs"
+            if let seconds { value += ", " + Format.count(Double(sorted.count) / seconds) + " /s" }
+            report.row(stage, figure, value)
+            return [
+                "calls": .int(Int64(sorted.count)), "p50Milliseconds": .double(p50), "p99Milliseconds": .double(p99),
+                "maxMilliseconds": .double(sorted.last ?? 0), "perSecond": .double(seconds.map { Double(sorted.count) / $0 } ?? 0),
+            ]
+        }
+
+        func query(_ configuration: EngineConfiguration) throws {
+            let at = plan.end - 20 * 86_400_000
+            func ask(_ engine: Engine, _ customer: Int) throws {
+                guard case .customer = try engine.query(.appTransactionId(HistoryPlan.appTransactionId(customer)), at: at) else {
+                    throw BenchFailure("query found no customer \(customer)")
+                }
+            }
+            // Cold first, on a fresh engine: the page cache dropped (root only), then each query timed.
+            var section = JSONObject()
+            let engine = try Engine(configuration: configuration, databasePath: path, mode: .readOnly)
+            if !options.smoke, dropPageCache() {
+                let cold = try latencies(distinctSample(2_000, seed: 0xC01D)) { try ask(engine, $0) }
+                section["cold"] = latencyRow("query", "Engine.query, page cache dropped first, \(cold.count) distinct customers at random", cold)
+            } else {
+                report.row("query", "Engine.query, page cache dropped", options.smoke ? "not measured in a smoke run" : "not measured: dropping the page cache needs root")
+                section["cold"] = "not measured: not root"
+            }
+            let warmPool = sample(options.queries, seed: 0x5EED)
+            for customer in warmPool.prefix(2_000) { try ask(engine, customer) }
+            let start = Clock.now()
+            let warm = try latencies(warmPool) { try ask(engine, $0) }
+            section["warm"] = latencyRow(
+                "query", "Engine.query, warm, \(Format.count(Double(plan.customers))) customers, 1 thread", warm, seconds: Clock.now() - start)
+            report.section("query", .object(section))
+        }
+
+        /// Drops the kernel's page cache (`echo 3 > /proc/sys/vm/drop_caches`); false when not allowed.
+        func dropPageCache() -> Bool {
+            guard geteuid() == 0 else { return false }
+            sync()
+            guard let handle = FileHandle(forWritingAtPath: "/proc/sys/vm/drop_caches") else { return false }
+            defer { try? handle.close() }
+            do { try handle.write(contentsOf: Data("3\n".utf8)) } catch { return false }
+            return true
+        }
+
+        func history(_ configuration: EngineConfiguration) throws {
+            let engine = try Engine(configuration: configuration, databasePath: path, mode: .readOnly)
+            let customers = sample(min(options.queries, 2_000), seed: 0x4157)
+            var entries = 0
+            let start = Clock.now()
+            let sorted = try latencies(customers) { customer in
+                let answer = try engine.history(.appTransactionId(HistoryPlan.appTransactionId(customer)), until: plan.end)
+                entries += answer.json().count
+            }
+            guard entries > 0 else { throw BenchFailure("history found no entries") }
+            report.section(
+                "history",
+                latencyRow("history", "Engine.history of one customer (\(plan.eventsPerCustomer) events each), warm", sorted, seconds: Clock.now() - start))
+        }
+
+        func metrics(_ configuration: EngineConfiguration) throws {
+            let engine = try Engine(configuration: configuration, databasePath: path, mode: .readOnly)
+            var times: [Double] = []
+            var active: Int64 = 0
+            for _ in 0..<3 {
+                let start = Clock.now()
+                let answer = try engine.metrics(from: MetricsBench.year2025.from, to: MetricsBench.year2025.to, interval: .month)
+                times.append(Clock.now() - start)
+                guard answer.lines.count == 12 else { throw BenchFailure("a year of monthly metrics gave \(answer.lines.count) lines") }
+                active = answer.lines.map(\.activeSubscriptions).max() ?? 0
+            }
+            guard active > 0 else { throw BenchFailure("no active subscription in any month") }
+            times.sort()
+            report.row("metrics", "Engine.metrics, 2025 by month: median of 3", Format.fixed(times[1], 3) + " s")
+            report.section("metrics", ["monthlySeconds": .array(times.map { .double($0) }), "mostActive": .int(active)])
+        }
+
+        func audit(_ configuration: EngineConfiguration) throws {
+            let engine = try Engine(configuration: configuration, databasePath: path, mode: .readOnly)
+            let start = Clock.now()
+            let cpu = Clock.processCPU()
+            let answer = try engine.audit()
+            let seconds = Clock.now() - start
+            let cpuSeconds = Clock.processCPU() - cpu
+            guard answer.firstMismatch == nil else { throw BenchFailure("the audit found a mismatch: \(String(describing: answer.firstMismatch))") }
+            report.row(
+                "audit", "Engine.audit, \(Format.count(Double(answer.events))) events (hash chain, every JWS verified again)",
+                Format.fixed(seconds, 1) + " s, " + Format.count(Double(answer.events) / seconds) + " events/s ("
+                    + Format.count(Double(answer.events) / max(cpuSeconds, 1e-9)) + " per CPU-s)")
+            report.section("audit", ["events": .int(answer.events), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds)])
+        }
+
+        func replay() throws {
+            let figures = try ReplayBench.measure(path: path, command: replayChildCommand)
+            guard figures.changed == 0 else { throw BenchFailure("the replay changed \(figures.changed) customers") }
+            report.row(
+                "replay", "Engine.replay, \(Format.count(Double(figures.events))) events, \(Format.count(Double(figures.customers))) customers",
+                Format.fixed(figures.seconds, 1) + " s, " + Format.count(figures.rate) + " events/s ("
+                    + Format.count(Double(figures.events) / max(figures.cpuSeconds, 1e-9)) + " per CPU-s)")
+            report.row("replay", "  peak RSS of the replaying process", Format.megabytes(figures.peakRSS))
+            report.section(
+                "replay",
+                [
+                    "events": .int(figures.events), "customers": .int(figures.customers), "seconds": .double(figures.seconds),
+                    "cpuSeconds": .double(figures.cpuSeconds), "peakRSS": .int(figures.peakRSS), "baselineRSS": .int(figures.baselineRSS),
+                ])
+        }
+
+        /// K further notifications (renewals and consumables of a later month, for
+        /// customers spread over the whole database), signed beforehand, then ingested
+        /// through `Engine.ingest` with 2 workers.
+        func furtherIngest(_ configuration: EngineConfiguration, run: Int) throws {
+            let count = options.further ?? min(20_000, max(2_000, plan.events / 50))
+            // Customers spread over the whole database, as many months as it takes.
+            let perMonth = min(plan.customers, count)
+            let months = (count + perMonth - 1) / perMonth
+            let month = plan.eventsPerCustomer + run * months
+            let positions = (0..<count).map { (customer: ($0 % perMonth) * plan.customers / perMonth, event: month + $0 / perMonth) }
+            let documents = plan.signed(positions, pki: pki)
+            let engine = try Engine(configuration: configuration, databasePath: path)
+            var appended = 0
+            var index = 0
+            let cpu = Clock.processCPU()
+            let start = Clock.now()
+            try engine.ingest(
+                batches: {
+                    guard index < documents.count else { return nil }
+                    let end = min(index + 256, documents.count)
+                    defer { index = end }
+                    return Array(documents[index..<end])
+                }, workers: 2, receivedAt: ScalePlan.receivedBy(event: month + months - 1),
+                deliver: { results in for result in results where result.outcome == .appended { appended += 1 } })
+            let seconds = Clock.now() - start
+            let cpuSeconds = Clock.processCPU() - cpu
+            guard appended == count else { throw BenchFailure("the further ingest appended \(appended) of \(count)") }
+            report.row(
+                "ingest", "Engine.ingest, 2 workers, \(Format.count(Double(count))) further notifications",
+                Format.count(Double(count) / seconds) + " /s (" + Format.count(Double(count) / max(cpuSeconds, 1e-9)) + " per CPU-s)")
+            report.section(
+                "ingest", ["notifications": .int(Int64(count)), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds), "month": .int(Int64(month))])
+        }
+
+        /// The change and lifecycle feeds 45 days after the history's end: the first read
+        /// records every expiry made due (one per subscriber not renewed), then reads with nothing due.
+        func due(_ configuration: EngineConfiguration) throws {
+            let now = plan.end + 45 * 86_400_000
+            let store = try EventStore(path: path, hash: { SHA256.hash($0) }, mode: .readOnly)
+            let pending = try store.rawConnection.scalarInt("SELECT count(*) FROM lifecycle_due WHERE next_due_at <= \(now)") ?? -1
+            let engine = try Engine(configuration: configuration, databasePath: path)
+            var section = JSONObject()
+            section["lifecycleDueRows"] = .int(pending)
+
+            var start = Clock.now()
+            let changesRecorded = try engine.recordDueChanges(now: now)
+            let changesCatchUp = Clock.now() - start
+            let changeCursor = try engine.lastChangeCursor()
+            start = Clock.now()
+            let lifecycleRecorded = try engine.recordDueLifecycle(now: now)
+            let lifecycleCatchUp = Clock.now() - start
+            let lifecycleCursor = try engine.lastLifecycleCursor()
+            report.row(
+                "changes", "Engine.changes, first read: \(Format.count(Double(changesRecorded))) time-driven changes recorded",
+                Format.fixed(changesCatchUp, 2) + " s")
+            report.row(
+                "lifecycle",
+                "Engine.lifecycle, first read: \(Format.count(Double(lifecycleRecorded))) lines recorded (\(Format.count(Double(pending))) customers due)",
+                Format.fixed(lifecycleCatchUp, 2) + " s")
+            var changesTimes: [Double] = []
+            var lifecycleTimes: [Double] = []
+            for call in 0..<50 {
+                let later = now + Int64(call) * 1_000
+                var begin = Clock.nanoseconds()
+                let changes = try engine.changes(since: changeCursor, recordingDueAt: later)
+                changesTimes.append(Double(Clock.nanoseconds() - begin) / 1e6)
+                begin = Clock.nanoseconds()
+                let lines = try engine.lifecycle(since: lifecycleCursor, recordingDueAt: later)
+                lifecycleTimes.append(Double(Clock.nanoseconds() - begin) / 1e6)
+                guard changes.isEmpty, lines.isEmpty else { throw BenchFailure("the feeds found new lines with nothing due") }
+            }
+            section["changesRecorded"] = .int(Int64(changesRecorded))
+            section["changesCatchUpSeconds"] = .double(changesCatchUp)
+            section["lifecycleRecorded"] = .int(Int64(lifecycleRecorded))
+            section["lifecycleCatchUpSeconds"] = .double(lifecycleCatchUp)
+            section["changesNothingDue"] = latencyRow("changes", "  then with nothing due", changesTimes.sorted())
+            section["lifecycleNothingDue"] = latencyRow("lifecycle", "  then with nothing due", lifecycleTimes.sorted())
+            report.section("due", .object(section))
+        }
+    }
+}

@@ -323,7 +323,7 @@ public final class AppStoreSync: Sendable {
         }
     }
 
-    /// ``customer(_:page:)`` on a thread of its own, suspending the caller.
+    /// `customer(_:page:)` on a thread of its own, suspending the caller.
     public func customer(_ id: String, page: @escaping @Sendable (SyncPage) -> Void = { _ in }) async -> SyncOutcome {
         do {
             return try await engine.onOwnThread("entitlements.sync") { () throws(EngineError) in self.customer(id, page: page) }

@@ -21,7 +21,7 @@ extension Engine {
     ///
     /// A database keeps its active rules: the rules of the last `replay`, or, on
     /// a fresh database, the configuration's rules, recorded on first use. Every
-    /// answer, whichever process asks, applies them; only ``replay(diff:now:progress:)``
+    /// answer, whichever process asks, applies them; only `replay(diff:now:progress:)`
     /// makes the configuration's rules the database's. ``rulesWarning()`` says when
     /// the two differ.
     /// - Throws: ``EngineError`` when the database cannot be read.

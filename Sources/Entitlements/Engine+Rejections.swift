@@ -29,7 +29,7 @@ public struct RejectedInput: Sendable, Equatable {
 }
 
 extension Engine {
-    /// How many bytes of each input ``rejections(limit:)`` shows.
+    /// How many bytes of each input `rejections(limit:)` shows.
     public static let rejectionExcerptBytes = 160
 
     /// The latest rejected inputs kept in the quarantine, newest first.

@@ -128,12 +128,12 @@ extension Engine {
 }
 
 extension Engine {
-    /// The revenue ledger, on the engine's threads (see ``revenue(from:to:)-(_,_)``).
+    /// The revenue ledger, on the engine's threads (see `revenue(from:to:)`).
     public func revenue(from: Int64? = nil, to: Int64? = nil) async throws(EngineError) -> RevenueAnswer {
         try await onOwnThread("entitlements.revenue") { () throws(EngineError) in try self.revenue(from: from, to: to) }
     }
 
-    /// Subscription metrics per interval, on the engine's threads (see ``metrics(from:to:interval:)-(_,_,_)``).
+    /// Subscription metrics per interval, on the engine's threads (see `metrics(from:to:interval:)`).
     public func metrics(from: Int64, to: Int64, interval: MetricsInterval = .month) async throws(EngineError) -> MetricsAnswer {
         try await onOwnThread("entitlements.metrics") { () throws(EngineError) in
             try self.metrics(from: from, to: to, interval: interval)

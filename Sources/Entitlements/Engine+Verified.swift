@@ -10,7 +10,7 @@ extension Engine {
         try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now()).map(Self.result)
     }
 
-    /// Appends items already verified in one transaction, like ``append(verified:receivedAt:)-(_,_)``,
+    /// Appends items already verified in one transaction, like `append(verified:receivedAt:)`,
     /// but returns once the batch is committed locally, without waiting for the replica: a
     /// caller that commits batches one after another commits the next while the replica
     /// confirms this one. Nothing of it may be acknowledged before ``confirmReplicated(_:)``
@@ -27,7 +27,7 @@ extension Engine {
 
 extension Engine {
     /// Appends items already verified in one transaction, on the engine's threads
-    /// (see ``append(verified:receivedAt:)-(_,_)``).
+    /// (see `append(verified:receivedAt:)`).
     public func append(verified items: [AppendItem], receivedAt: Int64? = nil) async throws(EngineError) -> [IngestResult] {
         try await onEngineThread { () throws(EngineError) in try self.append(verified: items, receivedAt: receivedAt) }
     }

@@ -42,8 +42,10 @@ public final class TransactionFinisher: Sendable {
     static let passLimit = 500
 
     /// - Parameters:
+    ///   - engine: the engine whose queued finishes are called and recorded.
     ///   - clients: the API client for each environment (`Production`, `Sandbox`) whose
     ///     transactions are finished.
+    ///   - clock: the current time in milliseconds (tests set it).
     ///   - report: called after each call, on the finisher's thread.
     public init(
         engine: Engine, clients: [AppStoreEnvironment: AppStoreServerAPIClient],
@@ -136,7 +138,7 @@ public final class TransactionFinisher: Sendable {
     }
 
     /// Finishes what is due on a thread of its own, then again whenever the engine queues
-    /// more or a retry falls due, until ``stop()``.
+    /// more or a retry falls due, until `stop()`.
     public func start() {
         let done = DispatchSemaphore(value: 0)
         let started = running.withLock { state -> Bool in

@@ -5,7 +5,7 @@ import Synchronization
 /// Syncs, on a thread of its own, the original transaction id of each V1 notification the
 /// engine rejects (`UNVERIFIABLE_V1`), so that what it announced arrives signed: the
 /// customer's history, statuses and app transaction from the App Store Server API
-/// (``AppStoreSync/customer(_:page:)``), each id once per engine. A server starts it, so
+/// (`AppStoreSync.customer(_:page:)`), each id once per engine. A server starts it, so
 /// that no request waits on Apple.
 ///
 /// ```swift
@@ -40,7 +40,7 @@ public final class V1NotificationSyncer: Sendable {
         self.init(sync: try AppStoreSync(engine: engine), report: report)
     }
 
-    /// Syncs each id as the engine notes it, until ``stop()``.
+    /// Syncs each id as the engine notes it, until `stop()`.
     public func start() {
         let done = DispatchSemaphore(value: 0)
         let started = running.withLock { state -> Bool in

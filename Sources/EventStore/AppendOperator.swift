@@ -68,27 +68,13 @@ extension EventStore {
                 let before = stored?.state ?? CustomerState(key: key)
                 if let refusal = try check(before, self) { return (.refused(refusal), .rollback) }
 
-                let last = try connection.cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
-                var (lastSeq, prevHash): (Int64, [UInt8]) = (0, [UInt8](repeating: 0, count: 32))
-                if try last.step() { (lastSeq, prevHash) = (last.int64(0), last.blob(1) ?? []) }
-                last.reset()
-                let seq = lastSeq + 1
-                let event = Event(seq: seq, body: .operatorAction(record))
-                let raw = JSONWriter.string(record.canonicalJSON)
-                let row = LogRow(
-                    seq: seq, identity: identity, kind: record.kind.rawValue, eventId: record.id, customerKey: key,
-                    appTransactionId: record.appTransactionId, originalTransactionId: record.originalTransactionId,
-                    transactionId: nil, notificationType: nil, subtype: nil, signedDate: record.recordedAt, receivedAt: receivedAt,
-                    content: .whole(raw: raw, body: nil), prevHash: prevHash,
-                    hash: chainHash(
-                        prevHash: prevHash, seq: seq, identity: identity, raw: raw, digest: nil, digestFrom: try chainDigestFrom(),
-                        material: &chainMaterial))
-                try Self.insert(row, into: "events", on: connection, headers: jwsHeaders)
-                let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
-                try facts.bind(1, key)
-                try facts.bind(2, seq)
-                try facts.bind(3, blob: EventCodec.encode(event))
-                try facts.step()
+                let event = try insertOperatorEvent(
+                    OperatorEventRow(
+                        identity: identity, kind: record.kind.rawValue, eventId: record.id, customerKey: key,
+                        appTransactionId: record.appTransactionId, originalTransactionId: record.originalTransactionId,
+                        signedDate: record.recordedAt, raw: JSONWriter.string(record.canonicalJSON)),
+                    body: .operatorAction(record), receivedAt: receivedAt)
+                let seq = event.seq
                 if case .link = record.action, let appUserId = record.appUserId {
                     let link = try connection.cached("INSERT OR IGNORE INTO app_user_links (app_user_id, customer_key) VALUES (?, ?)")
                     try link.bind(1, appUserId)

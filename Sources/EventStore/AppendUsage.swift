@@ -54,27 +54,13 @@ extension EventStore {
                     return (.refused(refusal), .rollback)
                 }
 
-                let last = try connection.cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
-                var (lastSeq, prevHash): (Int64, [UInt8]) = (0, [UInt8](repeating: 0, count: 32))
-                if try last.step() { (lastSeq, prevHash) = (last.int64(0), last.blob(1) ?? []) }
-                last.reset()
-                let seq = lastSeq + 1
-                let event = Event(seq: seq, body: .usage(usage))
-                let raw = JSONWriter.string(usage.canonicalJSON)
-                let row = LogRow(
-                    seq: seq, identity: identity, kind: OperatorKind.usage.rawValue, eventId: usage.usageId, customerKey: key,
-                    appTransactionId: usage.appTransactionId, originalTransactionId: usage.originalTransactionId,
-                    transactionId: nil, notificationType: nil, subtype: nil, signedDate: usage.at, receivedAt: receivedAt,
-                    content: .whole(raw: raw, body: nil), prevHash: prevHash,
-                    hash: chainHash(
-                        prevHash: prevHash, seq: seq, identity: identity, raw: raw, digest: nil, digestFrom: try chainDigestFrom(),
-                        material: &chainMaterial))
-                try Self.insert(row, into: "events", on: connection, headers: jwsHeaders)
-                let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
-                try facts.bind(1, key)
-                try facts.bind(2, seq)
-                try facts.bind(3, blob: EventCodec.encode(event))
-                try facts.step()
+                let event = try insertOperatorEvent(
+                    OperatorEventRow(
+                        identity: identity, kind: OperatorKind.usage.rawValue, eventId: usage.usageId, customerKey: key,
+                        appTransactionId: usage.appTransactionId, originalTransactionId: usage.originalTransactionId,
+                        signedDate: usage.at, raw: JSONWriter.string(usage.canonicalJSON)),
+                    body: .usage(usage), receivedAt: receivedAt)
+                let seq = event.seq
 
                 let generation = try currentEngineState().generation
                 try project(key: key, events: [event], generation: generation, rules: rules)

@@ -15,9 +15,13 @@ final class ServeAPI: Sendable {
     let queryGate: DispatchSemaphore
     /// Requests and ingests counted for `GET /metrics`.
     let counters = ServerMetrics()
+    /// Look Up Order ID for `GET /customers?orderId=`: with `appStoreServerAPI` configured
+    /// on an engine that writes; `nil` otherwise.
+    let orders: AppStoreSync?
 
     init(engine: Engine, token: String?, adminTokens: [AdminToken] = [], bound: QuarantineBound) {
         self.engine = engine
+        orders = engine.configuration.appStoreServerAPI == nil || engine.mode == .readOnly ? nil : try? AppStoreSync(engine: engine)
         self.token = token
         self.adminTokens = adminTokens
         budget = QuarantineBudget(bound: bound)
@@ -255,7 +259,7 @@ final class ServeAPI: Sendable {
     /// `GET /customers?originalTransactionId=X` (or `transactionId`, `appAccountToken`), with optional `&at=MS`.
     private func customerSearch(_ request: ServerRequest) -> ServerResponse {
         guard let parameters = Route.parameters(request.head.query) else { return Self.badRequest("malformed query string") }
-        let selectors = ["originalTransactionId", "transactionId", "appAccountToken"]
+        let selectors = ["originalTransactionId", "transactionId", "appAccountToken", "orderId"]
         for name in parameters.keys where name != "at" && !selectors.contains(name) {
             return Self.badRequest("unknown query parameter \(name.prefix(40)) (expected one of \(selectors.joined(separator: ", ")) and optionally at)")
         }
@@ -271,8 +275,29 @@ final class ServeAPI: Sendable {
         switch given[0] {
         case "originalTransactionId": return answer(.originalTransactionId(value), at: at)
         case "appAccountToken": return answer(.appAccountToken(value), at: at)
+        case "orderId": return orderQuery(value, at: at)
         default: return transactionQuery(value, at: at)
         }
+    }
+
+    /// `GET /customers?orderId=O`: the order number from the customer's receipt email, looked
+    /// up with Apple (Look Up Order ID), what it returns ingested, then that customer's view,
+    /// as `lookup-order` prints it (specification section 17).
+    private func orderQuery(_ orderId: String, at: Int64?) -> ServerResponse {
+        guard let orders else {
+            return .error(
+                404, code: "NOT_FOUND",
+                message: "an order id is looked up with Apple: this server has no appStoreServerAPI configured, or is a read replica")
+        }
+        let lookup = orders.lookUpOrder(orderId, at: at, page: { _ in })
+        if let failure = lookup.outcome.failure {
+            if case .engine(let error) = failure { return Self.unavailable(error) }
+            return Self.json(502, failure.json())
+        }
+        guard let view = lookup.views.first else {
+            return .error(404, code: "NOT_FOUND", message: "Apple knows no order \(orderId.prefix(64)) for this app")
+        }
+        return answer(.appTransactionId(view.appTransactionId), at: at)
     }
 
     /// `GET /customers?transactionId=T`.

@@ -43,6 +43,15 @@ import Glibc
             return client.response(timeout: 30)?.status
         }
 
+        /// GETs `path`; the status and the body's JSON, or `nil` without an answer.
+        func get(_ path: String) -> (status: Int, json: JSONValue?)? {
+            guard let client = try? RawClient(port: port) else { return nil }
+            guard client.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+                let response = client.response(timeout: 30)
+            else { return nil }
+            return (response.status, try? JSONParser().parse(response.body))
+        }
+
         /// SIGTERM, then the outcome.
         func stop() -> TestSupport.Tool.Outcome {
             kill(running.pid, SIGTERM)
@@ -155,5 +164,33 @@ import Glibc
         // The status answer's copy is not ingested.
         let store = try EventStore(path: fixture.folder.appendingPathComponent("served.sqlite").path, hash: { $0 }, mode: .readOnly)
         #expect(try store.notificationReceivedAt(uuid: "7e57e57e-0000-4000-8000-000000000003") == nil)
+    }
+
+    @Test func serveFindsACustomerByTheOrderIdFromTheReceiptEmail() throws {
+        let fixture = try SyncFixture()
+        let order = [S.signed(S.transaction("3000000000088402", daysAgo: 2))]
+        fixture.mock.handle { request in
+            guard request.method == "GET" else { return MockResponse(status: 405) }
+            switch request.path {
+            case "/inApps/v1/lookup/MQ5Y1Z2X3W": return .json(["status": 0, "signedTransactions": .array(order.map(JSONValue.string))])
+            case "/inApps/v1/lookup/UNKNOWN123": return .json(["status": 1, "signedTransactions": []])
+            default: return MockResponse(status: 404)
+            }
+        }
+        let served = try Served(fixture, database: "orders.sqlite")
+        defer { _ = served.stop() }
+        let found = try #require(served.get("/customers?orderId=MQ5Y1Z2X3W"))
+        #expect(found.status == 200, "\(String(describing: found.json))")
+        #expect(found.json?["appTransactionId"] == .string(S.appTransactionId))
+        #expect(found.json?["entitlements"]?["pro"]?["active"] == true)
+        // What Apple returned is in the log: the transaction answers without Apple.
+        let again = try #require(served.get("/customers?transactionId=3000000000088402"))
+        #expect(again.status == 200)
+        #expect(again.json?["appTransactionId"] == .string(S.appTransactionId))
+        let unknown = try #require(served.get("/customers?orderId=UNKNOWN123"))
+        #expect(unknown.status == 404)
+        #expect(unknown.json?["error"]?["code"] == "NOT_FOUND")
+        #expect(fixture.mock.requests.map(\.path) == ["/inApps/v1/lookup/MQ5Y1Z2X3W", "/inApps/v1/lookup/UNKNOWN123"])
+        #expect(fixture.mock.requests.allSatisfy { $0.tokenProblem == nil })
     }
 }

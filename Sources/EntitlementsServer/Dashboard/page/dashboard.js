@@ -371,6 +371,7 @@
   // MARK: Finding a customer
 
   const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  const ORDER_ID = /^[A-Z0-9]{6,20}$/;
 
   /** Tries the id as each kind of id an endpoint answers for, in turn. */
   async function find(id) {
@@ -383,6 +384,8 @@
     ];
     if (UUID.test(id)) tries.push(["appAccountToken", "/customers?appAccountToken=" + enc]);
     tries.push(["app user id", "/users/" + enc]);
+    // An order number from a receipt email (letters and digits): asked of Apple last.
+    if (ORDER_ID.test(id)) tries.push(["order id", "/customers?orderId=" + enc]);
     const tried = [];
     for (const [kind, path] of tries) {
       // Only the admin token reads app users: a 401 there is no reason to ask for a token.
@@ -400,7 +403,7 @@
       tried.push(kind + (answer.status === 403 || answer.status === 401 ? " (needs the admin token)" : answer.status === 404 ? "" : " (" + errorText(answer) + ")"));
     }
     view.appendChild(el("p", { class: "error", "data-found": "none" },
-      "No customer or app user has this id. Tried it as: " + tried.join(", ") + ". (An order id is found through its transaction id.)"));
+      "No customer or app user has this id. Tried it as: " + tried.join(", ") + "."));
   }
 
   // MARK: A customer

@@ -73,19 +73,7 @@ struct CommitmentAndCommercePropertyTests {
     static func replayEqualsIngest(
         _ events: [Event], reference: [CustomerKey: CustomerState], rules: Rules, seed: UInt64
     ) throws {
-        var log: [RawRef: String] = [:]
-        for event in events {
-            switch event.body {
-            case .notification(let n):
-                if let t = n.transaction { log[t.ref] = t.raw }
-                if let r = n.renewalInfo { log[r.ref] = r.raw }
-                if let a = n.appTransaction { log[a.ref] = a.raw }
-            case .transaction(let t): log[t.ref] = t.raw
-            case .renewalInfo(let r): log[r.ref] = r.raw
-            case .appTransaction(let a): log[a.ref] = a.raw
-            case .receipt, .usage, .operatorAction: break
-            }
-        }
+        let log = ReplayFromLog.raws(of: events)
         let stripped = try events.map { event throws(CodecError) in try EventCodec.decode(EventCodec.encode(event), seq: event.seq) }
         let links = try CustomerLinks(events)
         var rng = SplitMix64(seed: seed ^ 0x5EED)
@@ -94,21 +82,8 @@ struct CommitmentAndCommercePropertyTests {
             var states: [CustomerKey: CustomerState] = [:]
             for original in order {
                 guard let key = links.owner(of: original) else { continue }
-                var event = original
                 var state = try StateCodec.decode(StateCodec.encode(states[key] ?? CustomerState(key: key)))
-                var attempts = 0
-                while true {
-                    do {
-                        try state.apply(event, rules: rules)
-                        break
-                    } catch {
-                        attempts += 1
-                        #expect(attempts < 3)
-                        let raws = Dictionary(uniqueKeysWithValues: error.refs.map { ($0, log[$0]!) })
-                        state.hydrate(raws)
-                        event.hydrate(raws)
-                    }
-                }
+                _ = try ReplayFromLog.apply(original, to: &state, rules: rules, log: log)
                 states[key] = state
             }
             #expect(states == reference)

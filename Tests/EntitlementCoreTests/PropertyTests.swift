@@ -36,19 +36,7 @@ struct PropertyTests {
     func replayWithoutRawsHydratingOnDemandGivesTheIngestState(seed: UInt64) throws {
         // Events as replay reads them: facts from the codec, raws left in the log.
         let events = RandomHistory.events(seed: seed)
-        var log: [RawRef: String] = [:]
-        for event in events {
-            switch event.body {
-            case .notification(let n):
-                if let t = n.transaction { log[t.ref] = t.raw }
-                if let r = n.renewalInfo { log[r.ref] = r.raw }
-                if let a = n.appTransaction { log[a.ref] = a.raw }
-            case .transaction(let t): log[t.ref] = t.raw
-            case .renewalInfo(let r): log[r.ref] = r.raw
-            case .appTransaction(let a): log[a.ref] = a.raw
-            case .receipt, .usage, .operatorAction: break
-            }
-        }
+        let log = ReplayFromLog.raws(of: events)
         let stripped = try events.map { event throws(CodecError) in try EventCodec.decode(EventCodec.encode(event), seq: event.seq) }
         let reference = try reduceAll(events)
 
@@ -60,24 +48,10 @@ struct PropertyTests {
             var states: [CustomerKey: CustomerState] = [:]
             for original in order {
                 guard let key = links.owner(of: original) else { continue }
-                var event = original
                 var state = states[key] ?? CustomerState(key: key)
                 // Stored between events, as the projection store does: raws dropped.
                 state = try StateCodec.decode(StateCodec.encode(state))
-                var attempts = 0
-                while true {
-                    do {
-                        try state.apply(event, rules: testRules)
-                        break
-                    } catch {
-                        attempts += 1
-                        loads += 1
-                        #expect(attempts < 3)
-                        let raws = Dictionary(uniqueKeysWithValues: error.refs.map { ($0, log[$0]!) })
-                        state.hydrate(raws)
-                        event.hydrate(raws)
-                    }
-                }
+                loads += try ReplayFromLog.apply(original, to: &state, rules: testRules, log: log)
                 states[key] = state
             }
             #expect(states == reference)

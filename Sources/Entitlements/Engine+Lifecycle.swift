@@ -11,15 +11,9 @@ extension Engine {
     /// - Throws: ``EngineError`` when the database cannot be written.
     @discardableResult
     public func recordDueLifecycle(now: Int64? = nil) throws(EngineError) -> Int {
-        guard mode != .readOnly else { return 0 }
-        let now = now ?? Self.now()
-        do {
-            // A reader first: nothing due, nothing locked.
-            guard try readers.withReader({ store throws(StoreError) in try store.hasDueLifecycle(now: now) }) else { return 0 }
-            return try store.withLock { store throws(StoreError) in try store.recordDueLifecycle(rules: activeRules(store).rules, now: now) }
-        } catch {
-            throw EngineError(error)
-        }
+        try recordDue(
+            now: now, isDue: { store, now throws(StoreError) in try store.hasDueLifecycle(now: now) },
+            record: { store, rules, now throws(StoreError) in try store.recordDueLifecycle(rules: rules, now: now) })
     }
 
     /// The lifecycle events recorded after `cursor` (0: from the start), in the
@@ -34,20 +28,12 @@ extension Engine {
         -> [LifecycleRecord]
     {
         try recordDueLifecycle(now: now)
-        do {
-            return try readers.withReader { store throws(StoreError) in try store.lifecycle(after: cursor, limit: limit) }
-        } catch {
-            throw EngineError(error)
-        }
+        return try read { store throws(StoreError) in try store.lifecycle(after: cursor, limit: limit) }
     }
 
     /// The last lifecycle cursor recorded (0 before any event): a cursor above it is from the future.
     public func lastLifecycleCursor() throws(EngineError) -> Int64 {
-        do {
-            return try readers.withReader { store throws(StoreError) in try store.lastLifecycleCursor() }
-        } catch {
-            throw EngineError(error)
-        }
+        try read { store throws(StoreError) in try store.lastLifecycleCursor() }
     }
 
     /// Every lifecycle event of `customer`'s data as known now, recorded or not
@@ -76,45 +62,6 @@ extension Engine {
     /// ends on its own: it yields each event once recorded (time-driven ones at
     /// most `pollInterval` late) until the task iterating it is cancelled.
     public func lifecycleFeed(since cursor: Int64 = 0, pollInterval: Duration = .milliseconds(250)) -> LifecycleFeed {
-        LifecycleFeed(engine: self, cursor: cursor, pollInterval: pollInterval)
-    }
-}
-
-/// The lifecycle feed from a cursor, as an `AsyncSequence` (see ``Engine/lifecycleFeed(since:pollInterval:)``).
-///
-/// Each element is a ``LifecycleRecord``; iteration polls the database (one
-/// indexed read per poll when nothing is new) and ends when its task is
-/// cancelled. A database failure ends it with the error.
-public struct LifecycleFeed: AsyncSequence, Sendable {
-    public typealias Element = LifecycleRecord
-
-    let engine: Engine
-    let cursor: Int64
-    let pollInterval: Duration
-
-    public func makeAsyncIterator() -> Iterator {
-        Iterator(engine: engine, cursor: cursor, pollInterval: pollInterval)
-    }
-
-    public struct Iterator: AsyncIteratorProtocol {
-        let engine: Engine
-        var cursor: Int64
-        let pollInterval: Duration
-        var buffer: [LifecycleRecord] = []
-
-        public mutating func next() async throws -> LifecycleRecord? {
-            while buffer.isEmpty {
-                if Task.isCancelled { return nil }
-                let engine = self.engine
-                let cursor = self.cursor
-                buffer = try await engine.lifecycle(since: cursor, limit: 1_000)
-                if buffer.isEmpty {
-                    do { try await Task.sleep(for: pollInterval) } catch { return nil }
-                }
-            }
-            let record = buffer.removeFirst()
-            cursor = record.cursor
-            return record
-        }
+        LifecycleFeed(read: { cursor in try await self.lifecycle(since: cursor, limit: 1_000) }, cursor: cursor, pollInterval: pollInterval)
     }
 }

@@ -13,8 +13,8 @@ import TestPKI
 /// - its other valid form, `r || n − s`;
 /// - one bit flipped in the digest, `r` or `s`;
 /// - a value out of place: `r` and `s` drawn at random (now and then `n` or more),
-///   `r` or `s` zero, `n`, or `n` plus the true value's excess, `r` and `s` swapped,
-///   or the signature of the digest before.
+///   `r` or `s` zero, `n` or `n − 1`, near 2²⁵⁶, `r` and `s` swapped, or the signature
+///   of the digest before.
 ///
 /// OpenSSL decides each check from the DER form it makes itself (`i2d_ECDSA_SIG`), one at a
 /// time; the table decides the same checks in batches of ``ECDSALimit/lanesBatch``. Any
@@ -140,8 +140,9 @@ enum KeyTableDifferential {
                 case 2: add("r = n", digest, order + s)
                 case 3: add("s = n", digest, r + order)
                 case 4:
-                    // r + n, where it fits in 256 bits: the same residue, out of range.
-                    if let plus = Self.add(r, order) { add("r + n", digest, plus + s) } else { add("r and s swapped", digest, s + r) }
+                    // The largest value in range.
+                    let nMinusOne = Self.subtract(order, zero.dropLast() + [1])
+                    add(random.next() % 2 == 0 ? "r = n - 1" : "s = n - 1", digest, random.next() % 2 == 0 ? nMinusOne + s : r + nMinusOne)
                 case 5: add("r and s swapped", digest, s + r)
                 case 6:
                     if let previous { add("the digest before's signature", digest, previous) } else { add("s = n", digest, r + order) }
@@ -247,18 +248,6 @@ enum KeyTableDifferential {
                 result[index] = UInt8(difference)
             }
             return result
-        }
-
-        /// `a + b` for 32-byte big-endian numbers, or `nil` when it does not fit 32 bytes.
-        static func add(_ a: [UInt8], _ b: [UInt8]) -> [UInt8]? {
-            var result = [UInt8](repeating: 0, count: 32)
-            var carry = 0
-            for index in (0..<32).reversed() {
-                let sum = Int(a[index]) + Int(b[index]) + carry
-                result[index] = UInt8(sum & 0xFF)
-                carry = sum >> 8
-            }
-            return carry == 0 ? result : nil
         }
     }
 }

@@ -17,9 +17,11 @@ struct Options {
     var reuseDatabase = false
     var rawHeader = BigDatabase.RawHeader.compact
     var only: Set<Stage> = Set(Stage.allCases)
+    /// Random signatures the key table is held to OpenSSL's verify on (stage `keytable`).
+    var keyTableChecks = 1_000_000
 
     enum Stage: String, CaseIterable {
-        case ecdsa, verify, ingest, peer, query, replay, concurrent, lifecycle, metrics
+        case ecdsa, keytable, verify, ingest, peer, query, replay, concurrent, lifecycle, metrics
     }
 
     static let help = """
@@ -35,6 +37,9 @@ struct Options {
         It makes its own corpus with a throwaway Apple-shaped test PKI (P-384 root and intermediate,
         P-256 leaf), then measures, prints a table and writes JSON:
           ecdsa    bare P-256 ECDSA verifications per second through OpenSSL on one core (the limit)
+          keytable the engine's signature check with a key's table, batched as the ingest batches it,
+                   against OpenSSL's EVP_PKEY_verify on --key-table-checks random signatures, valid and
+                   altered (a differential check: any disagreement fails the run; also with --smoke)
           verify   verification only, one core: a single JWS, and a notification with nested
                    transaction and renewal info (3 JWS); chain cache warm and cold
           ingest   Engine.ingest end to end (verify, append, project) in batches, 1 and 2 workers;
@@ -62,6 +67,7 @@ struct Options {
           --events N            events in the query/replay database (default 1000000)
           --queries N           timed point lookups (default 200000)
           --seconds S           time for each rate measured by repetition (default 3)
+          --key-table-checks N  random signatures of the keytable stage (default 1000000, also with --smoke)
           --peer-limit N        notifications the Python peer verifies (default 1000)
           --no-peer             skip the Python peer
           --peer-script PATH    the peer script (default Benchmarks/peer-python.sh)
@@ -70,7 +76,7 @@ struct Options {
                                 compact (no certificate chain, default) or full (the real x5c chain)
           --reuse-db            reuse the query/replay database of an earlier run when its size matches
           --keep                keep the databases (default: the query/replay database is removed)
-          --only LIST           stages to run, comma-separated: ecdsa,verify,ingest,peer,query,replay,concurrent,lifecycle,metrics
+          --only LIST           stages to run, comma-separated: ecdsa,keytable,verify,ingest,peer,query,replay,concurrent,lifecycle,metrics
           --smoke               tiny sizes (200 notifications, 2000 events), checks each stage,
                                 no peer, exits non-zero on a failure; a few seconds in a debug build
           --help                this text
@@ -110,6 +116,7 @@ struct Options {
                 guard let seconds = Double(text), seconds > 0 else { throw BenchFailure("--seconds expects a positive number") }
                 options.seconds = seconds
             case "--peer-limit": options.peerLimit = try integer(argument)
+            case "--key-table-checks": options.keyTableChecks = try integer(argument, minimum: 4)
             case "--no-peer": options.peer = false
             case "--peer-script": options.peerScript = try value(argument)
             case "--raw-header":

@@ -10,7 +10,8 @@ import Foundation
 ///     valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*profiledRegion*' \
 ///         .build-bench/release/entitlements-bench __profile verify-warm 1000
 ///
-/// WHAT: verify-warm, verify-cold, ingest, append, query, replay, lanes, ecdsa.
+/// WHAT: verify-warm, verify-cold, ingest, append, query, replay, lanes, ecdsa, keytable.
+/// `BENCH_LIFECYCLE=0 ... __profile append N` appends without recording the lifecycle feed.
 ///
 /// Collection is toggled per thread: replay reduces on other threads, so count
 /// them too by also toggling on the reducing lanes' closure:
@@ -22,7 +23,7 @@ enum Profile {
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let what = arguments.first else {
-            note("usage: entitlements-bench __profile verify-warm|verify-cold|ingest|append|query|replay|lanes|ecdsa [N]")
+            note("usage: entitlements-bench __profile verify-warm|verify-cold|ingest|ingest-pipeline|append|query|replay|lanes|ecdsa|keytable|micro [N]")
             return 2
         }
         let n = arguments.count > 1 ? Int(arguments[1]) ?? 1_000 : 1_000
@@ -146,6 +147,13 @@ enum Profile {
                     index = end
                 }
                 let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
+                // `BENCH_LIFECYCLE=0`: the append without recording the lifecycle feed.
+                store.recordsLifecycle = ProcessInfo.processInfo.environment["BENCH_LIFECYCLE"] != "0"
+                let cpu = Clock.threadCPU()
+                defer {
+                    let seconds = Clock.threadCPU() - cpu
+                    note("append: \(Format.fixed(seconds / Double(max(corpus.samples.count, 1)) * 1e6, 1)) µs CPU per notification (lifecycle \(store.recordsLifecycle ? "recorded" : "off"))")
+                }
                 try profiledRegion {
                     for items in batches {
                         _ = try store.append(items, rules: BenchRules.rules, rulesJSON: BenchRules.rulesJSON, receivedAt: TestPayloads_january2026)
@@ -235,6 +243,12 @@ enum Profile {
                 print("lanes: \(n) events, \(customers.count) customers, \(bytes) state bytes: \(Format.fixed(seconds / Double(n) * 1e9, 0)) ns per event (CPU, one thread)")
             case "ecdsa":
                 try profiledRegion { _ = try ECDSALimit.measure(seconds: 0.5) }
+            case "keytable":
+                // `__profile keytable N`: the key table's differential check on N random signatures, one thread.
+                var figures = KeyTableDifferential.Figures()
+                try profiledRegion { figures = try KeyTableDifferential.run(checks: n, threads: 1, seed: 1) }
+                print("keytable: \(figures.checks) checks, \(figures.valid) valid, \(figures.disagreements) disagreeing, \(Format.fixed(figures.seconds, 1)) s")
+                if figures.disagreements > 0 { return 1 }
             default:
                 note("unknown profile \(what)")
                 return 2

@@ -81,6 +81,7 @@ struct Bench {
         var verification: VerificationBench.Figures? = nil
         var ingestOne: IngestBench.Run? = nil
         if wants(.ecdsa) || wants(.verify) { (ecdsa, verification) = verifyStage(corpus) }
+        if wants(.keytable) { keyTableStage() }
         let documents = corpus.samples.map { InputBytes($0.body) }
         if wants(.ingest) { ingestOne = ingestStage(corpus, documents: documents, corpusPath: corpusPath, ecdsa: ecdsa) }
         if wants(.peer) { peerStage(corpusPath: corpusPath, rootPath: rootPath, verification: verification, ingestOne: ingestOne) }
@@ -720,6 +721,33 @@ struct Bench {
         }
         for failure in report.failures { print("FAILED: \(failure)") }
         return 1
+    }
+
+    /// The keytable stage: the key's table held to OpenSSL's verify on random signatures.
+    func keyTableStage() {
+        stage("keytable") {
+            let checks = options.keyTableChecks
+            note("keytable: \(Format.count(Double(checks))) random signatures, valid and altered, on \(Machine.cores) threads ...")
+            let figures = try KeyTableDifferential.run(checks: checks, threads: Machine.cores, seed: 0x6B65_7974_6162_6C65)
+            report.row(
+                "limit", "the engine's check with a key's table, batched, against OpenSSL's verify: random signatures (valid / disagreeing)",
+                Format.count(Double(figures.checks)) + " (" + Format.count(Double(figures.valid)) + " / " + Format.count(Double(figures.disagreements))
+                    + ") in " + Format.fixed(figures.seconds, 1) + " s",
+                target: "0 disagreeing", met: figures.disagreements == 0)
+            report.section(
+                "keyTableDifferential",
+                [
+                    "checks": .int(Int64(figures.checks)), "valid": .int(Int64(figures.valid)),
+                    "disagreements": .int(Int64(figures.disagreements)), "seconds": .double(figures.seconds),
+                    "examples": .array(figures.examples.map { .string($0) }),
+                ])
+            guard figures.disagreements == 0 else {
+                throw BenchFailure("the key's table and OpenSSL disagree on \(figures.disagreements) signatures: \(figures.examples.joined(separator: "; "))")
+            }
+            guard figures.valid * 2 >= figures.checks else {
+                throw BenchFailure("only \(figures.valid) of \(figures.checks) checks valid: the valid signatures and their n - s forms must all pass")
+            }
+        }
     }
 
     /// Runs one stage, recording its failure instead of stopping the run.

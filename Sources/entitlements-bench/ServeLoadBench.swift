@@ -106,8 +106,11 @@ enum ServeLoadBench {
         """
 
     /// Runs `wrk` with `script` and its arguments; its figures and the server's CPU meanwhile.
+    /// With `until`, wrk is interrupted (SIGINT: it reports and exits) as soon as `until` says
+    /// so, polled every millisecond: wrk itself always runs its whole duration.
     static func wrk(
-        _ wrk: String, port: Int, threads: Int, connections: Int, seconds: Int, script: String, arguments: [String]
+        _ wrk: String, port: Int, threads: Int, connections: Int, seconds: Int, script: String, arguments: [String],
+        until: (() -> Bool)? = nil
     ) throws -> WrkResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: wrk)
@@ -115,13 +118,25 @@ enum ServeLoadBench {
             ["-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--timeout", "30s", "--latency", "-s", script, "http://127.0.0.1:\(port)", "--"] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
+        let output = LockedBox(Data())
+        let reading = DispatchGroup()
+        reading.enter()
+        Thread {
+            output.replace(pipe.fileHandleForReading.readDataToEndOfFile())
+            reading.leave()
+        }.start()
         let cpu = Clock.processCPU()
         try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        if let until {
+            while process.isRunning && !until() { usleep(1000) }
+            if process.isRunning { process.interrupt() }
+        }
         process.waitUntilExit()
+        reading.wait()
         let serverCPU = Clock.processCPU() - cpu
-        guard process.terminationStatus == 0 else { throw BenchFailure("wrk exited \(process.terminationStatus): \(output)") }
-        return try parse(output, serverCPUSeconds: serverCPU)
+        let text = String(decoding: output.value, as: UTF8.self)
+        guard process.terminationStatus == 0 else { throw BenchFailure("wrk exited \(process.terminationStatus): \(text)") }
+        return try parse(text, serverCPUSeconds: serverCPU)
     }
 
     /// `wrk --latency`'s text: "N requests in Xs", the 50 % and 99 % lines, errors.
@@ -297,15 +312,26 @@ enum ServeLoadBench {
         }
         let postScriptPath = folder + "/notifications.lua"
         try Data(notificationScript.utf8).write(to: URL(fileURLWithPath: postScriptPath))
+        // Timed by the server's commits: from the first batch committed to the last notification,
+        // the items after the first batch over that time (wrk's own clock runs its whole duration).
         let before = server.ingestStatistics
+        var first: (time: Double, items: Int)? = nil
+        var last = 0.0
         let post = try wrk(
-            wrkPath, port: port, threads: 2, connections: 64, seconds: 120, script: postScriptPath, arguments: [httpPath, "2"])
+            wrkPath, port: port, threads: 2, connections: 64, seconds: 120, script: postScriptPath, arguments: [httpPath, "2"]
+        ) {
+            let now = server.ingestStatistics
+            if first == nil && now.batches > before.batches { first = (Clock.now(), now.items - before.items) }
+            guard now.items - before.items >= half else { return false }
+            last = Clock.now()
+            return true
+        }
         let after = server.ingestStatistics
         let items = after.items - before.items
-        guard items == half, post.errors == 0 else {
+        guard items == half, post.errors == 0, let first, last > first.time else {
             throw BenchFailure("wrk POST: \(items) of \(half) notifications committed, \(post.errors) errors")
         }
-        let postRate = Double(items) / post.seconds
+        let postRate = Double(items - first.items) / (last - first.time)
         let share = cliRate.map { String(format: "; %.0f %% of the command line", postRate / $0 * 100) } ?? ""
         rows.append(
             Row(

@@ -315,6 +315,7 @@ enum ServeLoadBench {
         // Timed by the server's commits: from the first batch committed to the last notification,
         // the items after the first batch over that time (wrk's own clock runs its whole duration).
         let before = server.ingestStatistics
+        let passesBefore = server.verificationStatistics
         var first: (time: Double, items: Int)? = nil
         var last = 0.0
         let post = try wrk(
@@ -327,6 +328,7 @@ enum ServeLoadBench {
             return true
         }
         let after = server.ingestStatistics
+        let passes = server.verificationStatistics.passes - passesBefore.passes
         let items = after.items - before.items
         guard items == half, post.errors == 0, let first, last > first.time else {
             throw BenchFailure("wrk POST: \(items) of \(half) notifications committed, \(post.errors) errors")
@@ -335,12 +337,12 @@ enum ServeLoadBench {
         let share = cliRate.map { String(format: "; %.0f %% of the command line", postRate / $0 * 100) } ?? ""
         rows.append(
             Row(
-                what: "wrk POST /notifications, 64 connections, \(half) notifications (per server CPU-s), batches",
-                value: String(format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms, %d batches", postRate, Double(items) / post.serverCPUSeconds,
-                    post.p50ms, post.p99ms, after.batches - before.batches) + share,
+                what: "wrk POST /notifications, 64 connections, \(half) notifications (per server CPU-s), commits, verification passes",
+                value: String(format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms, %d commits, %d passes", postRate, Double(items) / post.serverCPUSeconds,
+                    post.p50ms, post.p99ms, after.batches - before.batches, passes) + share,
                 json: [
                     "perSecond": .int(Int64(postRate.rounded())), "perServerCPUSecond": .int(Int64((Double(items) / post.serverCPUSeconds).rounded())),
-                    "p50ms": .double(post.p50ms), "p99ms": .double(post.p99ms), "batches": .int(Int64(after.batches - before.batches)),
+                    "p50ms": .double(post.p50ms), "p99ms": .double(post.p99ms), "batches": .int(Int64(after.batches - before.batches)), "verificationPasses": .int(Int64(passes)),
                     "shareOfCommandLine": cliRate.map { .double((postRate / $0 * 100).rounded() / 100) } ?? .null,
                 ]))
         note("  wrk POST: \(Int(postRate))/s\(share)")

@@ -94,6 +94,11 @@ enum Route: Sendable, Hashable {
 
     /// The route of a path, or `nil` (404). A path segment that does not percent-decode is no route.
     init?(path: Substring) {
+        // The most frequent request first: a customer's view.
+        if let id = Self.customerId(path) {
+            self = .customer(id)
+            return
+        }
         switch path {
         case "/notifications": self = .notifications
         case "/transactions": self = .transactions
@@ -139,8 +144,19 @@ enum Route: Sendable, Hashable {
         }
     }
 
+    /// The id of `/customers/{id}` (one non-empty segment after the prefix, percent-decoded); `nil` for any other path.
+    private static func customerId(_ path: Substring) -> String? {
+        let prefix = "/customers/".utf8
+        guard path.utf8.starts(with: prefix) else { return nil }
+        let segment = path.utf8.dropFirst(prefix.count)
+        guard !segment.isEmpty, !segment.contains(UInt8(ascii: "/")), let id = percentDecoded(Substring(segment)), !id.isEmpty else { return nil }
+        return id
+    }
+
     /// `%XX` decoded as UTF-8; `nil` when malformed.
     static func percentDecoded(_ text: Substring) -> String? {
+        // Nothing to decode: the text as it is (already valid UTF-8).
+        if !text.utf8.contains(UInt8(ascii: "%")) { return String(text) }
         var bytes: [UInt8] = []
         var iterator = Array(text.utf8).makeIterator()
         while let byte = iterator.next() {

@@ -10,6 +10,8 @@ final class ServeAPI: Sendable {
     /// `serve.adminToken`: who may act as an operator, and under which label.
     let adminTokens: [AdminToken]
     let batcher: IngestBatcher
+    /// Verifies the bodies of concurrent `POST /notifications` requests in shared passes.
+    let notificationVerification: SharedVerification
     let budget: QuarantineBudget
     /// Queries running at once: as many as the engine keeps reader connections, so none is opened per request.
     let queryGate: DispatchSemaphore
@@ -26,6 +28,9 @@ final class ServeAPI: Sendable {
         self.adminTokens = adminTokens
         budget = QuarantineBudget(bound: bound)
         batcher = IngestBatcher(engine: engine, budget: budget)
+        notificationVerification = SharedVerification(
+            verifier: engine.documentVerifier,
+            otherwise: "POST /notifications takes Apple's notification body {\"signedPayload\": \"<JWS>\"}; send other signed data to POST /transactions")
         queryGate = DispatchSemaphore(value: max(2, ProcessInfo.processInfo.activeProcessorCount))
     }
 
@@ -126,9 +131,7 @@ final class ServeAPI: Sendable {
     /// `POST /notifications`: Apple's body, one notification; the ingest line once committed.
     private func notification(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected {\"signedPayload\": \"<JWS>\"}") }
-        let item = engine.documentVerifier.verifiedNotification(
-            InputBytes(bytes: request.body),
-            otherwise: "POST /notifications takes Apple's notification body {\"signedPayload\": \"<JWS>\"}; send other signed data to POST /transactions")
+        let item = notificationVerification.verify(InputBytes(bytes: request.body))
         switch ingest([item], request: request, client: client) {
         case .success(let results):
             counters.ingested(results)

@@ -97,6 +97,9 @@ public final class Server: Sendable {
 
     /// Ingest batches committed so far and the items they held.
     public var ingestStatistics: (batches: Int, items: Int) { api.batcher.statistics }
+
+    /// Verification passes over `POST /notifications` bodies so far and the bodies they verified.
+    public var verificationStatistics: (passes: Int, bodies: Int) { api.notificationVerification.statistics }
 }
 
 extension ServerError.Code {

@@ -20,6 +20,12 @@ final class ServerMetrics: @unchecked Sendable {
         var buckets = [Int64](repeating: 0, count: ServerMetrics.latencyBuckets.count)
         var sum: Double = 0
         var count: Int64 = 0
+
+        mutating func record(_ seconds: Double) {
+            if let index = ServerMetrics.latencyBuckets.firstIndex(where: { seconds <= $0 }) { buckets[index] += 1 }
+            sum += seconds
+            count += 1
+        }
     }
 
     struct RequestKey: Hashable, Comparable {
@@ -52,11 +58,8 @@ final class ServerMetrics: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-        var latency = latencies[route] ?? Latency()
-        if let index = Self.latencyBuckets.firstIndex(where: { seconds <= $0 }) { latency.buckets[index] += 1 }
-        latency.sum += seconds
-        latency.count += 1
-        latencies[route] = latency
+        // Counted in place: a copy taken out of the dictionary would copy its buckets at every request.
+        latencies[route, default: Latency()].record(seconds)
     }
 
     /// The result lines of one ingest.

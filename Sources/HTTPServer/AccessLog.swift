@@ -26,6 +26,8 @@ public final class AccessLog: @unchecked Sendable {
 
     /// The path of `target` with the values of its query removed, at most 256 bytes.
     public static func redacted(_ target: String) -> String {
+        // Most targets: no query, short; already what is logged.
+        if target.utf8.count <= 256 && !target.utf8.contains(UInt8(ascii: "?")) && target.utf8.allSatisfy({ $0 < 0x80 }) { return target }
         var path: Substring = target[...]
         var query: Substring? = nil
         if let mark = target.firstIndex(of: "?") {
@@ -44,14 +46,24 @@ public final class AccessLog: @unchecked Sendable {
 
     public func write(_ entry: Entry) {
         var line: [UInt8] = []
-        line += Array(#"{"time":\#(Int64(Date().timeIntervalSince1970 * 1000)),"client":"#.utf8)
+        line.reserveCapacity(160)
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        line.append(contentsOf: #"{"time":"#.utf8)
+        Self.appendInteger(Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000), to: &line)
+        line.append(contentsOf: #","client":"#.utf8)
         ServerResponse.appendJSONString(entry.client, to: &line)
-        line += Array(#","method":"#.utf8)
-        if let method = entry.method { ServerResponse.appendJSONString(method, to: &line) } else { line += Array("null".utf8) }
-        line += Array(#","path":"#.utf8)
-        if let target = entry.target { ServerResponse.appendJSONString(Self.redacted(target), to: &line) } else { line += Array("null".utf8) }
-        line += Array(#","status":\#(entry.status),"bytes":\#(entry.bytes),"us":\#(entry.microseconds)}"#.utf8)
-        line.append(0x0A)
+        line.append(contentsOf: #","method":"#.utf8)
+        if let method = entry.method { ServerResponse.appendJSONString(method, to: &line) } else { line.append(contentsOf: "null".utf8) }
+        line.append(contentsOf: #","path":"#.utf8)
+        if let target = entry.target { ServerResponse.appendJSONString(Self.redacted(target), to: &line) } else { line.append(contentsOf: "null".utf8) }
+        line.append(contentsOf: #","status":"#.utf8)
+        Self.appendInteger(Int64(entry.status), to: &line)
+        line.append(contentsOf: #","bytes":"#.utf8)
+        Self.appendInteger(Int64(entry.bytes), to: &line)
+        line.append(contentsOf: #","us":"#.utf8)
+        Self.appendInteger(entry.microseconds, to: &line)
+        line.append(contentsOf: "}\n".utf8)
         lock.lock()
         defer { lock.unlock() }
         var offset = 0
@@ -62,6 +74,22 @@ public final class AccessLog: @unchecked Sendable {
                 return
             }
             offset += written
+        }
+    }
+
+    /// Appends the decimal digits of `number`.
+    static func appendInteger(_ number: Int64, to line: inout [UInt8]) {
+        if number < 0 { line.append(UInt8(ascii: "-")) }
+        var magnitude = number.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: enough for 20 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                count += 1
+                buffer[24 - count] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30
+                magnitude /= 10
+            } while magnitude > 0
+            line.append(contentsOf: buffer[(24 - count)...])
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +45,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     private let reservation: Reservation
     private let lock = NSLock()
     private var slots: ConnectionSlots
-    private var stopping = false
+    /// Set once when the server stops accepting; read by every connection at each request, without a lock.
+    private let stopping = Atomic<Bool>(false)
     /// How connection threads are started (a test makes it fail).
     var startThread: ThreadStarter = startDetachedThread
 
@@ -176,11 +178,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         return slots.count
     }
 
-    private var isStopping: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopping
-    }
+    private var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
     // MARK: Accepting
 
@@ -204,9 +202,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
                 pausedUntil = Connection.now() + UInt64(pause) * 1000
             }
         }
-        lock.lock()
-        stopping = true
-        lock.unlock()
+        stopping.store(true, ordering: .releasing)
         close(listenFD)
         // Finish what was accepted.
         while true {

@@ -36,25 +36,42 @@ public struct RequestHead: Sendable, Hashable {
 
     /// The target's path, before any `?`.
     public var path: Substring {
-        if let mark = target.firstIndex(of: "?") { return target[..<mark] }
+        if let mark = queryMark { return target[..<mark] }
         return target[...]
     }
 
     /// The target's query, after the first `?` (`nil` without one).
     public var query: Substring? {
-        guard let mark = target.firstIndex(of: "?") else { return nil }
-        return target[target.index(after: mark)...]
+        guard let mark = queryMark else { return nil }
+        return target[target.utf8.index(after: mark)...]
+    }
+
+    /// Where the first `?` of the target is (an ASCII byte: a boundary of the string's characters too).
+    private var queryMark: String.Index? {
+        target.utf8.firstIndex(of: UInt8(ascii: "?"))
     }
 
     /// The first field named `name` (case-insensitive).
     public func field(_ name: String) -> String? {
-        fields.first { $0.name.lowercased() == name.lowercased() }?.value
+        fields.first { Self.sameName($0.name, name) }?.value
     }
 
     /// Every field named `name` (case-insensitive), in order.
     public func fields(_ name: String) -> [String] {
-        let lower = name.lowercased()
-        return fields.filter { $0.name.lowercased() == lower }.map(\.value)
+        fields.filter { Self.sameName($0.name, name) }.map(\.value)
+    }
+
+    /// Whether two field names are the same name: equal but for the case of ASCII letters
+    /// (field names are tokens, ASCII alone), compared without copying either.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        for (x, y) in zip(a.utf8, b.utf8) where x != y {
+            // ASCII letters differ by 0x20 between cases.
+            guard x | 0x20 == y | 0x20, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(x | 0x20) else {
+                return a.lowercased() == b.lowercased()
+            }
+        }
+        return true
     }
 }
 

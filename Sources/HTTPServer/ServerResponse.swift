@@ -34,17 +34,23 @@ public struct ServerResponse: Sendable {
     public func serialized(close: Bool) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(128 + body.count)
-        out += Array("HTTP/1.1 \(status) \(Self.reason(status))\r\n".utf8)
+        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        AccessLog.appendInteger(Int64(status), to: &out)
+        out.append(0x20)
+        out.append(contentsOf: Self.reason(status).utf8)
+        out.append(contentsOf: [0x0D, 0x0A])
         for field in fields {
-            out += Array(field.name.utf8)
-            out += [0x3A, 0x20]
-            out += Array(field.value.utf8)
-            out += [0x0D, 0x0A]
+            out.append(contentsOf: field.name.utf8)
+            out.append(contentsOf: [0x3A, 0x20])
+            out.append(contentsOf: field.value.utf8)
+            out.append(contentsOf: [0x0D, 0x0A])
         }
-        out += Array("Content-Length: \(body.count)\r\n".utf8)
-        if close { out += Array("Connection: close\r\n".utf8) }
-        out += [0x0D, 0x0A]
-        out += body
+        out.append(contentsOf: "Content-Length: ".utf8)
+        AccessLog.appendInteger(Int64(body.count), to: &out)
+        out.append(contentsOf: [0x0D, 0x0A])
+        if close { out.append(contentsOf: "Connection: close\r\n".utf8) }
+        out.append(contentsOf: [0x0D, 0x0A])
+        out.append(contentsOf: body)
         return out
     }
 

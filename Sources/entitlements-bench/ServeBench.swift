@@ -15,13 +15,20 @@ enum ServeBench {
     static let command = "serve"
 
     static let help = """
-        entitlements-bench serve [--smoke] [--notifications N] [--queries N] [--out PATH]
+        entitlements-bench serve [--smoke] [--notifications N] [--queries N] [--load SECONDS] [--out PATH]
 
         Loopback only. Signs N notifications (default 3000; --smoke 300), then for 1, 16 and 64
         clients: ingests a fresh third of them through Engine.ingest (one call per notification,
         as a server handler would) and through POST /notifications (a keep-alive connection per
         client), and runs --queries point lookups (default 30000; --smoke 600) through
         Engine.query and GET /customers/{id}. Prints rates and p50/p99 latency; with --out, JSON.
+
+        --load SECONDS also signs 2N fresh notifications and, on the served database: GET
+        /customers/{id} paced at 10,000/s (p50/p99); Engine.query on 2 threads against wrk (2
+        threads, 2/16/64 connections, SECONDS each, alternated twice, best kept); and
+        `entitlements ingest --workers 2` on N fresh notifications against wrk posting N others
+        from 64 connections. The wrk rows need wrk on PATH; the command line row the release
+        entitlements binary beside this one.
         """
 
     struct Measurement {
@@ -30,6 +37,8 @@ enum ServeBench {
         var count: Int
         var seconds: Double
         var latencies: [UInt64]
+        /// The process's CPU time over the measurement, where it was taken.
+        var cpuSeconds: Double = 0
         var rate: Double { Double(count) / seconds }
         func percentile(_ p: Double) -> Double {
             guard !latencies.isEmpty else { return 0 }
@@ -99,6 +108,7 @@ enum ServeBench {
         var notifications = 3000
         var queries = 30_000
         var out: String? = nil
+        var load: Int? = nil
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -110,6 +120,7 @@ enum ServeBench {
             case "--smoke": smoke = true
             case "--notifications": guard let n = value(), n >= 30 else { print(help); return 2 }; notifications = n
             case "--queries": guard let n = value(), n >= 3 else { print(help); return 2 }; queries = n
+            case "--load": guard let n = value(), n >= 1 else { print(help); return 2 }; load = n
             case "--out":
                 index += 1
                 guard index < arguments.count else { print(help); return 2 }
@@ -124,26 +135,31 @@ enum ServeBench {
             queries = min(queries, 600)
         }
         do {
-            return try bench(notifications: notifications, queries: queries, out: out)
+            return try bench(notifications: notifications, queries: queries, load: load, out: out)
         } catch {
             note("entitlements-bench serve: \(error)")
             return 1
         }
     }
 
-    static func bench(notifications: Int, queries: Int, out: String?) throws -> Int32 {
+    static func bench(notifications: Int, queries: Int, load: Int?, out: String?) throws -> Int32 {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-bench-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        note("serve bench: signing \(notifications) notifications ...")
-        let corpus = Corpus(count: notifications, customers: max(1, notifications / 3))
-        let bodies = corpus.samples.map { Array($0.body.utf8) }
+        // With --load, 2N more: the later months of the same customers.
+        let signed = load == nil ? notifications : 3 * notifications
+        note("serve bench: signing \(signed) notifications ...")
+        let corpus = Corpus(count: signed, customers: max(1, notifications / 3))
+        let allBodies = corpus.samples.map { Array($0.body.utf8) }
+        let bodies = Array(allBodies[..<notifications])
         let library = try Engine(configuration: corpus.configuration, databasePath: folder + "/library.sqlite")
         let served = try Engine(configuration: corpus.configuration, databasePath: folder + "/served.sqlite")
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
-        let server = try Server(
-            engine: served, settings: ServeSettings(listen: .init(host: "127.0.0.1", port: 0)), log: AccessLog(fileDescriptor: devNull))
+        var settings = ServeSettings(listen: .init(host: "127.0.0.1", port: 0))
+        // Every client of the benchmark is 127.0.0.1: a run's connections may overlap the last run's closing ones.
+        settings.maxConnectionsPerClient = 256
+        let server = try Server(engine: served, settings: settings, log: AccessLog(fileDescriptor: devNull))
         let port = server.address.port
         let serverThread = Thread { try? server.run() }
         serverThread.start()
@@ -185,6 +201,13 @@ enum ServeBench {
             note("  \(clients) clients: library \(Int(direct.rate))/s, HTTP \(Int(http.rate))/s queries")
         }
         let batches = server.ingestStatistics
+        var loadRows: [ServeLoadBench.Row] = []
+        if let load {
+            note("serve bench: load from wrk and the paced client, \(load) s a measurement ...")
+            loadRows = try ServeLoadBench.run(
+                server: server, engine: served, port: port, ids: ids, freshBodies: Array(allBodies[notifications...]), corpus: corpus,
+                folder: folder, seconds: load)
+        }
 
         print("what                      clients      count     per s   p50 ms   p99 ms")
         for m in results {
@@ -196,11 +219,13 @@ enum ServeBench {
         let ratio = httpBest / librarySingle
         print(String(format: "queries over HTTP (best of 1/16/64 connections) / library on one thread: %.2f (target >= 0.50)", ratio))
         print("HTTP ingest: \(batches.items) items committed in \(batches.batches) batches")
+        for row in loadRows { print(row.what + ": " + row.value) }
         if let out {
             let json: JSONValue = [
                 "notifications": .int(Int64(notifications)), "queries": .int(Int64(queries)), "cores": .int(Int64(Machine.cores)),
                 "results": .array(results.map(\.json)), "httpQueriesOverLibrarySingleThread": .double((ratio * 100).rounded() / 100),
                 "httpIngestBatches": .int(Int64(batches.batches)), "httpIngestItems": .int(Int64(batches.items)),
+                "load": .array(loadRows.map { row -> JSONValue in ["what": .string(row.what), "value": .string(row.value), "figures": row.json] }),
             ]
             try Data((JSONWriter.string(json) + "\n").utf8).write(to: URL(fileURLWithPath: out))
         }
@@ -209,7 +234,8 @@ enum ServeBench {
 }
 
 /// A keep-alive HTTP/1.1 client on a loopback socket, reading answers by Content-Length.
-final class BenchClient {
+/// Used by one thread at a time (made on one, handed to the thread that uses it).
+final class BenchClient: @unchecked Sendable {
     let fd: Int32
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     var pending: [UInt8] = []

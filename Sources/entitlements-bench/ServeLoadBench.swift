@@ -1,0 +1,351 @@
+import EntitlementCore
+import Entitlements
+import EntitlementsServer
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `entitlements-bench serve --load`: the running server driven by a load generator that is
+/// not the engine's code (`wrk`), side by side with the library on the same database and
+/// build, and a paced client for latency at a fixed rate.
+///
+/// - Queries: `Engine.query` on two threads against `wrk` `GET /customers/{id}` (ids rotated
+///   by a Lua script), alternated, the best round of each kept; the server's CPU per request.
+/// - Latency at a fixed rate: the bench's own paced client, its latency counted from the
+///   moment each request was due (a late request counts its wait).
+/// - Notifications: `entitlements ingest --workers 2` on a file of fresh notifications against
+///   `wrk` posting as many other fresh ones from 64 connections to `POST /notifications`.
+enum ServeLoadBench {
+    struct Row {
+        var what: String
+        var value: String
+        var json: JSONValue
+    }
+
+    /// A `wrk` run's figures.
+    struct WrkResult {
+        var requests: Int
+        var seconds: Double
+        var rate: Double
+        var p50ms: Double
+        var p99ms: Double
+        var errors: Int
+        var serverCPUSeconds: Double
+    }
+
+    static var wrkPath: String? {
+        for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
+            let path = "\(folder)/wrk"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// Rotates over the ids in the file `args[1]`, each thread from its own place.
+    static let queryScript = """
+        local paths = {}
+        local count = 0
+        local next = 1
+        init = function(args)
+          for line in io.lines(args[1]) do
+            count = count + 1
+            paths[count] = wrk.format("GET", "/customers/" .. line)
+          end
+          next = math.random(count)
+        end
+        request = function()
+          next = next % count + 1
+          return paths[next]
+        end
+        """
+
+    /// Posts each line of the file `args[1]` once, the threads sharing the lines (thread `i` of
+    /// `n` takes lines `i`, `i + n`, ...); a thread out of lines asks `GET /health`, and stops once
+    /// every one of its notifications is answered.
+    static let notificationScript = """
+        local threads = 0
+        setup = function(thread)
+          thread:set("index", threads)
+          threads = threads + 1
+        end
+        local bodies = {}
+        local count = 0
+        local sent = 0
+        local answered = 0
+        init = function(args)
+          local n = tonumber(args[2])
+          local line_number = 0
+          for line in io.lines(args[1]) do
+            if line_number % n == index then
+              count = count + 1
+              bodies[count] = wrk.format("POST", "/notifications", {["Content-Type"] = "application/json"}, line)
+            end
+            line_number = line_number + 1
+          end
+        end
+        local started = false
+        request = function()
+          -- wrk calls the first thread's request() once to check it, before any connection:
+          -- every thread's first request is one that may be lost.
+          if not started then
+            started = true
+            return wrk.format("GET", "/health")
+          end
+          sent = sent + 1
+          if sent <= count then return bodies[sent] end
+          return wrk.format("GET", "/health")
+        end
+        response = function(status, headers, body)
+          if string.find(body, '"result"', 1, true) then
+            answered = answered + 1
+            if not string.find(body, '"appended"', 1, true) then io.stderr:write("not appended: " .. body .. "\\n") end
+          end
+          if answered >= count then wrk.thread:stop() end
+        end
+        """
+
+    /// Runs `wrk` with `script` and its arguments; its figures and the server's CPU meanwhile.
+    /// With `until`, wrk is interrupted (SIGINT: it reports and exits) as soon as `until` says
+    /// so, polled every millisecond: wrk itself always runs its whole duration.
+    static func wrk(
+        _ wrk: String, port: Int, threads: Int, connections: Int, seconds: Int, script: String, arguments: [String],
+        until: (() -> Bool)? = nil
+    ) throws -> WrkResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: wrk)
+        process.arguments =
+            ["-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--timeout", "30s", "--latency", "-s", script, "http://127.0.0.1:\(port)", "--"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        let output = LockedBox(Data())
+        let reading = DispatchGroup()
+        reading.enter()
+        Thread {
+            output.replace(pipe.fileHandleForReading.readDataToEndOfFile())
+            reading.leave()
+        }.start()
+        let cpu = Clock.processCPU()
+        try process.run()
+        if let until {
+            while process.isRunning && !until() { usleep(1000) }
+            if process.isRunning { process.interrupt() }
+        }
+        process.waitUntilExit()
+        reading.wait()
+        let serverCPU = Clock.processCPU() - cpu
+        let text = String(decoding: output.value, as: UTF8.self)
+        guard process.terminationStatus == 0 else { throw BenchFailure("wrk exited \(process.terminationStatus): \(text)") }
+        return try parse(text, serverCPUSeconds: serverCPU)
+    }
+
+    /// `wrk --latency`'s text: "N requests in Xs", the 50 % and 99 % lines, errors.
+    static func parse(_ output: String, serverCPUSeconds: Double) throws -> WrkResult {
+        func duration(_ text: Substring) -> Double? {
+            for (suffix, scale) in [("us", 0.001), ("ms", 1.0), ("s", 1000.0), ("m", 60_000.0)] where text.hasSuffix(suffix) {
+                return Double(text.dropLast(suffix.count)).map { $0 * scale }
+            }
+            return nil
+        }
+        var result = WrkResult(requests: 0, seconds: 0, rate: 0, p50ms: 0, p99ms: 0, errors: 0, serverCPUSeconds: serverCPUSeconds)
+        for line in output.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            if words.count >= 4, words[1] == "requests", words[2] == "in" {
+                result.requests = Int(words[0]) ?? 0
+                result.seconds = (duration(words[3].split(separator: ",")[0]) ?? 0) / 1000
+            } else if words.count == 2, words[0] == "50%" {
+                result.p50ms = duration(words[1]) ?? 0
+            } else if words.count == 2, words[0] == "99%" {
+                result.p99ms = duration(words[1]) ?? 0
+            } else if line.contains("Non-2xx or 3xx responses:") || line.contains("Socket errors:") {
+                result.errors += words.compactMap { Int($0.filter(\.isNumber)) }.reduce(0, +)
+            }
+        }
+        guard result.requests > 0, result.seconds > 0 else { throw BenchFailure("cannot read wrk's output: \(output)") }
+        result.rate = Double(result.requests) / result.seconds
+        return result
+    }
+
+    /// Requests at `rate` per second over `connections` keep-alive connections for `seconds`,
+    /// each connection sending on its own schedule; latency counted from when a request was due.
+    static func paced(port: Int, paths: [String], rate: Int, connections: Int, seconds: Double) throws -> ServeBench.Measurement {
+        let interval = UInt64(Double(connections) / Double(rate) * 1e9)
+        let perConnection = Int(seconds * Double(rate)) / connections
+        let start = Clock.nanoseconds() + 50_000_000
+        let results = LockedBox([[UInt64]](repeating: [], count: connections))
+        let failure = LockedBox<String?>(nil)
+        let done = DispatchGroup()
+        for connection in 0..<connections {
+            done.enter()
+            let client = try BenchClient(port: port)
+            let thread = Thread {
+                defer { done.leave() }
+                var local: [UInt64] = []
+                local.reserveCapacity(perConnection)
+                // Spread the connections' schedules evenly over one interval.
+                let first = start + interval * UInt64(connection) / UInt64(connections)
+                for index in 0..<perConnection {
+                    let due = first + UInt64(index) * interval
+                    var now = Clock.nanoseconds()
+                    if now < due {
+                        var wait = timespec(tv_sec: Int(due - now) / 1_000_000_000, tv_nsec: Int(due - now) % 1_000_000_000)
+                        nanosleep(&wait, nil)
+                        now = Clock.nanoseconds()
+                    }
+                    do {
+                        let (status, _) = try client.exchange("GET", paths[(connection * 7919 + index) % paths.count], body: nil)
+                        guard status == 200 else { throw BenchFailure("HTTP \(status)") }
+                    } catch {
+                        failure.replace("\(error)")
+                        return
+                    }
+                    local.append(Clock.nanoseconds() - due)
+                }
+                results.set(connection, local)
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        done.wait()
+        let elapsed = Double(Clock.nanoseconds() - start) / 1e9
+        if let message = failure.value { throw BenchFailure("paced client: \(message)") }
+        let latencies = results.value.flatMap { $0 }.sorted()
+        return ServeBench.Measurement(
+            label: "queries, paced \(rate)/s", clients: connections, count: latencies.count, seconds: elapsed, latencies: latencies)
+    }
+
+    /// The load stages against `server` (listening on `port`, serving `engine`'s database).
+    static func run(
+        server: Server, engine: Engine, port: Int, ids: [String], freshBodies: [[UInt8]], corpus: Corpus, folder: String, seconds: Int
+    ) throws -> [Row] {
+        var rows: [Row] = []
+        let paths = ids.map { "/customers/" + $0 }
+        // The paced client first: the bench's own, no wrk needed.
+        let pacedRate = 10_000
+        let paced = try paced(port: port, paths: paths, rate: pacedRate, connections: 16, seconds: Double(seconds))
+        rows.append(
+            Row(
+                what: "GET /customers/{id} paced at \(pacedRate)/s, 16 connections: achieved, p50 / p99 / p99.9 / max",
+                value: String(
+                    format: "%.0f /s, %.3f / %.3f / %.3f / %.3f ms", paced.rate, paced.percentile(0.5), paced.percentile(0.99),
+                    paced.percentile(0.999), Double(paced.latencies.last ?? 0) / 1e6),
+                json: [
+                    "rate": .int(Int64(pacedRate)), "achieved": .int(Int64(paced.rate.rounded())),
+                    "p50ms": .double(paced.percentile(0.5)), "p99ms": .double(paced.percentile(0.99)),
+                    "p999ms": .double(paced.percentile(0.999)),
+                ]))
+        note("  paced \(pacedRate)/s: p99 \(String(format: "%.3f", paced.percentile(0.99))) ms")
+
+        guard let wrkPath else {
+            rows.append(Row(what: "wrk", value: "skipped: no wrk on PATH (apt-get install -y wrk)", json: "skipped"))
+            return rows
+        }
+        let idsPath = folder + "/ids.txt"
+        try Data(ids.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: idsPath))
+        let queryScriptPath = folder + "/queries.lua"
+        try Data(queryScript.utf8).write(to: URL(fileURLWithPath: queryScriptPath))
+
+        // Queries: the library on two threads and wrk, alternated, best round of each.
+        var libraryBest: ServeBench.Measurement? = nil
+        var wrkBest: [Int: WrkResult] = [:]
+        let levels = [2, 16, 64]
+        for _ in 0..<2 {
+            let count = 200_000
+            let cpu = Clock.processCPU()
+            var library = try ServeBench.measure("queries, library", clients: 2, count: count, setup: { _ in () }) { _, index in
+                guard case .customer = try engine.query(.appTransactionId(ids[index % ids.count])) else { throw BenchFailure("not found") }
+            }
+            library.cpuSeconds = Clock.processCPU() - cpu
+            if library.rate > libraryBest?.rate ?? 0 { libraryBest = library }
+            for connections in levels {
+                let result = try wrk(
+                    wrkPath, port: port, threads: 2, connections: connections, seconds: seconds, script: queryScriptPath, arguments: [idsPath])
+                guard result.errors == 0 else { throw BenchFailure("wrk GET: \(result.errors) errors") }
+                if result.rate > wrkBest[connections]?.rate ?? 0 { wrkBest[connections] = result }
+            }
+        }
+        let library = libraryBest!
+        rows.append(
+            Row(
+                what: "Engine.query, 2 threads, same database (per CPU-s)",
+                value: String(format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms", library.rate, Double(library.count) / library.cpuSeconds,
+                    library.percentile(0.5), library.percentile(0.99)),
+                json: ["perSecond": .int(Int64(library.rate.rounded())), "perCPUSecond": .int(Int64((Double(library.count) / library.cpuSeconds).rounded()))]))
+        for connections in levels {
+            let result = wrkBest[connections]!
+            let ratio = result.rate / library.rate
+            rows.append(
+                Row(
+                    what: "wrk GET /customers/{id}, 2 threads, \(connections) connections (per server CPU-s); share of the library's 2 threads",
+                    value: String(
+                        format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms; %.0f %%", result.rate, Double(result.requests) / result.serverCPUSeconds,
+                        result.p50ms, result.p99ms, ratio * 100),
+                    json: [
+                        "connections": .int(Int64(connections)), "perSecond": .int(Int64(result.rate.rounded())),
+                        "perServerCPUSecond": .int(Int64((Double(result.requests) / result.serverCPUSeconds).rounded())),
+                        "p50ms": .double(result.p50ms), "p99ms": .double(result.p99ms), "shareOfLibrary": .double((ratio * 100).rounded() / 100),
+                    ]))
+            note("  wrk GET, \(connections) connections: \(Int(result.rate))/s, \(Int(ratio * 100)) % of the library's 2 threads")
+        }
+
+        // Notifications: the command line with 2 workers, then wrk's 64 connections, on fresh halves.
+        let half = freshBodies.count / 2
+        let cliLines = freshBodies[0..<half].map { String(decoding: $0, as: UTF8.self) }
+        let httpLines = freshBodies[half..<(2 * half)].map { String(decoding: $0, as: UTF8.self) }
+        let cliPath = folder + "/cli-corpus.ndjson"
+        let httpPath = folder + "/http-corpus.ndjson"
+        try Data((cliLines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: cliPath))
+        try Data((httpLines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: httpPath))
+        var cliRate: Double? = nil
+        if let binary = CLIIngestBench.binary {
+            let config = try CLIIngestBench.writeConfiguration(corpus, folder: folder)
+            let cli = try CLIIngestBench.run(
+                binary: binary, corpusPath: cliPath, config: config, notifications: half, stdin: false, workers: 2, database: folder + "/cli.sqlite")
+            cliRate = cli.rate
+            rows.append(
+                Row(
+                    what: "entitlements ingest --workers 2, \(half) notifications (per CPU-s)",
+                    value: String(format: "%.0f /s (%.0f)", cli.rate, Double(half) / cli.cpuSeconds),
+                    json: ["perSecond": .int(Int64(cli.rate.rounded())), "perCPUSecond": .int(Int64((Double(half) / cli.cpuSeconds).rounded()))]))
+        } else {
+            rows.append(Row(what: "entitlements ingest --workers 2", value: "skipped: no release entitlements beside the bench", json: "skipped"))
+        }
+        let postScriptPath = folder + "/notifications.lua"
+        try Data(notificationScript.utf8).write(to: URL(fileURLWithPath: postScriptPath))
+        // Timed by the server's commits: from the first batch committed to the last notification,
+        // the items after the first batch over that time (wrk's own clock runs its whole duration).
+        let before = server.ingestStatistics
+        let passesBefore = server.verificationStatistics
+        var first: (time: Double, items: Int)? = nil
+        var last = 0.0
+        let post = try wrk(
+            wrkPath, port: port, threads: 2, connections: 64, seconds: 120, script: postScriptPath, arguments: [httpPath, "2"]
+        ) {
+            let now = server.ingestStatistics
+            if first == nil && now.batches > before.batches { first = (Clock.now(), now.items - before.items) }
+            guard now.items - before.items >= half else { return false }
+            last = Clock.now()
+            return true
+        }
+        let after = server.ingestStatistics
+        let passes = server.verificationStatistics.passes - passesBefore.passes
+        let items = after.items - before.items
+        guard items == half, post.errors == 0, let first, last > first.time else {
+            throw BenchFailure("wrk POST: \(items) of \(half) notifications committed, \(post.errors) errors")
+        }
+        let postRate = Double(items - first.items) / (last - first.time)
+        let share = cliRate.map { String(format: "; %.0f %% of the command line", postRate / $0 * 100) } ?? ""
+        rows.append(
+            Row(
+                what: "wrk POST /notifications, 64 connections, \(half) notifications (per server CPU-s), commits, verification passes",
+                value: String(format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms, %d commits, %d passes", postRate, Double(items) / post.serverCPUSeconds,
+                    post.p50ms, post.p99ms, after.batches - before.batches, passes) + share,
+                json: [
+                    "perSecond": .int(Int64(postRate.rounded())), "perServerCPUSecond": .int(Int64((Double(items) / post.serverCPUSeconds).rounded())),
+                    "p50ms": .double(post.p50ms), "p99ms": .double(post.p99ms), "batches": .int(Int64(after.batches - before.batches)), "verificationPasses": .int(Int64(passes)),
+                    "shareOfCommandLine": cliRate.map { .double((postRate / $0 * 100).rounded() / 100) } ?? .null,
+                ]))
+        note("  wrk POST: \(Int(postRate))/s\(share)")
+        return rows
+    }
+}

@@ -28,12 +28,9 @@ extension EventStore {
         var recorded = 0
         for event in all where event.effectiveAt <= now {
             let hash = RecordedLifecycleIds.hash(event.id)
-            if let known {
-                guard !known.contains(hash) else { continue }
-                if try insertLifecycleEvent(event, rules: rules, now: now) { recorded += 1 }
-            } else if try recordLifecycleEvent(event, rules: rules, now: now) {
-                recorded += 1
-            }
+            if let known, known.contains(hash) { continue }
+            // Looked up before the insert (an ignored insert would still use up a cursor).
+            if try recordLifecycleEvent(event, rules: rules, now: now) { recorded += 1 }
             added.append(hash)
         }
         if known == nil || !added.isEmpty {

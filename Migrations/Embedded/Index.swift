@@ -21,5 +21,6 @@ extension SchemaMigrations {
         m020_transaction_finishes,
         m021_receipt_transactions,
         m022_revenue_facts,
+        m023_lifecycle_recorded,
     ]
 }

@@ -65,3 +65,13 @@ extension Engine {
         LifecycleFeed(read: { cursor in try await self.lifecycle(since: cursor, limit: 1_000) }, cursor: cursor, pollInterval: pollInterval)
     }
 }
+
+extension Engine {
+    /// Whether this engine's writes record the lifecycle feed (on unless switched off).
+    /// A feed switched off misses what was written meanwhile, against specification
+    /// section 12: the switch exists so that the benchmark can show what recording costs.
+    public var recordsLifecycleForBenchmark: Bool {
+        get { store.withLock { $0.recordsLifecycle } }
+        set { store.withLock { $0.recordsLifecycle = newValue } }
+    }
+}

@@ -16,17 +16,36 @@ extension EventStore {
         guard let state else {
             try saveLifecycleDue(of: key, next: nil)
             try saveRevenueFacts(of: key, state: nil, events: [], lifecycle: [])
+            try forgetRecordedLifecycleIds(of: key)
             return 0
         }
-        let events = try loadEvents(of: key)
+        let events = try derivationEvents(of: key, state: state)
         let all = LifecycleEvents.all(state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules)
         try saveRevenueFacts(of: key, state: state, events: events, lifecycle: all)
+        // What is recorded already, read with one row; without it, each id is looked up.
+        let known = try recordedLifecycleIds(of: key)
+        var added: [UInt64] = []
         var recorded = 0
         for event in all where event.effectiveAt <= now {
+            let hash = RecordedLifecycleIds.hash(event.id)
+            if let known, known.contains(hash) { continue }
+            // Looked up before the insert (an ignored insert would still use up a cursor).
             if try recordLifecycleEvent(event, rules: rules, now: now) { recorded += 1 }
+            added.append(hash)
+        }
+        if known == nil || !added.isEmpty {
+            var ids = known ?? RecordedLifecycleIds()
+            ids.formUnion(added)
+            try saveRecordedLifecycleIds(ids, of: key)
         }
         try saveLifecycleDue(of: key, next: LifecycleEvents.nextDue(in: all, after: now))
         return recorded
+    }
+
+    /// The events the lifecycle and revenue derivations need of `key`'s data: none when
+    /// its state says they read nothing from them (``CustomerState/derivationsNeedEvents``).
+    func derivationEvents(of key: CustomerKey, state: CustomerState) throws -> [Event] {
+        state.derivationsNeedEvents ? try loadEvents(of: key) : []
     }
 
     /// Records one event unless its id is recorded already.
@@ -37,6 +56,12 @@ extension EventStore {
         let exists = try known.step()
         known.reset()
         guard !exists else { return false }
+        return try insertLifecycleEvent(event, rules: rules, now: now)
+    }
+
+    /// Inserts one event; an id recorded already is left as it was.
+    /// - Returns: Whether it was recorded now.
+    private func insertLifecycleEvent(_ event: LifecycleEvent, rules: Rules, now: Int64) throws -> Bool {
         let insert = try connection.cached(
             "INSERT OR IGNORE INTO lifecycle (id, customer_key, type, effective_at, recorded_at, fields) VALUES (?, ?, ?, ?, ?, ?)")
         defer { insert.reset() }
@@ -47,7 +72,7 @@ extension EventStore {
         try insert.bind(5, now)
         try insert.bind(6, JSONWriter.string(event.storedValues(entitlements: event.entitlements(under: rules))))
         try insert.step()
-        return true
+        return connection.changes > 0
     }
 
     /// Keeps (or forgets, when `nil`) the next moment an event of `key` becomes due.
@@ -104,6 +129,7 @@ extension EventStore {
                 extra: JSONObject([("from", .string(merge.from))]), effectiveAt: try link(of: otid)?.signedDate ?? now)
             _ = try recordLifecycleEvent(event, rules: rules, now: now)
         }
+        for merge in merges { try mergeRecordedLifecycleIds(from: merge.from, into: merge.into) }
         var seen = Set<CustomerKey>()
         for key in keys + merges.flatMap({ [$0.from, $0.into] }) where seen.insert(key).inserted {
             try recordLifecycle(of: key, state: try states[key] ?? currentState(of: key), rules: rules, now: now)

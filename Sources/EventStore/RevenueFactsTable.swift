@@ -78,7 +78,7 @@ extension EventStore {
             var derived: [DerivedRevenueFacts] = []
             for (key, lastSeq) in stale {
                 guard let projection = try projection(of: key) else { continue }
-                let facts = RevenueFacts.derive(state: projection.state, events: try loadEvents(of: key))
+                let facts = RevenueFacts.derive(state: projection.state, events: try derivationEvents(of: key, state: projection.state))
                 body(facts)
                 if kept {
                     derived.append(DerivedRevenueFacts(key: key, lastEventSeq: lastSeq, bytes: RevenueFactsCodec.encode(facts)))

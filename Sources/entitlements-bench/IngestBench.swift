@@ -18,9 +18,11 @@ enum IngestBench {
         var rate: Double { Double(notifications) / seconds }
     }
 
-    static func run(_ corpus: Corpus, documents: [InputBytes], workers: Int, batch: Int, path: String) throws -> Run {
+    /// - Parameter lifecycle: whether the engine records the lifecycle feed (off: what the ingest costs without it).
+    static func run(_ corpus: Corpus, documents: [InputBytes], workers: Int, batch: Int, path: String, lifecycle: Bool = true) throws -> Run {
         Storage.remove(path)
         let engine = try Engine(configuration: corpus.configuration, databasePath: path)
+        engine.recordsLifecycleForBenchmark = lifecycle
         let receivedAt = TestPayloads_january2026
         var appended = 0
         let cpu = Clock.processCPU()

@@ -333,6 +333,7 @@ struct Bench {
     /// What recording the lifecycle feed costs the store: EventStore.append of the same
     /// pre-verified batches with the feed recorded and with it switched off, alternated
     /// (off, on, off, on) so that load on the machine falls on both; the best of each.
+    /// Then the same for the whole in-process ingest (verify and append, 2 workers).
     func appendLifecycleCost(_ corpus: Corpus, documents: [InputBytes]) throws {
         var on: [IngestBench.Run] = []
         var off: [IngestBench.Run] = []
@@ -342,13 +343,29 @@ struct Bench {
             if lifecycle { on.append(run) } else { off.append(run) }
         }
         Storage.remove(workFolder + "/append-lifecycle.sqlite")
+        try reportLifecycleCost(on: on, off: off, notifications: documents.count)
+        var ingestOn: [IngestBench.Run] = []
+        var ingestOff: [IngestBench.Run] = []
+        for lifecycle in [false, true, false, true] {
+            let run = try IngestBench.run(
+                corpus, documents: documents, workers: 2, batch: options.batch, path: workFolder + "/ingest-lifecycle.sqlite",
+                lifecycle: lifecycle)
+            if lifecycle { ingestOn.append(run) } else { ingestOff.append(run) }
+        }
+        Storage.remove(workFolder + "/ingest-lifecycle.sqlite")
+        try reportLifecycleCost(on: ingestOn, off: ingestOff, notifications: documents.count, ingest: true)
+    }
+
+    /// The rows and the section of ``appendLifecycleCost(_:documents:)``: of the append
+    /// alone, or (`ingest`) of Engine.ingest with 2 workers.
+    func reportLifecycleCost(on: [IngestBench.Run], off: [IngestBench.Run], notifications: Int, ingest: Bool = false) throws {
         func perCPU(_ run: IngestBench.Run) -> Double { Double(run.notifications) / max(run.cpuSeconds, 1e-9) }
         let bestOn = on.max { perCPU($0) < perCPU($1) }!
         let bestOff = off.max { perCPU($0) < perCPU($1) }!
         let ratio = perCPU(bestOn) / perCPU(bestOff) * 100
         let wallRatio = on.map(\.rate).max()! / off.map(\.rate).max()! * 100
         report.row(
-            "ingest", "EventStore.append, lifecycle feed switched off",
+            "ingest", ingest ? "Engine.ingest, 2 workers, lifecycle feed switched off" : "EventStore.append, lifecycle feed switched off",
             Format.count(off.map(\.rate).max()!) + " /s (" + Format.count(perCPU(bestOff)) + " per CPU-s)")
         report.row(
             "ingest", "  the same with the lifecycle feed recorded",
@@ -357,9 +374,9 @@ struct Bench {
             "ingest", "  recorded / switched off, per CPU-s (wall clock: " + Format.fixed(wallRatio, 0) + "%)", Format.fixed(ratio, 0) + "%",
             target: ">= 90%", met: ratio >= 90)
         report.section(
-            "appendLifecycleCost",
+            ingest ? "ingestLifecycleCost" : "appendLifecycleCost",
             [
-                "notifications": .int(Int64(documents.count)),
+                "notifications": .int(Int64(notifications)),
                 "notificationsPerSecondRecorded": .double(on.map(\.rate).max()!),
                 "notificationsPerSecondOff": .double(off.map(\.rate).max()!),
                 "notificationsPerCPUSecondRecorded": .double(perCPU(bestOn)),
@@ -617,6 +634,7 @@ struct Bench {
                 "metrics", "Engine.metrics, a year by month, \(size): median of \(figures.monthly.count)",
                 Format.fixed(figures.monthly[figures.monthly.count / 2], 2) + " s", target: "<= 5 s",
                 met: figures.monthly[figures.monthly.count / 2] <= 5)
+            report.row("metrics", "  the first of them, right after the ingest", Format.fixed(figures.firstMonthly, 2) + " s")
             report.row("metrics", "  a year by day (365 intervals): median", Format.fixed(figures.daily[figures.daily.count / 2], 2) + " s")
             report.row("metrics", "  a year by month, no kept revenue facts (derived from the log)", Format.fixed(figures.monthlyFromLog, 2) + " s")
             report.row(
@@ -627,6 +645,7 @@ struct Bench {
                 [
                     "events": .int(Int64(figures.events)), "customers": .int(Int64(figures.customers)),
                     "buildSeconds": .double(figures.buildSeconds), "yearByMonthSeconds": .array(figures.monthly.map(JSONValue.double)),
+                    "yearByMonthFirstSeconds": .double(figures.firstMonthly),
                     "yearByDaySeconds": .array(figures.daily.map(JSONValue.double)),
                     "yearByMonthFromLogSeconds": .double(figures.monthlyFromLog), "ledgerMonthSeconds": .double(figures.ledgerMonth),
                     "ledgerMonthLines": .int(Int64(figures.ledgerLines)), "lastMonth": figures.lastMonth.json(),

@@ -91,6 +91,7 @@ struct CodecTests {
             copy.accountToken = state.accountToken
             copy.lastNotification = state.lastNotification
             copy.environments = state.environments
+            copy.eventNeeds = state.eventNeeds
             for (id, usage) in state.usages.reversed() { copy.usages[id] = usage }
             for (id, record) in state.operatorRecords.reversed() { copy.operatorRecords[id] = record }
             rebuilt[key] = copy
@@ -236,10 +237,17 @@ struct CodecTests {
     }
 
     @Test func truncatedInputThrows() throws {
-        var samples: [[UInt8]] = []
-        for state in try Self.randomStates(seeds: 1...4) { samples.append(StateCodec.encode(state)) }
-        for sample in samples {
+        for state in try Self.randomStates(seeds: 1...4) {
+            let sample = StateCodec.encode(state)
             for length in 0..<sample.count {
+                // Without its last byte, the event needs: what a build that did not keep them stored,
+                // read as unknown (the derivations then read the events).
+                if length == sample.count - 1, state.eventNeeds != nil {
+                    var unknown = state
+                    unknown.eventNeeds = nil
+                    #expect(try StateCodec.decode(sample[..<length]) == unknown)
+                    continue
+                }
                 #expect(throws: CodecError.self) { try StateCodec.decode(sample[..<length]) }
             }
         }

@@ -20,7 +20,11 @@
 /// [u8 environments (``EnvironmentSet``)] [count, then per usage record (sorted by usageId): usage facts]
 /// [count, then per operator record (sorted by identity): its canonical JSON as a string]
 /// [date consentRescindedAt]
+/// [u8 eventNeeds (``EventNeeds``)]
 /// ```
+///
+/// The last byte, ``CustomerState/eventNeeds``, is absent from a state stored by a
+/// build that did not keep it: such a state decodes with `eventNeeds` `nil` (unknown).
 ///
 /// After the table, every string is its number in the table: a customer's ten
 /// transactions repeat the same product, app transaction id and token, which
@@ -123,6 +127,7 @@ public enum StateCodec {
             for index in order { writer.operatorRecord(records[index].value) }
         }
         if let moment = state.consentRescindedAt { writer.date(moment) }
+        if let needs = state.eventNeeds { writer.byte(needs.rawValue) }
         let strings = writer.table?.strings ?? []
         var out = ByteWriter(capacity: writer.bytes.count + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
         let display =
@@ -263,6 +268,16 @@ public enum StateCodec {
             }
         }
         if flags & hasConsentRescinded != 0 { state.consentRescindedAt = try reader.date() }
+        if !reader.isAtEnd {
+            let offset = reader.offset
+            let bits = try reader.byte()
+            guard bits & ~EventNeeds.known == 0 else {
+                throw CodecError(code: .invalidTag, offset: offset, message: "unknown event needs \(bits)")
+            }
+            state.eventNeeds = EventNeeds(rawValue: bits)
+        } else {
+            state.eventNeeds = nil
+        }
         try reader.finish()
         return state
     }
@@ -307,6 +322,8 @@ protocol StateSink {
     var environments: EnvironmentSet { get set }
     /// The first RESCIND_CONSENT notification's `signedDate`.
     var consentRescindedAt: Int64? { get set }
+    /// What of the events the derivations read; `nil` for a state stored without it.
+    var eventNeeds: EventNeeds? { get set }
     /// With a moment to decode for: the runs up to the standing version of
     /// the `originalTransactionId` whose versions are handed over next.
     mutating func renewalRuns(_ runs: RenewalRuns)

@@ -182,6 +182,7 @@ struct EvaluationInput: StateSink {
     var environments: EnvironmentSet = []
     var usages: [UsageFacts] = []
     var consentRescindedAt: Int64? = nil
+    var eventNeeds: EventNeeds? = nil
     var operatorRecords: [OperatorRecord] = []
 
     init(key: CustomerKey, transactions: Int) {

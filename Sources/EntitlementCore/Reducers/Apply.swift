@@ -21,6 +21,7 @@ extension CustomerState {
     ///   greater by (`signedDate`, `notificationUUID`).
     /// - ``environments`` gains the event's environment.
     /// - ``consentRescindedAt`` becomes the earliest RESCIND_CONSENT's `signedDate`.
+    /// - ``eventNeeds`` gains what the event makes the derivations read from the log.
     ///
     /// A notification's type never overrides the signed data it carries: a
     /// REFUND is a revocation because its transaction carries a
@@ -112,6 +113,7 @@ extension CustomerState {
         guard missing.isEmpty else { throw MissingRawJWS(refs: missing) }
 
         // Commit.
+        if let transaction, transaction.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
         if let transaction, takeTransaction {
             transactions[transaction.facts.transactionId] = transaction
         }
@@ -188,6 +190,7 @@ extension CustomerState {
     /// Keeps the greater notification by (`signedDate`, `notificationUUID`), and
     /// the earliest RESCIND_CONSENT's `signedDate`.
     mutating func note(_ summary: NotificationSummaryFacts) {
+        noteEventNeeds(revoked: false, notificationType: summary.type)
         if summary.type == .rescindConsent {
             consentRescindedAt = min(consentRescindedAt ?? summary.signedDate, summary.signedDate)
         }

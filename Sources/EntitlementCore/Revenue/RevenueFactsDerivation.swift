@@ -212,11 +212,18 @@ private struct RevenueDerivation {
         }
         let ordered = moments.sorted()
         var spans: [ActiveSpan] = []
-        // `transactions` are sorted by purchaseDate first: those bought by a moment are a prefix.
+        // `transactions` are sorted by purchaseDate first: those bought by a moment are a prefix, and
+        // the current one among them (``SubscriptionEvaluation/current(among:)``) is the last of the
+        // prefix not marked upgraded, else its last.
         var bought = 0
+        var lastNotUpgraded: Int? = nil
         for (index, moment) in ordered.enumerated() {
-            while bought < transactions.count, transactions[bought].purchaseDate <= moment { bought += 1 }
-            guard bought > 0, let current = SubscriptionEvaluation.current(among: Array(transactions[0..<bought])) else { continue }
+            while bought < transactions.count, transactions[bought].purchaseDate <= moment {
+                if !transactions[bought].isUpgraded { lastNotUpgraded = bought }
+                bought += 1
+            }
+            guard bought > 0 else { continue }
+            let current = transactions[lastNotUpgraded ?? bought - 1]
             let renewal = SubscriptionEvaluation.renewalInfo(in: versions, at: moment)?.0
             let status = SubscriptionEvaluation.status(current: current, renewalInfo: renewal, at: moment)
             guard status == .active || status == .gracePeriod, counts(current) else { continue }

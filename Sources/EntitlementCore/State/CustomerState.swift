@@ -29,6 +29,10 @@ public struct CustomerState: Sendable, Hashable {
     /// What operators did (grants, their revocations, credits, links; specification
     /// section 13), by ``OperatorRecord/identity``.
     public var operatorRecords: [String: OperatorRecord]
+    /// What of the customer's events the lifecycle and revenue derivations read
+    /// (see ``derivationsNeedEvents``); `nil` when unknown (a state stored by an
+    /// older build, which did not keep it).
+    public var eventNeeds: EventNeeds?
 
     public init(key: CustomerKey) {
         self.key = key
@@ -41,6 +45,7 @@ public struct CustomerState: Sendable, Hashable {
         self.usages = [:]
         self.consentRescindedAt = nil
         self.operatorRecords = [:]
+        self.eventNeeds = []
     }
 }
 

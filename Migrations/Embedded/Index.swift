@@ -21,5 +21,7 @@ extension SchemaMigrations {
         m020_transaction_finishes,
         m021_receipt_transactions,
         m022_revenue_facts,
+        m025_compact_log_columns,
+        m026_log_index_and_view,
     ]
 }

@@ -73,10 +73,8 @@ extension EventStore {
                 try Migrator.migrate(connection, migrations: migrations)
                 return (connection, nil)
             case .readOnly:
-                let opened = try openReadOnly(
+                return try openReadOnly(
                     path: path, migrations: migrations, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readsFollowedCopy: readsFollowedCopy)
-                try keepMoreAtHand(opened.0)
-                return opened
             }
         } catch let error as SQLiteError {
             throw StoreError(error, path: path)
@@ -231,24 +229,5 @@ extension EventStore {
             return !(mode == .readOnly && readsFollowedCopy && FollowedCopy.isFollowed(path))
         }
         return !snapshot.applying && ReadSnapshot(path: path, follower: snapshot.followed) == snapshot
-    }
-}
-
-extension EventStore {
-    /// A reader's page cache, in KiB (SQLite's default is 2 MiB: 128 pages of 16 KB,
-    /// fewer than the inner pages of the indexes a query walks in a big database).
-    static let readerCacheKiB = 32_768
-    /// How much of the file a reader maps into memory instead of copying pages out
-    /// of the kernel's page cache with `pread` (SQLite caps it at its own maximum).
-    static let readerMmapBytes: Int64 = 4 << 30
-
-    /// Lets a reader's queries stay as fast in a big database as in a small one: a page
-    /// cache that holds the indexes' inner pages, and the file mapped so that a page
-    /// the kernel holds is read where it lies. Not for a file read as immutable (a copy
-    /// that Litestream follows may be replaced under it).
-    static func keepMoreAtHand(_ connection: Connection) throws {
-        try connection.execute("PRAGMA cache_size = -\(readerCacheKiB)")
-        guard connection.mode != .immutable else { return }
-        try connection.execute("PRAGMA mmap_size = \(readerMmapBytes)")
     }
 }

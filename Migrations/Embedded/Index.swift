@@ -22,5 +22,7 @@ extension SchemaMigrations {
         m021_receipt_transactions,
         m022_revenue_facts,
         m023_lifecycle_recorded,
+        m025_compact_log_columns,
+        m026_log_index_and_view,
     ]
 }

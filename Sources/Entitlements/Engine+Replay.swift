@@ -1,5 +1,6 @@
 import AppStoreVerification
 import EntitlementCore
+import Foundation
 internal import EventStore
 
 extension Engine {
@@ -45,21 +46,11 @@ extension Engine {
             // On a reader's connection (read-only) and snapshot: an audit never holds the
             // write path, and ingests carry on meanwhile.
             return try readers.withReader { store throws(StoreError) in
-                try store.audit(
-                    reverify: { kind, raw in
-                        let expected: InputItem.Expected
-                        switch kind {
-                        case .notification: expected = .notification
-                        case .transaction: expected = .transaction
-                        case .renewalInfo: expected = .renewalInfo
-                        case .appTransaction: expected = .appTransaction
-                        case .receipt: expected = .receipt
-                        }
-                        switch documentVerifier.verify(InputItem(jws: raw, expected: expected)) {
-                        case .success(let input): return (nil, input)
-                        case .failure(let error): return ("\(error.code.rawValue): \(error.message)", nil)
-                        }
-                    }, expectedHead: expectedHead, progress: progress)
+                // The JWS re-verified a batch at a time on every core; the chain checked in order.
+                let lanes = ProcessInfo.processInfo.activeProcessorCount
+                return try store.audit(
+                    reverifyBatch: { items in documentVerifier.reverify(items, lanes: lanes) },
+                    batchSize: DocumentVerifier.auditBatchSize, expectedHead: expectedHead, progress: progress)
             }
         } catch {
             throw EngineError(error)

@@ -297,7 +297,7 @@ extension EventStore {
             originalTransactionId: event.originalTransactionId, transactionId: event.transactionId,
             notificationType: notificationType, subtype: subtype, signedDate: event.signedDate, receivedAt: receivedAt,
             content: LogRow.content(of: input), prevHash: prevHash, hash: digest)
-        try Self.insert(row, into: "events", on: connection, headers: jwsHeaders)
+        try Self.insert(row, into: "events", on: connection, headers: jwsHeaders, form: try logColumnForm())
         return digest
     }
 

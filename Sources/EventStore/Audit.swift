@@ -37,6 +37,23 @@ extension EventStore {
         reverify: (SignedKind, String) -> (problem: String?, input: VerifiedInput?), expectedHead: LogHead? = nil,
         progress: (Int64) -> Void = { _ in }
     ) throws(StoreError) -> AuditReport {
+        try audit(reverifyBatch: { $0.map(reverify) }, batchSize: 1, expectedHead: expectedHead, progress: progress)
+    }
+
+    /// The same, with the stored JWS of up to `batchSize` events at a time handed to
+    /// `reverifyBatch` at once (which may check them side by side, on several cores);
+    /// everything else (the chain, the facts, the heads) is checked one event after
+    /// another, in the log's order, and the first mismatch found is the same.
+    ///
+    /// - Parameters:
+    ///   - reverifyBatch: given each event's kind and raw JWS, returns, in the same
+    ///     order, what is wrong with each (`nil` when it verifies) and, when it
+    ///     verifies, the verified input.
+    ///   - batchSize: how many events' JWS are handed over at once.
+    public func audit(
+        reverifyBatch: ([(SignedKind, String)]) -> [(problem: String?, input: VerifiedInput?)], batchSize: Int,
+        expectedHead: LogHead? = nil, progress: (Int64) -> Void = { _ in }
+    ) throws(StoreError) -> AuditReport {
         try mapped {
             try requireLogInParts()
             var report = AuditReport(events: 0, firstMismatch: nil, triggersPresent: false)
@@ -56,20 +73,55 @@ extension EventStore {
                 var expectedSeq: Int64 = 1
                 var factsChecked: Int64 = 0
                 var everyFactChecked = true
-                while try scan.step() {
-                    let seq = scan.int64(0)
-                    let identity = scan.string(1) ?? ""
-                    let kind = scan.string(2) ?? ""
-                    let prev = scan.blob(3) ?? []
-                    let stored = scan.blob(4) ?? []
-                    let storedKey = scan.string(5)
+                var pending: [Row] = []
+                var verified: [(problem: String?, input: VerifiedInput?)?] = []
+                var next = 0
+                var scanned = false
+                while true {
+                    if next == pending.count {
+                        // The next batch: read in order, its signed JWS re-checked at once.
+                        pending.removeAll(keepingCapacity: true)
+                        next = 0
+                        while !scanned && pending.count < max(1, batchSize) {
+                            // Stepped again after its end, a statement starts over.
+                            guard try scan.step() else {
+                                scanned = true
+                                break
+                            }
+                            let seq = scan.int64(0)
+                            let kind = scan.string(2) ?? ""
+                            let raw: Result<String, StoreError>
+                            do {
+                                raw = .success(try loggedInput(seq: seq, kind: kind, scan, column: 6))
+                            } catch let error as StoreError {
+                                raw = .failure(error)
+                            }
+                            pending.append(Row(
+                                seq: seq, identity: scan.string(1) ?? "", kind: kind, prev: scan.blob(3) ?? [],
+                                stored: scan.blob(4) ?? [], storedKey: scan.string(5), raw: raw))
+                        }
+                        if pending.isEmpty { break }
+                        var signed: [(index: Int, kind: SignedKind, raw: String)] = []
+                        for (index, row) in pending.enumerated() {
+                            if case .success(let raw) = row.raw, case .signed(let kind)? = EventKind(rawValue: row.kind) {
+                                signed.append((index, kind, raw))
+                            }
+                        }
+                        let answers = signed.isEmpty ? [] : reverifyBatch(signed.map { ($0.kind, $0.raw) })
+                        verified = Array(repeating: nil, count: pending.count)
+                        for (item, answer) in zip(signed, answers) { verified[item.index] = answer }
+                    }
+                    let row = pending[next]
+                    let answer = verified[next]
+                    next += 1
+                    let (seq, identity, kind, prev, stored, storedKey) = (row.seq, row.identity, row.kind, row.prev, row.stored, row.storedKey)
                     report.events += 1
                     func mismatch(_ problem: String) { report.firstMismatch = AuditFinding(seq: seq, identity: identity, problem: problem) }
                     // The input as received: whole, or given back from its parts.
                     let raw: String
-                    do {
-                        raw = try loggedInput(seq: seq, kind: kind, scan, column: 6)
-                    } catch let error as StoreError {
+                    switch row.raw {
+                    case .success(let text): raw = text
+                    case .failure(let error):
                         mismatch("the stored JWS cannot be read back: \(error.message)")
                         return
                     }
@@ -110,7 +162,7 @@ extension EventStore {
                     }
                     let (problem, input): (String?, VerifiedInput?)
                     switch eventKind {
-                    case .signed(let signed): (problem, input) = reverify(signed, raw)
+                    case .signed: (problem, input) = answer ?? ("it was not re-verified", nil)
                     case .operatorRecord: (problem, input) = (nil, nil)
                     }
                     if let problem {
@@ -187,6 +239,20 @@ extension EventStore {
             }
             return report
         }
+    }
+}
+
+extension EventStore {
+    /// One event as the audit reads it, before it checks it.
+    private struct Row {
+        var seq: Int64
+        var identity: String
+        var kind: String
+        var prev: [UInt8]
+        var stored: [UInt8]
+        var storedKey: String?
+        /// The input as received, or why it cannot be read back.
+        var raw: Result<String, StoreError>
     }
 }
 

@@ -46,7 +46,7 @@ enum CompactLogMigration {
             if kind != OperatorKind.usage.rawValue {
                 row.content = content(of: raw, decoded: scan.textBytes(15))
             }
-            try EventStore.insert(row, into: "events_compact", on: connection, headers: headers)
+            try EventStore.insert(row, into: "events_compact", on: connection, headers: headers, form: .text)
             done += 1
             if done & 0x3FFF == 0 { progress(done, total) }
         }

@@ -13,6 +13,8 @@ public final class EventStore {
     let hashParts: HashPartsFunction
     /// The JWS headers this connection has met (see ``JWSHeaders``).
     let jwsHeaders = JWSHeaders()
+    /// The form this connection writes signatures and paths in, once looked up (see ``LogColumns``).
+    private var knownLogColumnForm: LogColumns.Form?
     /// The `customer_lookup` rows this connection has written or seen committed (see ``KnownLookups``).
     let knownLookups = KnownLookups()
     /// The bytes before the JWS that the last appended event's chain hash covered, kept
@@ -96,5 +98,15 @@ public final class EventStore {
             while try statement.step() { identifiers.append(statement.string(0) ?? "") }
             return identifiers
         }
+    }
+}
+
+extension EventStore {
+    /// The form this connection's log is written in (see ``LogColumns``).
+    func logColumnForm() throws -> LogColumns.Form {
+        if let knownLogColumnForm { return knownLogColumnForm }
+        let form = try LogColumns.form(on: connection)
+        knownLogColumnForm = form
+        return form
     }
 }

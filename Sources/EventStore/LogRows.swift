@@ -39,8 +39,10 @@ struct LogRow {
 extension EventStore {
     /// Inserts `row` into `table` (`events`, or the migration's new table), its
     /// nested JWS into `jws_nested` and any new header into `jws_headers`, in the
-    /// caller's transaction.
-    static func insert(_ row: LogRow, into table: String, on connection: Connection, headers: JWSHeaders) throws {
+    /// caller's transaction; signatures and paths in `form` (see ``LogColumns``).
+    static func insert(
+        _ row: LogRow, into table: String, on connection: Connection, headers: JWSHeaders, form: LogColumns.Form
+    ) throws {
         let insert = try connection.cached(
             """
             INSERT INTO \(table) (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
@@ -64,7 +66,7 @@ extension EventStore {
         case .parts(let stored):
             try insert.bind(13, try headers.id(of: stored.header, on: connection))
             try insert.bind(14, text: stored.body)
-            try insert.bind(15, stored.signature)
+            try LogColumns.bindSignature(insert, 15, stored.signature, form: form)
             try insert.bind(16, nil as String?)
         case .whole(let raw, let body):
             try insert.bind(13, nil as Int64?)
@@ -82,10 +84,10 @@ extension EventStore {
             nested.reset()
             try nested.bind(1, row.seq)
             try nested.bind(2, Int64(item.position))
-            try nested.bind(3, item.path)
+            try LogColumns.bindPath(nested, 3, item.path, form: form)
             try nested.bind(4, try headers.id(of: item.jws.header, on: connection))
             try nested.bind(5, text: item.jws.payload)
-            try nested.bind(6, item.jws.signature)
+            try LogColumns.bindSignature(nested, 6, item.jws.signature, form: form)
             try nested.step()
         }
     }
@@ -96,7 +98,7 @@ extension EventStore {
     func loggedInput(seq: Int64, kind: String?, _ statement: Statement, column: Int32) throws -> String {
         if let raw = statement.string(column + 3) { return raw }
         guard let headerId = statement.optionalInt64(column), let body = statement.textBytes(column + 1),
-            let signature = statement.string(column + 2)
+            let signature = LogColumns.signature(statement, column + 2)
         else {
             throw StoreError(code: .unreadable, message: "event \(seq) has neither a raw input nor a JWS header, body and signature")
         }
@@ -115,10 +117,10 @@ extension EventStore {
         var nested: [StoredJWS.Nested] = []
         while try statement.step() {
             nested.append(StoredJWS.Nested(
-                position: Int(statement.int64(0)), path: statement.string(1) ?? "",
+                position: Int(statement.int64(0)), path: LogColumns.path(statement, 1),
                 jws: StoredJWS.Parts(
                     header: try jwsHeaders.header(statement.int64(2), on: connection),
-                    payload: statement.textBytes(3) ?? [], signature: statement.string(4) ?? "")))
+                    payload: statement.textBytes(3) ?? [], signature: LogColumns.signature(statement, 4) ?? "")))
         }
         return nested
     }

@@ -32,7 +32,7 @@ extension EventStore {
             hash: chainHash(
                 prevHash: prevHash, seq: seq, identity: row.identity, raw: row.raw, digest: nil, digestFrom: try chainDigestFrom(),
                 material: &chainMaterial))
-        try Self.insert(logRow, into: "events", on: connection, headers: jwsHeaders)
+        try Self.insert(logRow, into: "events", on: connection, headers: jwsHeaders, form: try logColumnForm())
         let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
         try facts.bind(1, row.customerKey)
         try facts.bind(2, seq)

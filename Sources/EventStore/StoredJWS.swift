@@ -19,7 +19,7 @@ import Darwin
 ///   `sqlite3`), each nested JWS's text cut out of it and kept as an object of its
 ///   own (`jws_nested`: its header by id, its decoded payload, its signature), with
 ///   the byte offset where its text goes back;
-/// - the signature's text.
+/// - the signature (its bytes where they give back its text: see `LogColumns`).
 ///
 /// Base64url without padding has exactly one encoding of given bytes and the
 /// decoder is strict (``Base64/decodeURL(_:)-(Substring)``), so encoding the decoded

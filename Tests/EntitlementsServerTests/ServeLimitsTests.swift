@@ -253,7 +253,7 @@ extension Reliability {
                 return
             }
             let workspace = try Workspace(name: "serve-full")
-            let disk = try Faults.SmallDisk(at: workspace.url("disk"), size: "2m")
+            let disk = try Faults.SmallDisk(at: workspace.url("disk"), size: "4m")
             let onDisk = try TestServer(database: "disk/serve.sqlite", workspace: workspace)
             #expect(try onDisk.exchange("POST", "/notifications", body: ServeSamples.notification(42)).json?["result"] == "appended")
             // Fill the disk.
@@ -268,7 +268,7 @@ extension Reliability {
             #expect(refused.json?["error"]?["code"] != nil)
             try FileManager.default.removeItem(atPath: filler)
             let retried = try onDisk.exchange("POST", "/notifications", body: ServeSamples.notification(43))
-            #expect(retried.status == 200)
+            #expect(retried.status == 200, "\(retried.text)")
             #expect(retried.json?["result"] == "appended")
         }
     }

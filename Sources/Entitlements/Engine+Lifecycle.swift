@@ -70,7 +70,7 @@ extension Engine {
     /// Whether this engine's writes record the lifecycle feed (on unless switched off).
     /// A feed switched off misses what was written meanwhile, against specification
     /// section 12: the switch exists so that the benchmark can show what recording costs.
-    public var recordsLifecycleForBenchmark: Bool {
+    package var recordsLifecycleForBenchmark: Bool {
         get { store.withLock { $0.recordsLifecycle } }
         set { store.withLock { $0.recordsLifecycle = newValue } }
     }

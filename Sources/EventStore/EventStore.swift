@@ -22,7 +22,7 @@ public final class EventStore {
     var chainMaterial: [UInt8] = []
     /// Whether writes record the lifecycle feed (specification section 12), as they must.
     /// Off only in the benchmark that measures what recording it costs the ingest.
-    public var recordsLifecycle = true
+    package var recordsLifecycle = true
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the
     /// store needs no crypto library of its own.

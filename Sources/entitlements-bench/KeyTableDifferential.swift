@@ -123,7 +123,7 @@ enum KeyTableDifferential {
                 let r = Array(signature[0..<32])
                 let s = Array(signature[32..<64])
                 add("valid", digest, signature)
-                add("n - s", digest, r + Self.subtract(order, s))
+                add("n - s", digest, r + BigEndianArithmetic.subtract(order, s))
                 // One bit flipped.
                 let bit = Int(random.next() % 768)
                 var flipped = digest + signature
@@ -141,7 +141,7 @@ enum KeyTableDifferential {
                 case 3: add("s = n", digest, r + order)
                 case 4:
                     // The largest value in range.
-                    let nMinusOne = Self.subtract(order, zero.dropLast() + [1])
+                    let nMinusOne = BigEndianArithmetic.subtract(order, zero.dropLast() + [1])
                     add(random.next() % 2 == 0 ? "r = n - 1" : "s = n - 1", digest, random.next() % 2 == 0 ? nMinusOne + s : r + nMinusOne)
                 case 5: add("r and s swapped", digest, s + r)
                 case 6:
@@ -235,19 +235,6 @@ enum KeyTableDifferential {
             signatures.removeAll(keepingCapacity: true)
             expected.removeAll(keepingCapacity: true)
             names.removeAll(keepingCapacity: true)
-        }
-
-        /// `a − b` for 32-byte big-endian numbers with `a ≥ b`.
-        static func subtract(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] {
-            var result = [UInt8](repeating: 0, count: 32)
-            var borrow = 0
-            for index in (0..<32).reversed() {
-                var difference = Int(a[index]) - Int(b[index]) - borrow
-                borrow = difference < 0 ? 1 : 0
-                if difference < 0 { difference += 256 }
-                result[index] = UInt8(difference)
-            }
-            return result
         }
     }
 }

@@ -24,18 +24,6 @@ struct KeyTableTests {
         return bytes
     }
 
-    /// `a - b` for 32-byte big-endian numbers with a >= b.
-    static func subtract(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] {
-        var result = [UInt8](repeating: 0, count: 32)
-        var borrow = 0
-        for index in (0..<32).reversed() {
-            var difference = Int(a[index]) - Int(b[index]) - borrow
-            borrow = difference < 0 ? 1 : 0
-            if difference < 0 { difference += 256 }
-            result[index] = UInt8(difference)
-        }
-        return result
-    }
 
     static func leafKey(_ pki: TestPKI = Shared.pki, keyTableAfter: Int? = nil) throws -> P256PublicKey {
         let certificate = try #require(pki.leafDER.withUnsafeBufferPointer { X509Certificate(der: $0) })
@@ -69,7 +57,7 @@ struct KeyTableTests {
         let s = Array(signature[32..<64])
         let zero = [UInt8](repeating: 0, count: 32)
         let ones = [UInt8](repeating: 0xFF, count: 32)
-        let orderMinusOne = subtract(order, zero.dropLast() + [1])
+        let orderMinusOne = BigEndianArithmetic.subtract(order, zero.dropLast() + [1])
         var flippedDigest = digest
         flippedDigest[31] ^= 0x01
         var flippedR = r
@@ -78,7 +66,7 @@ struct KeyTableTests {
         flippedS[20] ^= 0x02
         return [
             ("valid", digest, r + s, true),
-            ("n - s", digest, r + subtract(order, s), true),
+            ("n - s", digest, r + BigEndianArithmetic.subtract(order, s), true),
             ("altered digest", flippedDigest, r + s, false),
             ("altered r", digest, flippedR + s, false),
             ("altered s", digest, r + flippedS, false),
@@ -125,7 +113,7 @@ struct KeyTableTests {
         let point = Self.hex(
             "04ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632554"
                 + "b7b0f3ef25bcb11057f7ba76eb0cd78ea285aba2e67538111ce200179e4a2dc0")
-        #expect(Self.subtract(Array(point[1...32]), Self.order) == [UInt8](repeating: 0, count: 31) + [3])
+        #expect(BigEndianArithmetic.subtract(Array(point[1...32]), Self.order) == [UInt8](repeating: 0, count: 31) + [3])
         // SubjectPublicKeyInfo of an uncompressed P-256 point.
         let info = Self.hex("3059301306072a8648ce3d020106082a8648ce3d030107034200") + point
         let pkey = try #require(info.withUnsafeBufferPointer { buffer -> OpaquePointer? in

@@ -66,8 +66,8 @@ package enum Chromium {
         process.environment = environment
         let stdoutURL = folder.appendingPathComponent("out")
         let stderrURL = folder.appendingPathComponent("err")
-        FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")

@@ -45,32 +45,3 @@ extension Engine {
         }
     }
 }
-
-/// Wakes the ``TransactionFinisher`` when finishes were queued.
-final class FinishWakeup: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var signals = 0
-
-    func signal() {
-        condition.lock()
-        signals += 1
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Waits until a signal after `seen`, or `deadline`; returns the signals count.
-    func wait(after seen: Int, until deadline: Date) -> Int {
-        condition.lock()
-        defer { condition.unlock() }
-        while signals == seen && Date() < deadline {
-            _ = condition.wait(until: deadline)
-        }
-        return signals
-    }
-
-    var count: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return signals
-    }
-}

@@ -4,56 +4,40 @@ import Foundation
 /// The original transaction ids of the V1 notifications an engine rejected, each once,
 /// waiting to be synced; a ``V1NotificationSyncer`` waits on it.
 final class V1SyncHints: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let lock = NSLock()
     private var reported: Set<String> = []
     private var pending: [String] = []
-    private var signals = 0
+    /// Signalled after ids are added, so that a waiter that read ``count`` before its
+    /// ``take()`` never misses them.
+    private let wakeup = Wakeup()
 
     func note(_ ids: [String]) {
         guard !ids.isEmpty else { return }
-        condition.lock()
-        defer { condition.unlock() }
-        var added = false
-        for id in ids where reported.insert(id).inserted {
-            pending.append(id)
-            added = true
+        let added = lock.withLock {
+            var added = false
+            for id in ids where reported.insert(id).inserted {
+                pending.append(id)
+                added = true
+            }
+            return added
         }
-        if added { signalLocked() }
+        if added { wakeup.signal() }
     }
 
     func take() -> [String] {
-        condition.lock()
-        defer { pending.removeAll(); condition.unlock() }
-        return pending
+        lock.withLock {
+            defer { pending.removeAll() }
+            return pending
+        }
     }
 
     /// Wakes whoever waits (``wait(after:until:)``) without a new id.
-    func wake() {
-        condition.lock()
-        signalLocked()
-        condition.unlock()
-    }
-
-    private func signalLocked() {
-        signals += 1
-        condition.broadcast()
-    }
+    func wake() { wakeup.signal() }
 
     /// Waits until a signal after `seen`, or `deadline`; returns the signals count.
-    func wait(after seen: Int, until deadline: Date) -> Int {
-        condition.lock()
-        defer { condition.unlock() }
-        while signals == seen && Date() < deadline {
-            _ = condition.wait(until: deadline)
-        }
-        return signals
-    }
+    func wait(after seen: Int, until deadline: Date) -> Int { wakeup.wait(after: seen, until: deadline) }
 
-    var count: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return signals
-    }
+    var count: Int { wakeup.count }
 }
 
 extension Engine {

@@ -31,7 +31,7 @@ public final class Engine: Sendable {
     /// Threads on which the `async` API runs the work (started on first use).
     let threads = EngineThreads()
     /// Wakes the ``TransactionFinisher`` when a batch queued Finish Transaction calls.
-    let finishWakeup = FinishWakeup()
+    let finishWakeup = Wakeup()
     /// Confirms commits with Litestream before they are acknowledged; `nil` without replication.
     let replication: ReplicationGate?
 

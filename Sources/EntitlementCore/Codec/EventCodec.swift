@@ -269,48 +269,37 @@ extension Event {
 
     /// The event without Apple's 2025–2026 additions, as builds before them stored it.
     var withoutExtensions: Event {
-        var copy = self
-        switch body {
-        case .notification(var n):
-            if let facts = n.transaction?.facts { n.transaction?.facts = facts.withoutExtensions }
-            if let facts = n.renewalInfo?.facts { n.renewalInfo?.facts = facts.withoutExtensions }
-            if let facts = n.appTransaction?.facts { n.appTransaction?.facts = facts.withoutExtensions }
-            copy.body = .notification(n)
-        case .transaction(var t):
-            t.facts = t.facts.withoutExtensions
-            copy.body = .transaction(t)
-        case .renewalInfo(var r):
-            r.facts = r.facts.withoutExtensions
-            copy.body = .renewalInfo(r)
-        case .usage, .operatorAction, .receipt:
-            break
-        case .appTransaction(var a):
-            a.facts = a.facts.withoutExtensions
-            copy.body = .appTransaction(a)
-        }
-        return copy
+        mappingFacts(transaction: \.withoutExtensions, renewalInfo: \.withoutExtensions, appTransaction: \.withoutExtensions)
     }
 
     /// The event without display facts, as builds before them stored it.
     var withoutDisplayFacts: Event {
+        mappingFacts(transaction: \.withoutDisplayFacts, renewalInfo: \.withoutExtensions, appTransaction: \.withoutDisplayFacts)
+    }
+
+    /// The event with each signed object's facts, nested ones included, passed through the given function.
+    private func mappingFacts(
+        transaction: (TransactionFacts) -> TransactionFacts, renewalInfo: (RenewalFacts) -> RenewalFacts,
+        appTransaction: (AppTransactionFacts) -> AppTransactionFacts
+    ) -> Event {
         var copy = self
         switch body {
         case .notification(var n):
-            if let facts = n.transaction?.facts { n.transaction?.facts = facts.withoutDisplayFacts }
-            if let facts = n.renewalInfo?.facts { n.renewalInfo?.facts = facts.withoutExtensions }
-            if let facts = n.appTransaction?.facts { n.appTransaction?.facts = facts.withoutDisplayFacts }
+            if let facts = n.transaction?.facts { n.transaction?.facts = transaction(facts) }
+            if let facts = n.renewalInfo?.facts { n.renewalInfo?.facts = renewalInfo(facts) }
+            if let facts = n.appTransaction?.facts { n.appTransaction?.facts = appTransaction(facts) }
             copy.body = .notification(n)
         case .transaction(var t):
-            t.facts = t.facts.withoutDisplayFacts
+            t.facts = transaction(t.facts)
             copy.body = .transaction(t)
         case .renewalInfo(var r):
-            r.facts = r.facts.withoutExtensions
+            r.facts = renewalInfo(r.facts)
             copy.body = .renewalInfo(r)
+        case .appTransaction(var a):
+            a.facts = appTransaction(a.facts)
+            copy.body = .appTransaction(a)
         case .usage, .operatorAction, .receipt:
             break
-        case .appTransaction(var a):
-            a.facts = a.facts.withoutDisplayFacts
-            copy.body = .appTransaction(a)
         }
         return copy
     }

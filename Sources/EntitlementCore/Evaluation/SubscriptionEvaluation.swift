@@ -8,6 +8,24 @@ enum SubscriptionEvaluation {
         var current: TransactionFacts
     }
 
+    /// The moments a subscription's status (section 5) can change, ascending: each
+    /// purchase, expiry and revocation of its transactions, and each renewal-info
+    /// version's `signedDate` and grace end. Deciding the status at each, in order,
+    /// sees every turn.
+    static func statusMoments(of transactions: [TransactionFacts], versions: [Signed<RenewalFacts>]) -> [Int64] {
+        var moments = Set<Int64>()
+        for t in transactions {
+            moments.insert(t.purchaseDate)
+            if let expires = t.expiresDate { moments.insert(expires) }
+            if let revoked = t.revocationDate { moments.insert(revoked) }
+        }
+        for version in versions {
+            moments.insert(version.facts.signedDate)
+            if let grace = version.facts.gracePeriodExpiresDate { moments.insert(grace) }
+        }
+        return moments.sorted()
+    }
+
     /// The renewal info that stands at `at`: the latest signed at or before
     /// `at`, else (none was) the earliest.
     /// - Parameter versions: All versions, sorted by `signedDate` ascending.

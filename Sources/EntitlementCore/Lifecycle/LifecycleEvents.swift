@@ -296,17 +296,7 @@ private struct Derivation {
     mutating func expirations() {
         for (otid, transactions) in subscriptionTransactions {
             let versions = state.renewalInfos[otid] ?? []
-            var moments = Set<Int64>()
-            for t in transactions {
-                moments.insert(t.purchaseDate)
-                if let expires = t.expiresDate { moments.insert(expires) }
-                if let revoked = t.revocationDate { moments.insert(revoked) }
-            }
-            for version in versions {
-                moments.insert(version.facts.signedDate)
-                if let grace = version.facts.gracePeriodExpiresDate { moments.insert(grace) }
-            }
-            let ordered = moments.sorted()
+            let ordered = SubscriptionEvaluation.statusMoments(of: transactions, versions: versions)
             // Transactions are sorted by purchaseDate first: those bought by a moment are a prefix.
             var bought = -1
             var standing = 0

@@ -200,17 +200,7 @@ private struct RevenueDerivation {
     /// purchase, an expiry, a revocation, a renewal info's `signedDate` or grace end, so
     /// it is decided at each such moment and holds until the next.
     func activeSpans(_ transactions: [TransactionFacts], versions: [Signed<RenewalFacts>]) -> [ActiveSpan] {
-        var moments = Set<Int64>()
-        for t in transactions {
-            moments.insert(t.purchaseDate)
-            if let expires = t.expiresDate { moments.insert(expires) }
-            if let revoked = t.revocationDate { moments.insert(revoked) }
-        }
-        for version in versions {
-            moments.insert(version.facts.signedDate)
-            if let grace = version.facts.gracePeriodExpiresDate { moments.insert(grace) }
-        }
-        let ordered = moments.sorted()
+        let ordered = SubscriptionEvaluation.statusMoments(of: transactions, versions: versions)
         var spans: [ActiveSpan] = []
         // `transactions` are sorted by purchaseDate first: those bought by a moment are a prefix, and
         // the current one among them (``SubscriptionEvaluation/current(among:)``) is the last of the

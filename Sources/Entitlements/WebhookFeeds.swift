@@ -48,7 +48,8 @@ public struct WebhookLine: Sendable, Equatable {
 extension WebhookEndpoint {
     /// Whether `line` goes to this endpoint: its feed is one of `feeds`, and a lifecycle
     /// line passes `types` and `environments` (changes lines go to every endpoint that
-    /// names `changes`).
+    /// names `changes`). A line of no App Store environment (a grant or transfer of an app
+    /// user who has no App Store data) is not one `environments` filters out.
     public func accepts(_ line: WebhookLine) -> Bool {
         guard feeds.contains(line.feed) else { return false }
         switch line.feed {
@@ -56,9 +57,7 @@ extension WebhookEndpoint {
             return true
         case .lifecycle:
             if let types, !types.contains(line.type ?? "") { return false }
-            if let environments {
-                guard let environment = line.environment, environments.contains(environment) else { return false }
-            }
+            if let environments, let environment = line.environment, !environments.contains(environment) { return false }
             return true
         }
     }

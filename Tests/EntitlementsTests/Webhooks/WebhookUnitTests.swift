@@ -81,6 +81,26 @@ import Testing
         #expect(second.retrySchedule == .standard)
     }
 
+    /// `types` and `environments` filter lifecycle lines; a line of no App Store
+    /// environment (an app user's grant) passes `environments`, changes lines pass both.
+    @Test func filtersSelectLifecycleLines() throws {
+        let configuration = try Self.configuration(webhooks: [
+            [
+                "url": "https://crm.example.com/hook", "secret": .string(Self.secret),
+                "types": ["RENEWAL", "GRANT_STARTED"], "environments": ["Production"],
+            ],
+        ])
+        let endpoint = configuration.webhooks[0]
+        func line(_ type: String, _ environment: AppStoreEnvironment?, feed: WebhookFeed = .lifecycle) -> WebhookLine {
+            WebhookLine(feed: feed, cursor: 1, id: "\(type):1", body: [], type: feed == .lifecycle ? type : nil, environment: environment)
+        }
+        #expect(endpoint.accepts(line("RENEWAL", .production)))
+        #expect(!endpoint.accepts(line("RENEWAL", .sandbox)))
+        #expect(!endpoint.accepts(line("EXPIRATION", .production)))
+        #expect(endpoint.accepts(line("GRANT_STARTED", nil)))
+        #expect(endpoint.accepts(line("changes", nil, feed: .changes)))
+    }
+
     /// Every error names the field at fault.
     @Test func configurationErrorsNameTheField() {
         let ok: JSONValue = .string(Self.secret)

@@ -7,7 +7,8 @@ import Synchronization
 /// (`appStoreServerAPI.finishTransactions`, specification section 10.5), each once.
 ///
 /// The engine queues, after each committed batch, the transactions it appended for the first
-/// time that grant an entitlement or units; the finisher takes what is due, calls Apple with
+/// time that grant an entitlement or units; the finisher takes what is due (with replicated
+/// acknowledgments, once the replica holds it), calls Apple with
 /// no database lock held, and records each answer in a short write of its own: `finished`,
 /// `failed` (Apple refused it: a 4xx other than 401 and 429), or pending again after a
 /// growing delay (no answer, 401, 429, 5xx; given up after ``maximumAttempts``). What is
@@ -83,6 +84,10 @@ public final class TransactionFinisher: Sendable {
                 return results
             }
             if due.isEmpty { return results }
+            // With replicated acknowledgments, Apple hears of a transaction only once the
+            // replica holds the batch that queued it: what is lost with the machine was never
+            // finished. Not confirmed now: left queued for a later pass.
+            do { try engine.confirmReplicated() } catch { return results }
             var progressed = false
             for row in due {
                 guard proceed() else { return results }

@@ -56,6 +56,33 @@ import TestPKI
         #expect(TransactionFinisher(engine: reopened, clients: [.sandbox: client]).finishDue().isEmpty)
     }
 
+    /// With replicated acknowledgments, nothing is finished at Apple that the replica does
+    /// not hold: a finish whose batch is not confirmed stays queued, and Apple is not called.
+    @Test func aFinishWaitsForTheReplicaToHoldItsBatch() throws {
+        let fixture = try SyncFixture()
+        try S.enableFinishes(fixture)
+        let url = URL(fileURLWithPath: fixture.configPath)
+        guard case .object(var config) = try JSONParser().parse(Array(try Data(contentsOf: url))) else { throw MockError("configuration") }
+        // No Litestream answers on this socket: no batch is ever confirmed.
+        config["replication"] = ["litestream": ["socket": "no-litestream.sock", "timeoutMs": 200]]
+        try Data(JSONWriter.string(.object(config)).utf8).write(to: url)
+        fixture.mock.handle { _ in MockResponse(status: 200) }
+        let engine = try fixture.engine()
+        let clock = Clock()
+        let client = try AppStoreSync.client(for: fixture.configuration, environment: .sandbox, transport: try HTTPClient(), sleep: { _ in })
+        let finisher = TransactionFinisher(engine: engine, clients: [.sandbox: client], clock: { clock.value })
+
+        do {
+            _ = try engine.ingest([InputBytes(TestPayloads.body(signedTransactionInfo: S.signed(S.transaction("3000000000099302"))))])
+            Issue.record("acknowledged without a replica")
+        } catch {
+            #expect(error.code.rawValue == "REPLICATION_TIMEOUT", "committed locally, not acknowledged")
+        }
+        #expect(finisher.finishDue().isEmpty)
+        #expect(fixture.mock.requests.isEmpty, "Apple is not told of a transaction the replica may not hold")
+        #expect(try S.finish("3000000000099302", in: fixture, database: "synced.sqlite")?.state == "pending")
+    }
+
     @Test func startedBesideTheEngineItFinishesWhatIsIngestedWithoutBeingAsked() async throws {
         let fixture = try SyncFixture()
         try S.enableFinishes(fixture)

@@ -29,7 +29,8 @@ enum ScaleBench {
         2,000 to 20,000), and the change and lifecycle feeds with every expiry of the history due.
 
           --db PATH     where the database is kept (default bench-out/scale-N.sqlite), with
-                        PATH.root.der (the root that signed it) and PATH.plan.json beside it
+                        PATH.root.der (the root that signed it), PATH.root-K.der (the root
+                        of the K-th further ingest's notifications) and PATH.plan.json beside it
           --reuse-db    reuse the database at PATH when it was built for the same N and M
           --out PATH    results as JSON (default bench-out/scale-N.json)
           --only LIST   the stages measured, comma-separated (default all):
@@ -106,9 +107,14 @@ enum ScaleBench {
         return configuration
     }
 
-    /// The root kept beside the database at `path` (the one that signed it), if any.
+    /// The roots kept beside the database at `path`: the one that signed it
+    /// (`PATH.root.der`), then the one of each further ingest made on it (`PATH.root-K.der`).
     static func keptRoots(_ path: String) -> [[UInt8]] {
-        FileManager.default.contents(atPath: path + ".root.der").map { [[UInt8]($0)] } ?? []
+        var roots: [[UInt8]] = []
+        guard let first = FileManager.default.contents(atPath: path + ".root.der") else { return roots }
+        roots.append([UInt8](first))
+        while let further = FileManager.default.contents(atPath: path + ".root-\(roots.count).der") { roots.append([UInt8](further)) }
+        return roots
     }
 
     /// One run of the mode.
@@ -153,7 +159,7 @@ enum ScaleBench {
             var furtherRuns = 0
             stage("build") {
                 if let kept = try reusable() {
-                    roots.append(kept.root)
+                    roots += kept.roots
                     furtherRuns = kept.furtherRuns
                     note("scale: reusing \(path) (\(kept.furtherRuns) further ingest(s) made on it before)")
                     report.row("build", "reused \(path)", "")
@@ -173,7 +179,10 @@ enum ScaleBench {
             stage("due") { try due(configuration) }
             stage("ingest") {
                 try furtherIngest(configuration, run: furtherRuns)
-                try? writePlan(furtherRuns: furtherRuns + 1, root: roots.count > 1 ? roots[1] : roots[0])
+                // This run's root signed the further notifications: kept, so that a later
+                // `--reuse-db` run's audit verifies them too.
+                try? Data(pki.rootDER).write(to: URL(fileURLWithPath: path + ".root-\(furtherRuns + 1).der"))
+                try? writePlan(furtherRuns: furtherRuns + 1)
             }
             return finish(build: build, loadBefore: loadBefore)
         }
@@ -207,32 +216,33 @@ enum ScaleBench {
 
         func removeSidecars() {
             try? FileManager.default.removeItem(atPath: path + "-head")
-            try? FileManager.default.removeItem(atPath: rootPath)
+            for index in 0..<ScaleBench.keptRoots(path).count {
+                try? FileManager.default.removeItem(atPath: index == 0 ? rootPath : path + ".root-\(index).der")
+            }
             try? FileManager.default.removeItem(atPath: planPath)
         }
 
         // MARK: the database
 
-        /// The kept database's root and further-ingest count, when `--reuse-db` and it was built for this plan.
-        func reusable() throws -> (root: [UInt8], furtherRuns: Int)? {
-            guard options.reuse, FileManager.default.fileExists(atPath: path),
+        /// The kept database's roots and further-ingest count, when `--reuse-db` and it was built for this plan.
+        func reusable() throws -> (roots: [[UInt8]], furtherRuns: Int)? {
+            let roots = ScaleBench.keptRoots(path)
+            guard options.reuse, FileManager.default.fileExists(atPath: path), !roots.isEmpty,
                 let planData = FileManager.default.contents(atPath: planPath),
-                let rootData = FileManager.default.contents(atPath: rootPath),
                 let json = try? JSONParser().parse(String(decoding: planData, as: UTF8.self)),
                 case .int(let events)? = json["events"], case .int(let customers)? = json["customers"],
                 events == Int64(plan.events), customers == Int64(plan.customers)
             else { return nil }
             var runs = 0
             if case .int(let value)? = json["furtherRuns"] { runs = Int(value) }
-            return ([UInt8](rootData), runs)
+            return (roots, runs)
         }
 
-        func writePlan(furtherRuns: Int, root: [UInt8]) throws {
+        func writePlan(furtherRuns: Int) throws {
             let json: JSONValue = [
                 "events": .int(Int64(plan.events)), "customers": .int(Int64(plan.customers)), "furtherRuns": .int(Int64(furtherRuns)),
             ]
             try Data(JSONWriter.string(json).utf8).write(to: URL(fileURLWithPath: planPath))
-            try Data(root).write(to: URL(fileURLWithPath: rootPath))
         }
 
         /// Signs the plan's notifications batch by batch (over every core) and ingests
@@ -283,7 +293,8 @@ enum ScaleBench {
             guard appended == plan.events else {
                 throw BenchFailure("the build appended \(appended) of \(plan.events) notifications; first other outcome: \(firstProblem ?? "none")")
             }
-            try writePlan(furtherRuns: 0, root: pki.rootDER)
+            try Data(pki.rootDER).write(to: URL(fileURLWithPath: rootPath))
+            try writePlan(furtherRuns: 0)
             note("scale: built in \(Format.fixed(seconds, 1)) s")
             report.row(
                 "build", "\(Format.count(Double(plan.events))) signed notifications ingested (signing included, same threads)",

@@ -11,7 +11,8 @@ import Foundation
 ///         .build-bench/release/entitlements-bench __profile verify-warm 1000
 ///
 /// WHAT: verify-warm, verify-cold, serve-bodies, ingest, append, query, replay, lanes, ecdsa, keytable.
-/// `BENCH_LIFECYCLE=0 ... __profile append N` appends without recording the lifecycle feed.
+/// `BENCH_LIFECYCLE=0 ... __profile append N` appends without recording the lifecycle feed;
+/// `BENCH_APPEND_BATCH=B` appends B notifications a transaction (default 256).
 ///
 /// Collection is toggled per thread: replay reduces on other threads, so count
 /// them too by also toggling on the reducing lanes' closure:
@@ -157,10 +158,12 @@ enum Profile {
                 Storage.remove(path)
                 defer { Storage.remove(path) }
                 let verifier = try DocumentVerifier(configuration: corpus.configuration)
+                // `BENCH_APPEND_BATCH=B`: B notifications a transaction (default 256, as `ingest`).
+                let size = max(1, Int(ProcessInfo.processInfo.environment["BENCH_APPEND_BATCH"] ?? "") ?? 256)
                 var batches: [[AppendItem]] = []
                 var index = 0
                 while index < corpus.samples.count {
-                    let end = min(index + 256, corpus.samples.count)
+                    let end = min(index + size, corpus.samples.count)
                     batches.append(corpus.samples[index..<end].flatMap { verifier.verifiedItems(InputBytes($0.body)) })
                     index = end
                 }

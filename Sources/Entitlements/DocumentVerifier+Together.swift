@@ -8,7 +8,6 @@ extension DocumentVerifier {
     /// inversion for the lot, as `Engine.ingest`'s lanes check a batch. A document a check
     /// failed for is verified again on its own, so each gets exactly its own answer.
     public func verifiedNotifications(_ documents: [InputBytes], otherwise message: String) -> [AppendItem] {
-        guard documents.count > 1 else { return documents.map { verifiedNotification($0, otherwise: message) } }
         var results = [AppendItem?](repeating: nil, count: documents.count)
         var bodies: [InputBytes] = []
         var positions: [Int] = []

@@ -1,25 +1,31 @@
 import Entitlements
 import Foundation
 
-/// Commits the verified items of concurrent requests together: a request
-/// hands its items over and waits; one thread takes everything that has
-/// arrived, appends it in one transaction, and wakes each request with its
-/// own results once the batch is committed (group commit). Requests arriving
-/// while a batch commits form the next batch. With replication, each request
-/// then waits for the replica's confirmation on its own thread, so the next
-/// batch commits while the replica confirms this one, and the requests waiting
-/// meanwhile share one confirmation.
+/// Commits the verified items of concurrent requests together: requests hand
+/// their items over, one thread takes everything that has arrived (however
+/// much: up to `maxItems` items), appends it in one transaction (one sync of
+/// the log), and tells each request its own results once the batch is
+/// committed (group commit). Items handed over while a batch commits form the
+/// next batch, so verification of the next requests goes on beside the commit.
+///
+/// Only the committing thread waits on the batcher's condition: a request is
+/// woken alone, by its own ``Job/done`` (no request is woken for another's
+/// batch). With replication, each request waits for the replica's confirmation
+/// on its own thread after its wake-up (``Engine/confirmReplicated(_:)``), so
+/// the next batch commits while the replica confirms this one.
 final class IngestBatcher: @unchecked Sendable {
-    private final class Job {
+    /// Items handed over together, and whom to tell once they are committed.
+    struct Job: Sendable {
         let items: [AppendItem]
-        var result: Result<[IngestResult], EngineError>?
-        /// What to wait for before the result is acknowledged (the replica's confirmation).
-        var ticket: Engine.ReplicationTicket?
-        init(items: [AppendItem]) { self.items = items }
+        /// Called once, on the committing thread (or at once when the server is
+        /// stopping), with the job's own results in order, or the batch's failure,
+        /// and what to wait for before the results may be acknowledged.
+        let done: @Sendable (Result<[IngestResult], EngineError>, Engine.ReplicationTicket?) -> Void
     }
 
     private let engine: Engine
     private let budget: QuarantineBudget
+    /// Waited on by the committing thread (and by ``finish()``), never by a request.
     private let condition = NSCondition()
     private var pending: [Job] = []
     private var finishing = false
@@ -27,8 +33,8 @@ final class IngestBatcher: @unchecked Sendable {
     /// Items per transaction at most (a batch larger than this waits for the next).
     private let maxItems: Int
     /// Batches committed and items in them (for tests and the benchmark).
-    private(set) var batches = 0
-    private(set) var committedItems = 0
+    private var batches = 0
+    private var committedItems = 0
 
     init(engine: Engine, budget: QuarantineBudget, maxItems: Int = 2048) {
         self.engine = engine
@@ -39,23 +45,37 @@ final class IngestBatcher: @unchecked Sendable {
         thread.start()
     }
 
-    /// Appends `items` with the requests arriving meanwhile; returns once they are committed
-    /// and, with replication, on the replica.
-    func commit(_ items: [AppendItem]) -> Result<[IngestResult], EngineError> {
-        let job = Job(items: items)
+    static let stoppingError = EngineError(code: .shuttingDown, message: "the server is stopping; send the input again")
+
+    /// Hands `jobs` over to be committed with whatever else arrives; returns at once.
+    /// Each job's `done` is called once they are committed (or could not be).
+    func submit(_ jobs: [Job]) {
+        guard !jobs.isEmpty else { return }
         condition.lock()
         guard !finished else {
             condition.unlock()
-            return .failure(EngineError(code: .shuttingDown, message: "the server is stopping; send the input again"))
+            for job in jobs { job.done(.failure(Self.stoppingError), nil) }
+            return
         }
-        pending.append(job)
+        pending.append(contentsOf: jobs)
         condition.broadcast()
-        while job.result == nil { condition.wait() }
-        let result = job.result!
-        let ticket = job.ticket
         condition.unlock()
+    }
+
+    /// Appends `items` with the requests arriving meanwhile; returns once they are committed
+    /// and, with replication, on the replica.
+    func commit(_ items: [AppendItem]) -> Result<[IngestResult], EngineError> {
+        let answer = Answer<(Result<[IngestResult], EngineError>, Engine.ReplicationTicket?)>()
+        submit([Job(items: items) { result, ticket in answer.give((result, ticket)) }])
+        let (result, ticket) = answer.wait()
+        return Self.confirmed(result, ticket: ticket, engine: engine)
+    }
+
+    /// `result` once the replica holds what it acknowledges (at once without replication).
+    static func confirmed<Value>(
+        _ result: Result<Value, EngineError>, ticket: Engine.ReplicationTicket?, engine: Engine
+    ) -> Result<Value, EngineError> {
         guard case .success = result, let ticket else { return result }
-        // Committed: acknowledged once on the replica (at once without replication).
         do throws(EngineError) {
             try engine.confirmReplicated(ticket)
         } catch {
@@ -98,13 +118,15 @@ final class IngestBatcher: @unchecked Sendable {
                     condition.wait()
                 }
             }
-            var jobs: [Job] = []
+            var taken = 0
             var count = 0
-            while let job = pending.first, jobs.isEmpty || count + job.items.count <= maxItems {
-                jobs.append(job)
+            for job in pending {
+                guard taken == 0 || count + job.items.count <= maxItems else { break }
+                taken += 1
                 count += job.items.count
-                pending.removeFirst()
             }
+            let jobs = Array(pending[..<taken])
+            pending.removeFirst(taken)
             let stopping = finishing && pending.isEmpty
             condition.unlock()
 
@@ -112,8 +134,12 @@ final class IngestBatcher: @unchecked Sendable {
             var outcome: Result<[IngestResult], EngineError> = .success([])
             var ticket: Engine.ReplicationTicket? = nil
             if count + summaries.count > 0 {
+                var items: [AppendItem] = []
+                items.reserveCapacity(count + summaries.count)
+                for job in jobs { items.append(contentsOf: job.items) }
+                for summary in summaries { items.append(.rejected(summary)) }
                 do {
-                    let appended = try engine.appendAwaitingConfirmation(verified: jobs.flatMap(\.items) + summaries.map { .rejected($0) })
+                    let appended = try engine.appendAwaitingConfirmation(verified: items)
                     outcome = .success(appended.results)
                     ticket = appended.ticket
                 } catch {
@@ -122,28 +148,51 @@ final class IngestBatcher: @unchecked Sendable {
             }
 
             condition.lock()
+            if case .success = outcome, !jobs.isEmpty {
+                batches += 1
+                committedItems += count
+            }
+            condition.unlock()
+            // Each request woken alone, with its own results.
             switch outcome {
             case .success(let results):
                 var offset = 0
                 for job in jobs {
-                    job.result = .success(Array(results[offset..<(offset + job.items.count)]))
-                    job.ticket = ticket
+                    job.done(.success(Array(results[offset..<(offset + job.items.count)])), ticket)
                     offset += job.items.count
                 }
-                if !jobs.isEmpty {
-                    batches += 1
-                    committedItems += count
-                }
             case .failure(let error):
-                for job in jobs { job.result = .failure(error) }
+                for job in jobs { job.done(.failure(error), nil) }
             }
-            condition.broadcast()
+            condition.lock()
             if stopping {
                 finished = true
+                // Handed over after the last look: too late to be committed.
+                let late = pending
+                pending = []
                 condition.broadcast()
                 condition.unlock()
+                for job in late { job.done(.failure(Self.stoppingError), nil) }
                 return
             }
         }
+    }
+}
+
+/// A value one thread waits for and another gives, once.
+final class Answer<Value>: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    private var value: Value?
+
+    /// Gives the value and wakes the waiting thread.
+    func give(_ value: Value) {
+        self.value = value
+        semaphore.signal()
+    }
+
+    /// Waits for the value.
+    func wait() -> Value {
+        semaphore.wait()
+        return value!
     }
 }

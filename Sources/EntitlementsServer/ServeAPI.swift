@@ -10,8 +10,8 @@ final class ServeAPI: Sendable {
     /// `serve.adminToken`: who may act as an operator, and under which label.
     let adminTokens: [AdminToken]
     let batcher: IngestBatcher
-    /// Verifies the bodies of concurrent `POST /notifications` requests in shared passes.
-    let notificationVerification: SharedVerification
+    /// `POST /notifications`: the bodies of concurrent requests verified in shared passes and committed together.
+    let notifications: NotificationIngest
     let budget: QuarantineBudget
     /// Queries running at once: as many as the engine keeps reader connections, so none is opened per request.
     let queryGate: DispatchSemaphore
@@ -28,8 +28,8 @@ final class ServeAPI: Sendable {
         self.adminTokens = adminTokens
         budget = QuarantineBudget(bound: bound)
         batcher = IngestBatcher(engine: engine, budget: budget)
-        notificationVerification = SharedVerification(
-            verifier: engine.documentVerifier,
+        notifications = NotificationIngest(
+            engine: engine, batcher: batcher, budget: budget,
             otherwise: "POST /notifications takes Apple's notification body {\"signedPayload\": \"<JWS>\"}; send other signed data to POST /transactions")
         queryGate = DispatchSemaphore(value: max(2, ProcessInfo.processInfo.activeProcessorCount))
     }
@@ -131,11 +131,11 @@ final class ServeAPI: Sendable {
     /// `POST /notifications`: Apple's body, one notification; the ingest line once committed.
     private func notification(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected {\"signedPayload\": \"<JWS>\"}") }
-        let item = notificationVerification.verify(InputBytes(bytes: request.body))
-        switch ingest([item], request: request, client: client) {
-        case .success(let results):
-            counters.ingested(results)
-            return Self.json(200, results[0].json())
+        let key = QuarantineBudget.clientKey(peer: client, forwardedFor: request.head.field("x-forwarded-for"))
+        switch notifications.ingest(InputBytes(bytes: request.body), client: key) {
+        case .success(let line):
+            counters.ingested([line])
+            return Self.json(200, line.json())
         case .failure(let error): return Self.unavailable(error)
         }
     }

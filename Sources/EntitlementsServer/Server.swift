@@ -99,7 +99,7 @@ public final class Server: Sendable {
     public var ingestStatistics: (batches: Int, items: Int) { api.batcher.statistics }
 
     /// Verification passes over `POST /notifications` bodies so far and the bodies they verified.
-    public var verificationStatistics: (passes: Int, bodies: Int) { api.notificationVerification.statistics }
+    public var verificationStatistics: (passes: Int, bodies: Int) { api.notifications.statistics }
 }
 
 extension ServerError.Code {

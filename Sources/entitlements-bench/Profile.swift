@@ -10,8 +10,9 @@ import Foundation
 ///     valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*profiledRegion*' \
 ///         .build-bench/release/entitlements-bench __profile verify-warm 1000
 ///
-/// WHAT: verify-warm, verify-cold, ingest, append, query, replay, lanes, ecdsa, keytable.
-/// `BENCH_LIFECYCLE=0 ... __profile append N` appends without recording the lifecycle feed.
+/// WHAT: verify-warm, verify-cold, serve-bodies, ingest, append, query, replay, lanes, ecdsa, keytable.
+/// `BENCH_LIFECYCLE=0 ... __profile append N` appends without recording the lifecycle feed;
+/// `BENCH_APPEND_BATCH=B` appends B notifications a transaction (default 256).
 ///
 /// Collection is toggled per thread: replay reduces on other threads, so count
 /// them too by also toggling on the reducing lanes' closure:
@@ -23,7 +24,7 @@ enum Profile {
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let what = arguments.first else {
-            note("usage: entitlements-bench __profile verify-warm|verify-cold|ingest|ingest-pipeline|append|query|replay|lanes|ecdsa|keytable|micro [N]")
+            note("usage: entitlements-bench __profile verify-warm|verify-cold|serve-bodies|ingest|ingest-pipeline|append|query|replay|lanes|ecdsa|keytable|micro [N]")
             return 2
         }
         let n = arguments.count > 1 ? Int(arguments[1]) ?? 1_000 : 1_000
@@ -36,6 +37,24 @@ enum Profile {
                 _ = try verifier.verifyNotification(notifications[0])
                 try profiledRegion {
                     for jws in notifications { _ = try verifier.verifyNotification(jws) }
+                }
+            case "serve-bodies":
+                // `__profile serve-bodies N [PASS]`: POST /notifications bodies verified as serve's
+                // passes verify them, PASS bodies a pass (default 1).
+                let pass = arguments.count > 2 ? max(1, Int(arguments[2]) ?? 1) : 1
+                let corpus = Corpus(count: n, customers: max(1, n / 4))
+                let path = NSTemporaryDirectory() + "/entitlements-bench-profile-bodies.sqlite"
+                Storage.remove(path)
+                defer { Storage.remove(path) }
+                let engine = try Engine(configuration: corpus.configuration, databasePath: path)
+                let documents = corpus.samples.map { InputBytes($0.body) }
+                _ = engine.documentVerifier.verifiedNotifications([documents[0]], otherwise: "")
+                try profiledRegion {
+                    for start in stride(from: 0, to: documents.count, by: pass) {
+                        let items = engine.documentVerifier.verifiedNotifications(
+                            Array(documents[start..<min(documents.count, start + pass)]), otherwise: "")
+                        if items.contains(where: \.isRejection) { throw BenchFailure("a body was rejected") }
+                    }
                 }
             case "ingest":
                 let corpus = Corpus(count: n, customers: max(1, n / 4))
@@ -139,10 +158,12 @@ enum Profile {
                 Storage.remove(path)
                 defer { Storage.remove(path) }
                 let verifier = try DocumentVerifier(configuration: corpus.configuration)
+                // `BENCH_APPEND_BATCH=B`: B notifications a transaction (default 256, as `ingest`).
+                let size = max(1, Int(ProcessInfo.processInfo.environment["BENCH_APPEND_BATCH"] ?? "") ?? 256)
                 var batches: [[AppendItem]] = []
                 var index = 0
                 while index < corpus.samples.count {
-                    let end = min(index + 256, corpus.samples.count)
+                    let end = min(index + size, corpus.samples.count)
                     batches.append(corpus.samples[index..<end].flatMap { verifier.verifiedItems(InputBytes($0.body)) })
                     index = end
                 }

@@ -138,12 +138,13 @@ extension EventStore {
     ///
     /// A memory map is left off (`mapBytes` 0): a fault in a mapped file makes the
     /// kernel read around the page (`read_ahead_kb`, up to megabytes), so a query whose
-    /// page is not in the kernel's page cache read ~480 KiB from the disk instead of one
-    /// 16 KiB page, and SQLite maps at most 2 GiB of a file in any case. The cache's
-    /// default, 128 MiB, holds every projection of ~100,000 customers (about 1 KiB
-    /// each) with the B-tree pages above them, so that warm queries on a big database
-    /// find their pages here as they do on a small one, instead of copying them from
-    /// the kernel (see Benchmarks/README.md, the `scale` mode).
+    /// page was not in the kernel's page cache read ~480 KiB from the benchmark
+    /// machine's disk instead of one 16 KiB page; and SQLite maps at most 2 GiB of a
+    /// file. The cache's default, 128 MiB, holds every projection of ~100,000
+    /// customers (about 1 KiB each) with the B-tree pages above them, so that warm
+    /// queries on a big database find their pages here as they do on a small one,
+    /// instead of copying them from the kernel. A commit by any writer empties the
+    /// cache, which mapped pages outlived (Benchmarks/README.md, the `scale` mode).
     public func prepareForQueries(mapBytes: Int64 = 0, cacheKibibytes: Int = 131_072) throws(StoreError) {
         try mapped {
             try connection.execute("PRAGMA mmap_size = \(mapBytes)")

@@ -131,10 +131,21 @@ extension EventStore {
 }
 
 extension EventStore {
-    /// Sets this connection up for point queries: the database file is read
-    /// through a memory map (no system call per page read), and more pages are
-    /// cached. Only reads are affected; writes and their durability are not.
-    public func prepareForQueries(mapBytes: Int64 = 1 << 30, cacheKibibytes: Int = 16_384) throws(StoreError) {
+    /// Sets this connection up for point queries: pages are read with `pread`, one
+    /// page per miss, and up to `cacheKibibytes` of them stay cached in the connection
+    /// (allocated only as pages are read). Only reads are affected; writes and their
+    /// durability are not.
+    ///
+    /// A memory map is left off (`mapBytes` 0): a fault in a mapped file makes the
+    /// kernel read around the page (`read_ahead_kb`, up to megabytes), so a query whose
+    /// page was not in the kernel's page cache read ~480 KiB from the benchmark
+    /// machine's disk instead of one 16 KiB page; and SQLite maps at most 2 GiB of a
+    /// file. The cache's default, 128 MiB, holds every projection of ~100,000
+    /// customers (about 1 KiB each) with the B-tree pages above them, so that warm
+    /// queries on a big database find their pages here as they do on a small one,
+    /// instead of copying them from the kernel. A commit by any writer empties the
+    /// cache, which mapped pages outlived (Benchmarks/README.md, the `scale` mode).
+    public func prepareForQueries(mapBytes: Int64 = 0, cacheKibibytes: Int = 131_072) throws(StoreError) {
         try mapped {
             try connection.execute("PRAGMA mmap_size = \(mapBytes)")
             try connection.execute("PRAGMA cache_size = -\(cacheKibibytes)")

@@ -24,7 +24,7 @@ enum ScaleBench {
         nested JWS; renewals, refunds, upgrades, consumables, merging customers) over M
         customers (default N / 10) through Engine.ingest with 2 workers, at ingest's speed,
         then measures on it: bytes per event, query p50/p99 (warm, and with the page cache
-        dropped when run as root), history, replay (time and peak RSS, in a child process),
+        dropped), history, replay (time and peak RSS, in a child process),
         audit, a year of metrics, the ingest of K further notifications (default N / 50,
         2,000 to 20,000), and the change and lifecycle feeds with every expiry of the history due.
 
@@ -49,6 +49,38 @@ enum ScaleBench {
         var smoke = false
         /// The stages measured after the build (all when empty).
         var only: Set<String> = []
+    }
+
+    /// Drops the database's pages (its file and `-wal`) from the kernel's page cache
+    /// (`posix_fadvise` `DONTNEED`, after writing back anything dirty); other files keep theirs.
+    static func dropFromPageCache(_ path: String) -> Bool {
+        var dropped = false
+        for file in [path, path + "-wal"] {
+            let descriptor = open(file, O_RDONLY)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            _ = fdatasync(descriptor)
+            if posix_fadvise(descriptor, 0, 0, Int32(POSIX_FADV_DONTNEED)) == 0, file == path { dropped = true }
+        }
+        return dropped
+    }
+
+    /// Reads `path` through once, so that the kernel's page cache holds it.
+    static func readThrough(_ path: String) {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while buffer.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    /// Bytes this process has had read from storage (`read_bytes` of `/proc/self/io`), or 0.
+    static func bytesReadFromDisk() -> Int64 {
+        guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix("read_bytes:") {
+            return Int64(line.dropFirst("read_bytes:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+        }
+        return 0
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -378,33 +410,46 @@ enum ScaleBench {
                     throw BenchFailure("query found no customer \(customer)")
                 }
             }
-            // Cold first, on a fresh engine: the page cache dropped (root only), then each query timed.
+            // Cold first, on a fresh engine: the database's pages dropped from the kernel's page
+            // cache, then each query timed, and the bytes read from the disk counted.
             var section = JSONObject()
             let engine = try Engine(configuration: configuration, databasePath: path, mode: .readOnly)
-            if !options.smoke, dropPageCache() {
+            if !options.smoke, ScaleBench.dropFromPageCache(path) {
+                let before = ScaleBench.bytesReadFromDisk()
                 let cold = try latencies(distinctSample(2_000, seed: 0xC01D)) { try ask(engine, $0) }
-                section["cold"] = latencyRow("query", "Engine.query, page cache dropped first, \(cold.count) distinct customers at random", cold)
+                let perQuery = Double(ScaleBench.bytesReadFromDisk() - before) / Double(max(cold.count, 1))
+                var row = latencyRow("query", "Engine.query, the database's pages dropped from the page cache first, \(cold.count) distinct customers at random", cold)
+                if case .object(var object) = row {
+                    object["diskKibibytesPerQuery"] = .double(perQuery / 1024)
+                    row = .object(object)
+                }
+                report.row("query", "— read from the disk per cold query", Format.fixed(perQuery / 1024, 1) + " KiB")
+                section["cold"] = row
             } else {
-                report.row("query", "Engine.query, page cache dropped", options.smoke ? "not measured in a smoke run" : "not measured: dropping the page cache needs root")
-                section["cold"] = "not measured: not root"
+                report.row("query", "Engine.query, page cache dropped", options.smoke ? "not measured in a smoke run" : "not measured: the page cache could not be dropped")
+                section["cold"] = "not measured"
             }
+            // Warm: the whole file in the kernel's page cache (read through once), then a
+            // warm-up, then each query timed.
+            if !options.smoke { ScaleBench.readThrough(path) }
             let warmPool = sample(options.queries, seed: 0x5EED)
             for customer in warmPool.prefix(2_000) { try ask(engine, customer) }
             let start = Clock.now()
+            let cpu = Clock.threadCPU()
             let warm = try latencies(warmPool) { try ask(engine, $0) }
-            section["warm"] = latencyRow(
+            let cpuSeconds = Clock.threadCPU() - cpu
+            var warmRow = latencyRow(
                 "query", "Engine.query, warm, \(Format.count(Double(plan.customers))) customers, 1 thread", warm, seconds: Clock.now() - start)
+            // Per CPU-second: the time the measuring thread ran (system calls included), which
+            // leaves out time spent descheduled on a busy machine.
+            let perCPUSecond = Double(warm.count) / max(cpuSeconds, 1e-9)
+            report.row("query", "— warm, per CPU-second (mean CPU per query)", Format.count(perCPUSecond) + " /s (" + Format.fixed(1e6 / perCPUSecond, 1) + " µs)")
+            if case .object(var object) = warmRow {
+                object["perCPUSecond"] = .double(perCPUSecond)
+                warmRow = .object(object)
+            }
+            section["warm"] = warmRow
             report.section("query", .object(section))
-        }
-
-        /// Drops the kernel's page cache (`echo 3 > /proc/sys/vm/drop_caches`); false when not allowed.
-        func dropPageCache() -> Bool {
-            guard geteuid() == 0 else { return false }
-            sync()
-            guard let handle = FileHandle(forWritingAtPath: "/proc/sys/vm/drop_caches") else { return false }
-            defer { try? handle.close() }
-            do { try handle.write(contentsOf: Data("3\n".utf8)) } catch { return false }
-            return true
         }
 
         func history(_ configuration: EngineConfiguration) throws {

@@ -72,6 +72,8 @@ FROM (
 )
 ORDER BY cursor;
 
+DROP TRIGGER lifecycle_is_immutable_update;
+DROP TRIGGER lifecycle_is_immutable_delete;
 DROP TABLE lifecycle;
 
 CREATE TRIGGER lifecycle_events_are_immutable_update BEFORE UPDATE ON lifecycle_events

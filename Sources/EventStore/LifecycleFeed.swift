@@ -48,10 +48,17 @@ extension EventStore {
         state.derivationsNeedEvents ? try loadEvents(of: key) : []
     }
 
-    /// Records one event unless its id is recorded already (`INSERT OR IGNORE`: the
-    /// cursor is the rowid, so an ignored insert uses up none).
+    /// Records one event unless its id is recorded already.
     /// - Returns: Whether it was recorded now.
     func recordLifecycleEvent(_ event: LifecycleEvent, rules: Rules, now: Int64) throws -> Bool {
+        try insertLifecycleEvent(event, rules: rules, now: now)
+    }
+
+    /// Inserts one event's row (`lifecycle_events`, see ``LifecycleRow``); an id recorded
+    /// already is left as it was (`INSERT OR IGNORE`: the cursor is the rowid, so an
+    /// ignored insert uses up none, and needs no look-up before it).
+    /// - Returns: Whether it was recorded now.
+    private func insertLifecycleEvent(_ event: LifecycleEvent, rules: Rules, now: Int64) throws -> Bool {
         let id = event.id.utf8
         let prefix = event.type.rawValue.utf8
         guard id.count > prefix.count, id.starts(with: prefix), id.dropFirst(prefix.count).first == UInt8(ascii: ":") else {

@@ -24,5 +24,6 @@ extension SchemaMigrations {
         m023_lifecycle_recorded,
         m025_compact_log_columns,
         m026_log_index_and_view,
+        m028_lifecycle_compact,
     ]
 }

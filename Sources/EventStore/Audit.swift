@@ -258,11 +258,18 @@ extension EventStore {
 
 extension EventStore {
     /// The triggers that make the log immutable, as the schema defines them: every
-    /// `CREATE TRIGGER` in the migrations whose name says `immutable`.
+    /// `CREATE TRIGGER` in the migrations whose name says `immutable`, less those a
+    /// later migration drops (`DROP TRIGGER`, with the table it guarded).
     static let immutabilityTriggers: [(name: String, sql: String)] = {
         guard let migrations = try? SchemaMigrations.all() else { return [] }
-        var triggers: [(String, String)] = []
+        var triggers: [(name: String, sql: String)] = []
         for migration in migrations {
+            var dropped = Substring(migration.sql)
+            while let start = dropped.range(of: "DROP TRIGGER ") {
+                let name = dropped[start.upperBound...].prefix { !$0.isWhitespace && $0 != ";" }
+                triggers.removeAll { $0.name == name }
+                dropped = dropped[start.upperBound...]
+            }
             var rest = Substring(migration.sql)
             while let start = rest.range(of: "CREATE TRIGGER") {
                 guard let end = rest[start.upperBound...].range(of: "END;") else { break }

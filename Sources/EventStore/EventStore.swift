@@ -17,6 +17,8 @@ public final class EventStore {
     private var knownLogColumnForm: LogColumns.Form?
     /// The `customer_lookup` rows this connection has written or seen committed (see ``KnownLookups``).
     let knownLookups = KnownLookups()
+    /// The `lifecycle_shapes` rows this connection has met (see ``LifecycleShapes``).
+    let lifecycleShapes = LifecycleShapes()
     /// The bytes before the JWS that the last appended event's chain hash covered, kept
     /// for their capacity (see ``chainHash(prevHash:seq:identity:raw:digest:digestFrom:material:)``).
     var chainMaterial: [UInt8] = []

@@ -51,26 +51,42 @@ extension EventStore {
     /// Records one event unless its id is recorded already.
     /// - Returns: Whether it was recorded now.
     func recordLifecycleEvent(_ event: LifecycleEvent, rules: Rules, now: Int64) throws -> Bool {
-        let known = try connection.cached("SELECT 1 FROM lifecycle WHERE id = ?")
-        try known.bind(1, event.id)
-        let exists = try known.step()
-        known.reset()
-        guard !exists else { return false }
-        return try insertLifecycleEvent(event, rules: rules, now: now)
+        try insertLifecycleEvent(event, rules: rules, now: now)
     }
 
-    /// Inserts one event; an id recorded already is left as it was.
+    /// Inserts one event's row (`lifecycle_events`, see ``LifecycleRow``); an id recorded
+    /// already is left as it was (`INSERT OR IGNORE`: the cursor is the rowid, so an
+    /// ignored insert uses up none, and needs no look-up before it).
     /// - Returns: Whether it was recorded now.
     private func insertLifecycleEvent(_ event: LifecycleEvent, rules: Rules, now: Int64) throws -> Bool {
+        let id = event.id.utf8
+        let prefix = event.type.rawValue.utf8
+        guard id.count > prefix.count, id.starts(with: prefix), id.dropFirst(prefix.count).first == UInt8(ascii: ":") else {
+            throw StoreError(code: .sqlite, message: "the lifecycle event id \(event.id) does not begin with its type and a colon")
+        }
+        let tail = String(decoding: id.dropFirst(prefix.count + 1), as: UTF8.self)
+        let shape = try lifecycleShapes.number(of: LifecycleShape(of: event, entitlements: event.entitlements(under: rules)), on: connection)
+        let rowValues = LifecycleShape.rowValues(of: event)
         let insert = try connection.cached(
-            "INSERT OR IGNORE INTO lifecycle (id, customer_key, type, effective_at, recorded_at, fields) VALUES (?, ?, ?, ?, ?, ?)")
+            """
+            INSERT OR IGNORE INTO lifecycle_events (type, id_tail, customer_key, effective_at, recorded_at, shape,
+                original_transaction_id, transaction_id, price, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
         defer { insert.reset() }
-        try insert.bind(1, event.id)
-        try insert.bind(2, event.customerKey)
-        try insert.bind(3, event.type.rawValue)
+        try insert.bind(1, LifecycleRow.code(of: event.type))
+        try LifecycleRow.bind(insert, 2, numberOrText: tail)
+        try LifecycleRow.bind(insert, 3, numberOrText: event.customerKey)
         try insert.bind(4, event.effectiveAt)
         try insert.bind(5, now)
-        try insert.bind(6, JSONWriter.string(event.storedValues(entitlements: event.entitlements(under: rules))))
+        try insert.bind(6, shape)
+        try LifecycleRow.bind(insert, 7, numberOrText: event.originalTransactionId)
+        if event.transactionId == tail {
+            try insert.bind(8, blob: [])
+        } else {
+            try LifecycleRow.bind(insert, 8, numberOrText: event.transactionId)
+        }
+        try insert.bind(9, event.price)
+        try insert.bind(10, rowValues.isEmpty ? nil : JSONWriter.string(.array(rowValues)))
         try insert.step()
         return connection.changes > 0
     }
@@ -193,19 +209,17 @@ extension EventStore {
     public func lifecycle(after cursor: Int64, limit: Int? = nil) throws(StoreError) -> [LifecycleRecord] {
         try mapped {
             let statement = try connection.cached(
-                "SELECT cursor, id, type, customer_key, effective_at, recorded_at, fields FROM lifecycle WHERE cursor > ? ORDER BY cursor LIMIT ?")
+                """
+                SELECT cursor, type, id_tail, customer_key, effective_at, recorded_at, shape, original_transaction_id,
+                    transaction_id, price, extra FROM lifecycle_events WHERE cursor > ? ORDER BY cursor LIMIT ?
+                """)
             defer { statement.reset() }
             try statement.bind(1, cursor)
             try statement.bind(2, Int64(limit ?? -1))
             var records: [LifecycleRecord] = []
             while try statement.step() {
                 let cursor = statement.int64(0)
-                guard let text = statement.string(6), let values = try? JSONParser().parse(text),
-                    let type = LifecycleEventType(rawValue: statement.string(2) ?? ""),
-                    let record = LifecycleRecord(
-                        cursor: cursor, id: statement.string(1) ?? "", type: type, appTransactionId: statement.string(3) ?? "",
-                        effectiveAt: statement.int64(4), recordedAt: statement.int64(5), storedValues: values)
-                else {
+                guard let record = try lifecycleRecord(statement) else {
                     throw StoreError(code: .unreadable, message: "the lifecycle event at cursor \(cursor) cannot be read back")
                 }
                 records.append(record)
@@ -214,9 +228,35 @@ extension EventStore {
         }
     }
 
+    /// The line a `lifecycle_events` row keeps (columns in the table's order), `nil`
+    /// when its values are not of the form the table keeps.
+    private func lifecycleRecord(_ row: Statement) throws -> LifecycleRecord? {
+        guard let type = LifecycleRow.type(code: row.int64(1)), let tail = LifecycleRow.numberOrText(row, 2) else { return nil }
+        let values: JSONValue?
+        if row.isNull(6) {
+            // A row recorded before the table kept shapes: its values as they were kept.
+            values = row.string(10).flatMap { try? JSONParser().parse($0) }
+        } else {
+            let shape = try lifecycleShapes.shape(row.int64(6), on: connection)
+            var rowValues: [JSONValue] = []
+            if let text = row.string(10) {
+                guard case .array(let parsed) = try? JSONParser().parse(text) else { return nil }
+                rowValues = parsed
+            }
+            values = shape.storedValues(
+                originalTransactionId: LifecycleRow.numberOrText(row, 7),
+                transactionId: row.isBlob(8) ? tail : LifecycleRow.numberOrText(row, 8),
+                price: row.optionalInt64(9), rowValues: rowValues)
+        }
+        guard let values else { return nil }
+        return LifecycleRecord(
+            cursor: row.int64(0), id: type.rawValue + ":" + tail, type: type, appTransactionId: LifecycleRow.numberOrText(row, 3) ?? "",
+            effectiveAt: row.int64(4), recordedAt: row.int64(5), storedValues: values)
+    }
+
     /// The last lifecycle cursor recorded (0 before any event).
     public func lastLifecycleCursor() throws(StoreError) -> Int64 {
-        try mapped { try connection.scalarInt("SELECT coalesce(max(cursor), 0) FROM lifecycle") ?? 0 }
+        try mapped { try connection.scalarInt("SELECT coalesce(max(cursor), 0) FROM lifecycle_events") ?? 0 }
     }
 
     /// Every lifecycle event of `customer`'s data as known now, recorded or not

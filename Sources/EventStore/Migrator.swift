@@ -117,6 +117,12 @@ public enum Migrator {
                 _ = try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             }
         }
+        if !applied.isEmpty {
+            // Each step rewrote the schema's pages in the write-ahead log (a new database's
+            // log held every page about twice): move them into the database and give the
+            // space back, as a database on a small disk needs.
+            _ = try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
         return applied
     }
 

@@ -85,11 +85,12 @@ import Testing
     func rowsAreImmutable() throws {
         let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
         try Self.append(store, [StoreFixtures.transaction(id: "t1")], at: Self.purchase + 1_000)
-        #expect(throws: (any Error).self) { try store.rawConnection.execute("UPDATE lifecycle SET recorded_at = 0") }
-        #expect(throws: (any Error).self) { try store.rawConnection.execute("DELETE FROM lifecycle") }
+        #expect(throws: (any Error).self) { try store.rawConnection.execute("UPDATE lifecycle_events SET recorded_at = 0") }
+        #expect(throws: (any Error).self) { try store.rawConnection.execute("DELETE FROM lifecycle_events") }
+        // The same id again (type 1, SUBSCRIPTION_STARTED, tail t1).
         #expect(throws: (any Error).self) {
             try store.rawConnection.execute(
-                "INSERT INTO lifecycle (id, customer_key, type, effective_at, recorded_at, fields) VALUES ('SUBSCRIPTION_STARTED:t1', 'x', 'x', 0, 0, '[]')")
+                "INSERT INTO lifecycle_events (type, id_tail, customer_key, effective_at, recorded_at) VALUES (1, 't1', 'x', 0, 0)")
         }
         #expect(try store.lastLifecycleCursor() == 1)
     }

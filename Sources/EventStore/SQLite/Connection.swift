@@ -15,6 +15,9 @@ public final class Connection {
     public let mode: Mode
     /// The page size of databases this build creates.
     public static let newDatabasePageSize = 16_384
+    /// How many of this connection's ``write(priority:_:)`` transactions rolled back:
+    /// what a connection remembers of rows it wrote holds while this stays the same.
+    public private(set) var rollbacks = 0
 
     /// How a connection is opened.
     public enum Mode: Sendable {
@@ -215,10 +218,13 @@ public final class Connection {
             let (value, completion) = try body()
             switch completion {
             case .commit: try execute("COMMIT")
-            case .rollback: try execute("ROLLBACK")
+            case .rollback:
+                rollbacks += 1
+                try execute("ROLLBACK")
             }
             return value
         } catch {
+            rollbacks += 1
             if isInTransaction { try? execute("ROLLBACK") }
             throw error
         }

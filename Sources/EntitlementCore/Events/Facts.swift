@@ -30,121 +30,121 @@ public struct TransactionFacts: Sendable, Hashable {
         var webOrderLineItemId: String?
     }
 
-    private var storage: FactsStorage<Fields>
+    private(set) var storage: FactsStorage<Fields>
 
     public var transactionId: String {
         get { storage.fields.transactionId }
-        set { FactsStorage.unique(&storage).fields.transactionId = newValue }
+        set { storage = storage.changed { $0.transactionId = newValue } }
     }
     public var originalTransactionId: String {
         get { storage.fields.originalTransactionId }
-        set { FactsStorage.unique(&storage).fields.originalTransactionId = newValue }
+        set { storage = storage.changed { $0.originalTransactionId = newValue } }
     }
     public var appTransactionId: String? {
         get { storage.fields.appTransactionId }
-        set { FactsStorage.unique(&storage).fields.appTransactionId = newValue }
+        set { storage = storage.changed { $0.appTransactionId = newValue } }
     }
     public var productId: String {
         get { storage.fields.productId }
-        set { FactsStorage.unique(&storage).fields.productId = newValue }
+        set { storage = storage.changed { $0.productId = newValue } }
     }
     public var subscriptionGroupIdentifier: String? {
         get { storage.fields.subscriptionGroupIdentifier }
-        set { FactsStorage.unique(&storage).fields.subscriptionGroupIdentifier = newValue }
+        set { storage = storage.changed { $0.subscriptionGroupIdentifier = newValue } }
     }
     public var type: ProductType {
         get { storage.fields.type }
-        set { FactsStorage.unique(&storage).fields.type = newValue }
+        set { storage = storage.changed { $0.type = newValue } }
     }
     public var purchaseDate: Int64 {
         get { storage.fields.purchaseDate }
-        set { FactsStorage.unique(&storage).fields.purchaseDate = newValue }
+        set { storage = storage.changed { $0.purchaseDate = newValue } }
     }
     public var expiresDate: Int64? {
         get { storage.fields.expiresDate }
-        set { FactsStorage.unique(&storage).fields.expiresDate = newValue }
+        set { storage = storage.changed { $0.expiresDate = newValue } }
     }
     public var quantity: Int64 {
         get { storage.fields.quantity }
-        set { FactsStorage.unique(&storage).fields.quantity = newValue }
+        set { storage = storage.changed { $0.quantity = newValue } }
     }
     public var signedDate: Int64 {
         get { storage.fields.signedDate }
-        set { FactsStorage.unique(&storage).fields.signedDate = newValue }
+        set { storage = storage.changed { $0.signedDate = newValue } }
     }
     public var revocationDate: Int64? {
         get { storage.fields.revocationDate }
-        set { FactsStorage.unique(&storage).fields.revocationDate = newValue }
+        set { storage = storage.changed { $0.revocationDate = newValue } }
     }
     public var revocationType: RevocationType? {
         get { storage.fields.revocationType }
-        set { FactsStorage.unique(&storage).fields.revocationType = newValue }
+        set { storage = storage.changed { $0.revocationType = newValue } }
     }
     /// Thousandths of a percent (100000 = all).
     public var revocationPercentage: Int64? {
         get { storage.fields.revocationPercentage }
-        set { FactsStorage.unique(&storage).fields.revocationPercentage = newValue }
+        set { storage = storage.changed { $0.revocationPercentage = newValue } }
     }
     public var isUpgraded: Bool {
         get { storage.fields.isUpgraded }
-        set { FactsStorage.unique(&storage).fields.isUpgraded = newValue }
+        set { storage = storage.changed { $0.isUpgraded = newValue } }
     }
     public var ownership: OwnershipType? {
         get { storage.fields.ownership }
-        set { FactsStorage.unique(&storage).fields.ownership = newValue }
+        set { storage = storage.changed { $0.ownership = newValue } }
     }
     public var appAccountToken: String? {
         get { storage.fields.appAccountToken }
-        set { FactsStorage.unique(&storage).fields.appAccountToken = newValue }
+        set { storage = storage.changed { $0.appAccountToken = newValue } }
     }
     // Display facts (state format 3, event facts format 2): read by the
     // customer view, never by the decisions of section 5.
     /// The `originalPurchaseDate`, as signed.
     public var originalPurchaseDate: Int64? {
         get { storage.fields.originalPurchaseDate }
-        set { FactsStorage.unique(&storage).fields.originalPurchaseDate = newValue }
+        set { storage = storage.changed { $0.originalPurchaseDate = newValue } }
     }
     /// Apple's `offerType`: 1 introductory, 2 promotional, 3 offer code, 4 win-back.
     public var offerType: Int64? {
         get { storage.fields.offerType }
-        set { FactsStorage.unique(&storage).fields.offerType = newValue }
+        set { storage = storage.changed { $0.offerType = newValue } }
     }
     /// Apple's `offerDiscountType`, e.g. `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`.
     public var offerDiscountType: String? {
         get { storage.fields.offerDiscountType }
-        set { FactsStorage.unique(&storage).fields.offerDiscountType = newValue }
+        set { storage = storage.changed { $0.offerDiscountType = newValue } }
     }
     /// The `offerPeriod` (ISO 8601 duration), as signed.
     public var offerPeriod: String? {
         get { storage.fields.offerPeriod }
-        set { FactsStorage.unique(&storage).fields.offerPeriod = newValue }
+        set { storage = storage.changed { $0.offerPeriod = newValue } }
     }
     /// The `price` in milliunits of ``currency``, as signed.
     public var price: Int64? {
         get { storage.fields.price }
-        set { FactsStorage.unique(&storage).fields.price = newValue }
+        set { storage = storage.changed { $0.price = newValue } }
     }
     /// The ISO 4217 `currency` of ``price``.
     public var currency: String? {
         get { storage.fields.currency }
-        set { FactsStorage.unique(&storage).fields.currency = newValue }
+        set { storage = storage.changed { $0.currency = newValue } }
     }
     /// Apple's 2025–2026 additions (event facts format 3, state format 4), `nil` when none.
     public var extensions: TransactionExtensions? {
         get { storage.fields.extensions }
-        set { FactsStorage.unique(&storage).fields.extensions = newValue }
+        set { storage = storage.changed { $0.extensions = newValue } }
     }
     /// For a transaction read from a legacy app receipt (specification section 16): the
     /// SHA-256 of that receipt, lowercase hex; `nil` for signed V2 data, which always
     /// wins over a receipt's version of the same transaction.
     public var receiptDigest: String? {
         get { storage.fields.receiptDigest }
-        set { FactsStorage.unique(&storage).fields.receiptDigest = newValue }
+        set { storage = storage.changed { $0.receiptDigest = newValue } }
     }
     /// The `web_order_line_item_id` of a receipt's entry.
     public var webOrderLineItemId: String? {
         get { storage.fields.webOrderLineItemId }
-        set { FactsStorage.unique(&storage).fields.webOrderLineItemId = newValue }
+        set { storage = storage.changed { $0.webOrderLineItemId = newValue } }
     }
 
     public init(
@@ -177,21 +177,28 @@ public struct TransactionFacts: Sendable, Hashable {
 
     /// Whether any display fact (written only by the newer formats) is present.
     var hasDisplayFacts: Bool {
-        originalPurchaseDate != nil || offerType != nil || offerDiscountType != nil || offerPeriod != nil || price != nil
-            || currency != nil || receiptDigest != nil || webOrderLineItemId != nil
+        let stored = storage
+        return stored.fields.originalPurchaseDate != nil || stored.fields.offerType != nil
+            || stored.fields.offerDiscountType != nil || stored.fields.offerPeriod != nil || stored.fields.price != nil
+            || stored.fields.currency != nil || stored.fields.receiptDigest != nil || stored.fields.webOrderLineItemId != nil
     }
+
+    /// Whether ``extensions`` holds any (read in place, not copied).
+    var hasExtensions: Bool { storage.fields.extensions != nil }
 
     /// The same facts without the display facts (as the first formats stored them; a
     /// receipt's facts need the newer formats and keep their receipt fields).
     var withoutDisplayFacts: TransactionFacts {
         var copy = self
-        copy.originalPurchaseDate = nil
-        copy.offerType = nil
-        copy.offerDiscountType = nil
-        copy.offerPeriod = nil
-        copy.price = nil
-        copy.currency = nil
-        copy.extensions = nil
+        copy.storage = storage.changed {
+            $0.originalPurchaseDate = nil
+            $0.offerType = nil
+            $0.offerDiscountType = nil
+            $0.offerPeriod = nil
+            $0.price = nil
+            $0.currency = nil
+            $0.extensions = nil
+        }
         return copy
     }
 
@@ -226,52 +233,52 @@ public struct RenewalFacts: Sendable, Hashable {
         var extensions: RenewalExtensions?
     }
 
-    private var storage: FactsStorage<Fields>
+    private(set) var storage: FactsStorage<Fields>
 
     public var originalTransactionId: String {
         get { storage.fields.originalTransactionId }
-        set { FactsStorage.unique(&storage).fields.originalTransactionId = newValue }
+        set { storage = storage.changed { $0.originalTransactionId = newValue } }
     }
     public var appTransactionId: String? {
         get { storage.fields.appTransactionId }
-        set { FactsStorage.unique(&storage).fields.appTransactionId = newValue }
+        set { storage = storage.changed { $0.appTransactionId = newValue } }
     }
     public var productId: String? {
         get { storage.fields.productId }
-        set { FactsStorage.unique(&storage).fields.productId = newValue }
+        set { storage = storage.changed { $0.productId = newValue } }
     }
     public var autoRenewProductId: String? {
         get { storage.fields.autoRenewProductId }
-        set { FactsStorage.unique(&storage).fields.autoRenewProductId = newValue }
+        set { storage = storage.changed { $0.autoRenewProductId = newValue } }
     }
     public var autoRenewStatus: Bool? {
         get { storage.fields.autoRenewStatus }
-        set { FactsStorage.unique(&storage).fields.autoRenewStatus = newValue }
+        set { storage = storage.changed { $0.autoRenewStatus = newValue } }
     }
     public var isInBillingRetryPeriod: Bool {
         get { storage.fields.isInBillingRetryPeriod }
-        set { FactsStorage.unique(&storage).fields.isInBillingRetryPeriod = newValue }
+        set { storage = storage.changed { $0.isInBillingRetryPeriod = newValue } }
     }
     public var gracePeriodExpiresDate: Int64? {
         get { storage.fields.gracePeriodExpiresDate }
-        set { FactsStorage.unique(&storage).fields.gracePeriodExpiresDate = newValue }
+        set { storage = storage.changed { $0.gracePeriodExpiresDate = newValue } }
     }
     public var expirationIntent: Int64? {
         get { storage.fields.expirationIntent }
-        set { FactsStorage.unique(&storage).fields.expirationIntent = newValue }
+        set { storage = storage.changed { $0.expirationIntent = newValue } }
     }
     public var signedDate: Int64 {
         get { storage.fields.signedDate }
-        set { FactsStorage.unique(&storage).fields.signedDate = newValue }
+        set { storage = storage.changed { $0.signedDate = newValue } }
     }
     public var appAccountToken: String? {
         get { storage.fields.appAccountToken }
-        set { FactsStorage.unique(&storage).fields.appAccountToken = newValue }
+        set { storage = storage.changed { $0.appAccountToken = newValue } }
     }
     /// Fields of event facts format 3 (state format 4), `nil` when none.
     public var extensions: RenewalExtensions? {
         get { storage.fields.extensions }
-        set { FactsStorage.unique(&storage).fields.extensions = newValue }
+        set { storage = storage.changed { $0.extensions = newValue } }
     }
 
     public init(
@@ -294,6 +301,9 @@ public struct RenewalFacts: Sendable, Hashable {
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(storage.fields) }
+
+    /// Whether ``extensions`` holds any (read in place, not copied).
+    var hasExtensions: Bool { storage.fields.extensions != nil }
 
     public init(_ p: RenewalInfoPayload) {
         self.init(

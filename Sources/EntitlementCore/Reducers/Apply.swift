@@ -206,6 +206,28 @@ extension CustomerState {
     }
 }
 
+extension CustomerState {
+    /// ``note(_:)`` for a notification whose UUID is still bytes (UTF-8, checked): the
+    /// `String` is made only when this notification is kept.
+    mutating func noteNotification(
+        uuid: UnsafeRawBufferPointer, type: NotificationType, subtype: NotificationSubtype?, signedDate: Int64
+    ) {
+        noteEventNeeds(revoked: false, notificationType: type)
+        if type == .rescindConsent {
+            consentRescindedAt = min(consentRescindedAt ?? signedDate, signedDate)
+        }
+        if let existing = lastNotification {
+            if signedDate != existing.signedDate {
+                guard signedDate > existing.signedDate else { return }
+            } else {
+                guard existing.notificationUUID.utf8.lexicographicallyPrecedes(uuid) else { return }
+            }
+        }
+        lastNotification = NotificationSummaryFacts(
+            notificationUUID: String(decoding: uuid, as: UTF8.self), type: type, subtype: subtype, signedDate: signedDate)
+    }
+}
+
 /// The reducer in functional form: a state and an event in, the next state out.
 public enum Reducer {
     /// The state after `event` (see ``CustomerState/apply(_:rules:)``).

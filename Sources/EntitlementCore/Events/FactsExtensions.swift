@@ -43,6 +43,8 @@ public struct TransactionExtensions: Sendable, Hashable {
                 previousOriginalTransactionId: previousOriginalTransactionId, items: items))
     }
 
+    init(fields: Fields) { storage = FactsStorage(fields) }
+
     public static func == (lhs: TransactionExtensions, rhs: TransactionExtensions) -> Bool {
         lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
     }
@@ -119,6 +121,8 @@ public struct RenewalExtensions: Sendable, Hashable {
                 eligibleWinBackOfferIds: eligibleWinBackOfferIds, renewalBillingPlanType: renewalBillingPlanType,
                 commitment: commitment, previousOriginalTransactionId: previousOriginalTransactionId))
     }
+
+    init(fields: Fields) { storage = FactsStorage(fields) }
 
     public static func == (lhs: RenewalExtensions, rhs: RenewalExtensions) -> Bool {
         lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields

@@ -30,7 +30,8 @@ extension CustomerState {
         var appTransaction: Signed<AppTransactionFacts>? = nil
         // A notification's UUID stays bytes: it is made into a `String` only when the
         // notification is the latest so far (``noteNotification(uuid:type:subtype:signedDate:)``).
-        var summary: (uuid: UnsafeRawBufferPointer, type: NotificationType, subtype: NotificationSubtype?, signedDate: Int64)? = nil
+        var summary:
+            (uuid: UnsafeRawBufferPointer, type: NotificationType, subtype: NotificationSubtype?, signedDate: Int64)? = nil
         var environment: AppStoreEnvironment? = nil
         var usage: UsageFacts? = nil
         var record: OperatorRecord? = nil
@@ -84,7 +85,9 @@ extension CustomerState {
         } catch {
             throw .missingRawJWS(error)
         }
-        if let summary { noteNotification(uuid: summary.uuid, type: summary.type, subtype: summary.subtype, signedDate: summary.signedDate) }
+        if let summary {
+            noteNotification(uuid: summary.uuid, type: summary.type, subtype: summary.subtype, signedDate: summary.signedDate)
+        }
         environments.formUnion(EnvironmentSet(environment))
         if let usage { apply(usage: usage) }
         if let record { apply(operatorRecord: record) }

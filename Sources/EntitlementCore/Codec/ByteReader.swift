@@ -154,6 +154,21 @@ struct ByteReader {
         return text
     }
 
+    /// A string written out in full, as its bytes, checked to be UTF-8 but not made
+    /// into a `String` (for a value kept only now and then); they point into the buffer read.
+    mutating func fullStringBytes() throws(CodecError) -> UnsafeRawBufferPointer {
+        let length = try count()
+        let start = offset
+        offset += length
+        let slice = UnsafeRawBufferPointer(rebasing: buffer[start..<start + length])
+        let valid = slice.withMemoryRebound(to: UInt8.self) { Self.isASCII($0) || Self.utf8String($0) != nil }
+        guard valid else {
+            offset = start
+            throw fail(.invalidUTF8, "string is not valid UTF-8")
+        }
+        return slice
+    }
+
     /// The string of `bytes`, or `nil` if they are not valid UTF-8.
     ///
     /// `String(validating:as:)` is generic and, unspecialized, costs several

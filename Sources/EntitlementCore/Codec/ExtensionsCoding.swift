@@ -159,7 +159,8 @@ extension ByteReader {
     mutating func transactionExtensions() throws(CodecError) -> TransactionExtensions {
         typealias F = ExtensionsLayout.Transaction
         let flags = try self.flags(known: F.known)
-        var value = TransactionExtensions()
+        // Fields first, stored once: each change of a stored value would make new storage.
+        var value = TransactionExtensions.Fields()
         if flags & F.billingPlanType != 0 { value.billingPlanType = try string() }
         if flags & F.commitment != 0 {
             typealias C = ExtensionsLayout.Commitment
@@ -179,7 +180,7 @@ extension ByteReader {
             for _ in 0..<itemCount { items.append(try commerceItem()) }
             value.items = items
         }
-        return value
+        return TransactionExtensions(fields: value)
     }
 
     private mutating func commerceItem() throws(CodecError) -> AdvancedCommerceTransactionItem {
@@ -210,7 +211,8 @@ extension ByteReader {
     mutating func renewalExtensions() throws(CodecError) -> RenewalExtensions {
         typealias F = ExtensionsLayout.Renewal
         let flags = try self.flags(known: F.known)
-        var value = RenewalExtensions()
+        // Fields first, stored once: each change of a stored value would make new storage.
+        var value = RenewalExtensions.Fields()
         if flags & F.priceIncreaseStatus != 0 { value.priceIncreaseStatus = try int() }
         if flags & F.renewalPrice != 0 { value.renewalPrice = try int() }
         if flags & F.currency != 0 { value.currency = try string() }
@@ -238,6 +240,6 @@ extension ByteReader {
             value.commitment = commitment
         }
         if flags & F.previousOriginalTransactionId != 0 { value.previousOriginalTransactionId = try string() }
-        return value
+        return RenewalExtensions(fields: value)
     }
 }

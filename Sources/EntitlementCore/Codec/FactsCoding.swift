@@ -103,7 +103,7 @@ extension ByteWriter {
         if facts.offerPeriod != nil { flags |= F.offerPeriod }
         if facts.price != nil { flags |= F.price }
         if facts.currency != nil { flags |= F.currency }
-        if facts.extensions != nil { flags |= F.extensions }
+        if facts.hasExtensions { flags |= F.extensions }
         if facts.receiptDigest != nil { flags |= F.receiptDigest }
         if facts.webOrderLineItemId != nil { flags |= F.webOrderLineItemId }
         varint(flags)
@@ -155,7 +155,7 @@ extension ByteWriter {
         if facts.isInBillingRetryPeriod { flags |= F.isInBillingRetryPeriod }
         if facts.gracePeriodExpiresDate != nil { flags |= F.gracePeriodExpiresDate }
         if facts.expirationIntent != nil { flags |= F.expirationIntent }
-        if facts.extensions != nil { flags |= F.extensions }
+        if facts.hasExtensions { flags |= F.extensions }
         varint(flags)
         if !originalShared { string(facts.originalTransactionId) }
         date(facts.signedDate)

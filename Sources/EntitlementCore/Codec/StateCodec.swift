@@ -67,10 +67,16 @@ public enum StateCodec {
         // (and retain every string in it) into a new array.
         let transactions = state.transactions
         let transactionOrder = transactions.indices.sorted { transactions[$0].key.utf8Precedes(transactions[$1].key) }
+        // The format version depends on what the facts hold: found while they are written.
+        var display = state.appTransaction?.facts.hasDisplayFacts == true
+        var extended = state.consentRescindedAt != nil || state.appTransaction?.facts.originalPlatform != nil
         writer.count(transactionOrder.count)
         for index in transactionOrder {
-            writer.ref(transactions[index].value.ref)
-            writer.transactionFacts(transactions[index].value.facts)
+            let version = transactions[index].value
+            display = display || version.facts.hasDisplayFacts
+            extended = extended || version.facts.hasExtensions
+            writer.ref(version.ref)
+            writer.transactionFacts(version.facts)
         }
 
         let renewalInfos = state.renewalInfos
@@ -81,6 +87,7 @@ public enum StateCodec {
             let versions = renewalInfos[index].value
             writer.count(versions.count)
             for version in versions {
+                extended = extended || version.facts.hasExtensions
                 writer.ref(version.ref)
                 writer.renewalFacts(version.facts)
             }
@@ -130,12 +137,6 @@ public enum StateCodec {
         if let needs = state.eventNeeds { writer.byte(needs.rawValue) }
         let strings = writer.table?.strings ?? []
         var out = ByteWriter(capacity: writer.bytes.count + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
-        let display =
-            state.transactions.values.contains { $0.facts.hasDisplayFacts } || state.appTransaction?.facts.hasDisplayFacts == true
-        let extended =
-            state.consentRescindedAt != nil || state.appTransaction?.facts.originalPlatform != nil
-            || state.transactions.values.contains { $0.facts.extensions != nil }
-            || state.renewalInfos.values.contains { $0.contains { $0.facts.extensions != nil } }
         out.byte(extended ? formatVersionWithExtensions : display ? formatVersion : formatVersionWithoutDisplayFacts)
         out.count(strings.count)
         for string in strings { out.fullString(string) }

@@ -112,26 +112,28 @@ extension CustomerState {
 
         guard missing.isEmpty else { throw MissingRawJWS(refs: missing) }
 
-        // Commit.
-        if let transaction, transaction.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
-        if let transaction, takeTransaction {
-            transactions[transaction.facts.transactionId] = transaction
+        // Commit. Each version is bound once: a binding copies it.
+        if let transaction {
+            if transaction.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
+            if takeTransaction { transactions[transaction.facts.transactionId] = transaction }
+            if let token = transaction.facts.appAccountToken {
+                claim(token: token, signedDate: transaction.facts.signedDate, ref: transaction.ref, raw: transaction.raw)
+            }
         }
-        if let renewalInfo, let renewalPlacement {
-            let key = renewalInfo.facts.originalTransactionId
-            switch renewalPlacement {
-            case .insert(let index): renewalInfos[key, default: []].insert(renewalInfo, at: index)
-            case .replace(let index): renewalInfos[key, default: []][index] = renewalInfo
+        if let renewalInfo {
+            if let renewalPlacement {
+                let key = renewalInfo.facts.originalTransactionId
+                switch renewalPlacement {
+                case .insert(let index): renewalInfos[key, default: []].insert(renewalInfo, at: index)
+                case .replace(let index): renewalInfos[key, default: []][index] = renewalInfo
+                }
+            }
+            if let token = renewalInfo.facts.appAccountToken {
+                claim(token: token, signedDate: renewalInfo.facts.signedDate, ref: renewalInfo.ref, raw: renewalInfo.raw)
             }
         }
         if let appTransaction, takeAppTransaction {
             self.appTransaction = appTransaction
-        }
-        if let token = transaction?.facts.appAccountToken, let transaction {
-            claim(token: token, signedDate: transaction.facts.signedDate, ref: transaction.ref, raw: transaction.raw)
-        }
-        if let token = renewalInfo?.facts.appAccountToken, let renewalInfo {
-            claim(token: token, signedDate: renewalInfo.facts.signedDate, ref: renewalInfo.ref, raw: renewalInfo.raw)
         }
     }
 
@@ -203,6 +205,28 @@ extension CustomerState {
         } else if existing.notificationUUID.utf8Precedes(summary.notificationUUID) {
             lastNotification = summary
         }
+    }
+}
+
+extension CustomerState {
+    /// ``note(_:)`` for a notification whose UUID is still bytes (UTF-8, checked): the
+    /// `String` is made only when this notification is kept.
+    mutating func noteNotification(
+        uuid: UnsafeRawBufferPointer, type: NotificationType, subtype: NotificationSubtype?, signedDate: Int64
+    ) {
+        noteEventNeeds(revoked: false, notificationType: type)
+        if type == .rescindConsent {
+            consentRescindedAt = min(consentRescindedAt ?? signedDate, signedDate)
+        }
+        if let existing = lastNotification {
+            if signedDate != existing.signedDate {
+                guard signedDate > existing.signedDate else { return }
+            } else {
+                guard existing.notificationUUID.utf8.lexicographicallyPrecedes(uuid) else { return }
+            }
+        }
+        lastNotification = NotificationSummaryFacts(
+            notificationUUID: String(decoding: uuid, as: UTF8.self), type: type, subtype: subtype, signedDate: signedDate)
     }
 }
 

@@ -28,7 +28,10 @@ extension CustomerState {
         var transaction: Signed<TransactionFacts>? = nil
         var renewalInfo: Signed<RenewalFacts>? = nil
         var appTransaction: Signed<AppTransactionFacts>? = nil
-        var summary: NotificationSummaryFacts? = nil
+        // A notification's UUID stays bytes: it is made into a `String` only when the
+        // notification is the latest so far (``noteNotification(uuid:type:subtype:signedDate:)``).
+        var summary:
+            (uuid: UnsafeRawBufferPointer, type: NotificationType, subtype: NotificationSubtype?, signedDate: Int64)? = nil
         var environment: AppStoreEnvironment? = nil
         var usage: UsageFacts? = nil
         var record: OperatorRecord? = nil
@@ -42,7 +45,7 @@ extension CustomerState {
                 case .signed(.notification):
                     typealias F = FactsLayout.Notification
                     let flags = try reader.flags(known: F.known)
-                    let uuid = try reader.string()
+                    let uuid = try reader.fullStringBytes()
                     let type = try reader.notificationType()
                     let subtype = flags & F.subtype != 0 ? try reader.notificationSubtype() : nil
                     let signedDate = try reader.date()
@@ -57,7 +60,7 @@ extension CustomerState {
                     if flags & F.appTransaction != 0 {
                         appTransaction = Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction))
                     }
-                    summary = NotificationSummaryFacts(notificationUUID: uuid, type: type, subtype: subtype, signedDate: signedDate)
+                    summary = (uuid, type, subtype, signedDate)
                 case .signed(.transaction):
                     transaction = Signed(try reader.transactionFacts(), ref: RawRef(eventSeq: seq, slot: .own))
                 case .signed(.renewalInfo):
@@ -82,7 +85,9 @@ extension CustomerState {
         } catch {
             throw .missingRawJWS(error)
         }
-        if let summary { note(summary) }
+        if let summary {
+            noteNotification(uuid: summary.uuid, type: summary.type, subtype: summary.subtype, signedDate: summary.signedDate)
+        }
         environments.formUnion(EnvironmentSet(environment))
         if let usage { apply(usage: usage) }
         if let record { apply(operatorRecord: record) }

@@ -11,14 +11,7 @@ struct RecordedLifecycleIds: Equatable {
     }
 
     /// The FNV-1a hash of `id`'s UTF-8 bytes (stable across builds and runs).
-    static func hash(_ id: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return hash
-    }
+    static func hash(_ id: String) -> UInt64 { LifecycleIdHash.of(id) }
 
     /// Whether `hash` is among the recorded ones.
     func contains(_ hash: UInt64) -> Bool {

@@ -26,7 +26,25 @@ struct RecordedLifecycleIds: Equatable {
 
     /// Adds `more` (the union).
     mutating func formUnion(_ more: some Sequence<UInt64>) {
-        self = RecordedLifecycleIds(hashes: hashes + more)
+        let added = more.sorted()
+        guard !added.isEmpty else { return }
+        // Both ascending: merged in one pass, repeats dropped.
+        var merged: [UInt64] = []
+        merged.reserveCapacity(hashes.count + added.count)
+        var old = 0
+        var new = 0
+        while old < hashes.count || new < added.count {
+            let next: UInt64
+            if new == added.count || (old < hashes.count && hashes[old] <= added[new]) {
+                next = hashes[old]
+                old += 1
+            } else {
+                next = added[new]
+                new += 1
+            }
+            if merged.last != next { merged.append(next) }
+        }
+        hashes = merged
     }
 
     /// 8 bytes little-endian per hash.

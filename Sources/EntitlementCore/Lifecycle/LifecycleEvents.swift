@@ -44,7 +44,7 @@ public enum LifecycleEvents {
     ) -> [LifecycleEvent] {
         // One array, read concretely from here on (a caller in another module reaches this generic entry unspecialized).
         var derivation = Derivation(
-            state: state, events: Array(events), consumptionReasons: consumptionReasons, rules: rules, building: .all)
+            state: state, events: Array(events), consumptionReasons: consumptionReasons, building: .all)
         derivation.run()
         return derivation.ordered()
     }
@@ -68,9 +68,10 @@ public enum LifecycleEvents {
     ) -> UnrecordedLifecycle {
         withoutActuallyEscaping(isRecorded) { isRecorded in
             var derivation = Derivation(
-                state: state, events: events, consumptionReasons: consumptionReasons, rules: rules,
+                state: state, events: events, consumptionReasons: consumptionReasons,
                 building: .unrecorded(now: now, isRecorded: isRecorded))
             derivation.run()
+            derivation.turns.subscriptions = derivation.subscriptionTransactions
             return UnrecordedLifecycle(events: derivation.ordered(), nextDue: derivation.nextDue, turns: derivation.turns)
         }
     }
@@ -80,9 +81,10 @@ public enum LifecycleEvents {
     /// without building the events.
     public static func turns(state: CustomerState, events: [Event]) -> SubscriptionTurns {
         var derivation = Derivation(
-            state: state, events: events, consumptionReasons: [:], rules: Rules(version: "turns"), building: .none)
+            state: state, events: events, consumptionReasons: [:], building: .none)
         derivation.subscriptions()
         derivation.expirations()
+        derivation.turns.subscriptions = derivation.subscriptionTransactions
         return derivation.turns
     }
 
@@ -140,7 +142,6 @@ private struct Derivation {
     }
 
     let state: CustomerState
-    let rules: Rules
     let consumptionReasons: [String: String]
     let building: Building
     /// The earliest `effectiveAt` after `now` (``Building/unrecorded(now:isRecorded:)``).
@@ -160,17 +161,22 @@ private struct Derivation {
     var subscriptionTransactions: [String: [TransactionFacts]] = [:]
     var found: [String: Found] = [:]
 
-    init(state: CustomerState, events: [Event], consumptionReasons: [String: String], rules: Rules, building: Building) {
+    init(state: CustomerState, events: [Event], consumptionReasons: [String: String], building: Building) {
         self.state = state
-        self.rules = rules
         self.consumptionReasons = consumptionReasons
         self.building = building
         self.customerEnvironment = state.environments.displayName
         // Which environment each transaction came in matters only for a customer of several.
-        let severalEnvironments = state.environments.environments.count > 1
+        let severalEnvironments = state.environments.hasSeveral
         // Every version is read only for transactions some version of which was revoked.
         var revoked = Set<String>()
-        for version in state.transactions.values where version.facts.revocationDate != nil { revoked.insert(version.facts.transactionId) }
+        // One pass over the transactions: each step copies a version (every string in it retained).
+        for version in state.transactions.values {
+            if version.facts.revocationDate != nil { revoked.insert(version.facts.transactionId) }
+            if version.facts.type == .autoRenewable {
+                subscriptionTransactions[version.facts.originalTransactionId, default: []].append(version.facts)
+            }
+        }
         for event in events {
             let environment = event.environment?.rawValue
             var carried: TransactionFacts? = nil
@@ -204,9 +210,6 @@ private struct Derivation {
                 }
                 if let carried, versions[carried.transactionId] != nil { versions[carried.transactionId]?.append(carried) }
             }
-        }
-        for version in state.transactions.values where version.facts.type == .autoRenewable {
-            subscriptionTransactions[version.facts.originalTransactionId, default: []].append(version.facts)
         }
         for otid in subscriptionTransactions.keys { subscriptionTransactions[otid]?.sort { SubscriptionEvaluation.precedes($0, $1) } }
     }
@@ -281,11 +284,14 @@ private struct Derivation {
         for (otid, transactions) in subscriptionTransactions {
             var previousPeriodType = ""
             for index in transactions.indices {
-                let t = transactions[index]
-                let periodType = LifecycleEvents.periodType(of: t)
+                // Read in place; copied only to build an event.
+                let periodType = LifecycleEvents.periodType(of: transactions[index])
+                let purchaseDate = transactions[index].purchaseDate
                 defer { previousPeriodType = periodType }
                 guard index > 0 else {
-                    guard wants(at: t.purchaseDate, { $0.add(prefix: .subscriptionStarted); $0.add(t.transactionId) }) else { continue }
+                    guard wants(at: purchaseDate, { $0.add(prefix: .subscriptionStarted); $0.add(transactions[index].transactionId) })
+                    else { continue }
+                    let t = transactions[index]
                     add(
                         event(
                             .subscriptionStarted, id: "SUBSCRIPTION_STARTED:" + t.transactionId, about: t, otid: otid,
@@ -295,11 +301,14 @@ private struct Derivation {
                 }
                 let conversion = previousPeriodType == "TRIAL" && periodType != "TRIAL"
                 if conversion {
-                    turns.conversions.append(.init(originalTransactionId: otid, transactionId: t.transactionId, at: t.purchaseDate))
+                    turns.conversions.append(
+                        .init(originalTransactionId: otid, transactionId: transactions[index].transactionId, at: purchaseDate))
                 }
+                let type: LifecycleEventType =
+                    transactions[index - 1].productId == transactions[index].productId ? .renewal : .productChange
+                guard wants(at: purchaseDate, { $0.add(prefix: type); $0.add(transactions[index].transactionId) }) else { continue }
+                let t = transactions[index]
                 let previousProductId = transactions[index - 1].productId
-                let type: LifecycleEventType = previousProductId == t.productId ? .renewal : .productChange
-                guard wants(at: t.purchaseDate, { $0.add(prefix: type); $0.add(t.transactionId) }) else { continue }
                 if type == .renewal {
                     add(
                         event(
@@ -334,51 +343,56 @@ private struct Derivation {
             // A 12-month commitment's own auto-renew (`commitmentAutoRenewStatus`), read as on before any version says.
             var commitmentAutoRenew = true
             var retrying = false
-            for version in versions {
-                let r = version.facts
+            for index in versions.indices {
+                // Read in place; copied (`r`) only to build an event.
+                let signedDate = versions[index].facts.signedDate
+                let retryingNow = versions[index].facts.isInBillingRetryPeriod
                 var autoRenewChanged = false
-                if let status = r.autoRenewStatus, status != autoRenew {
+                if let status = versions[index].facts.autoRenewStatus, status != autoRenew {
                     autoRenew = status
                     autoRenewChanged = true
                     let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
-                    if wants(at: r.signedDate, { $0.add(prefix: type); $0.add(otid); $0.colon(); $0.add(r.signedDate) }) {
+                    if wants(at: signedDate, { $0.add(prefix: type); $0.add(otid); $0.colon(); $0.add(signedDate) }) {
+                        let r = versions[index].facts
                         let extra = status ? JSONObject() : JSONObject([("expirationIntent", r.expirationIntent.map(JSONValue.int) ?? .null)])
                         add(
                             event(
-                                type, id: "\(type.rawValue):\(otid):\(r.signedDate)", about: current(of: otid, at: r.signedDate), otid: otid,
-                                extra: extra, at: r.signedDate),
-                            signedDate: r.signedDate)
+                                type, id: "\(type.rawValue):\(otid):\(signedDate)", about: current(of: otid, at: signedDate), otid: otid,
+                                extra: extra, at: signedDate),
+                            signedDate: signedDate)
                     }
                 }
                 // The customer cancels (or restores) the commitment while auto-renew stays on.
-                if let status = r.commitmentAutoRenewStatus, status != commitmentAutoRenew {
+                if let status = versions[index].facts.commitmentAutoRenewStatus, status != commitmentAutoRenew {
                     commitmentAutoRenew = status
                     let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
                     if !autoRenewChanged,
-                        wants(at: r.signedDate, { $0.add(prefix: type); $0.add(otid); $0.colon(); $0.add(r.signedDate) })
+                        wants(at: signedDate, { $0.add(prefix: type); $0.add(otid); $0.colon(); $0.add(signedDate) })
                     {
+                        let r = versions[index].facts
                         let extra =
                             status
                             ? JSONObject([("commitment", true)])
                             : JSONObject([("expirationIntent", r.expirationIntent.map(JSONValue.int) ?? .null), ("commitment", true)])
                         add(
                             event(
-                                type, id: "\(type.rawValue):\(otid):\(r.signedDate)", about: current(of: otid, at: r.signedDate), otid: otid,
-                                extra: extra, at: r.signedDate),
-                            signedDate: r.signedDate)
+                                type, id: "\(type.rawValue):\(otid):\(signedDate)", about: current(of: otid, at: signedDate), otid: otid,
+                                extra: extra, at: signedDate),
+                            signedDate: signedDate)
                     }
                 }
-                if r.isInBillingRetryPeriod && !retrying,
-                    wants(at: r.signedDate, { $0.add(prefix: .billingIssue); $0.add(otid); $0.colon(); $0.add(r.signedDate) })
+                if retryingNow && !retrying,
+                    wants(at: signedDate, { $0.add(prefix: .billingIssue); $0.add(otid); $0.colon(); $0.add(signedDate) })
                 {
+                    let r = versions[index].facts
                     add(
                         event(
-                            .billingIssue, id: "BILLING_ISSUE:\(otid):\(r.signedDate)", about: current(of: otid, at: r.signedDate), otid: otid,
+                            .billingIssue, id: "BILLING_ISSUE:\(otid):\(signedDate)", about: current(of: otid, at: signedDate), otid: otid,
                             extra: JSONObject([("gracePeriodExpiresDate", r.gracePeriodExpiresDate.map(JSONValue.int) ?? .null)]),
-                            at: r.signedDate),
-                        signedDate: r.signedDate)
+                            at: signedDate),
+                        signedDate: signedDate)
                 }
-                retrying = r.isInBillingRetryPeriod
+                retrying = retryingNow
             }
         }
     }

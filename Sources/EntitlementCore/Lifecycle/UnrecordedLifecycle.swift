@@ -18,7 +18,7 @@ public struct UnrecordedLifecycle: Sendable, Hashable {
 
 /// The turns of a customer's subscriptions that the revenue facts read: each trial
 /// conversion (a RENEWAL or PRODUCT_CHANGE with `isTrialConversion`) and each
-/// EXPIRATION, as the lifecycle derives them.
+/// EXPIRATION, as the lifecycle derives them, in no particular order.
 public struct SubscriptionTurns: Sendable, Hashable {
     /// One turn of one subscription.
     public struct Turn: Sendable, Hashable {
@@ -40,8 +40,21 @@ public struct SubscriptionTurns: Sendable, Hashable {
 
     public var conversions: [Turn] = []
     public var expirations: [Turn] = []
+    /// Each subscription's transactions, first to last, as the lifecycle sorted them
+    /// (shared, not copied, with the revenue facts); `nil` when not at hand.
+    var subscriptions: [String: [TransactionFacts]]? = nil
 
     public init() {}
+
+    /// Equal turns (the subscriptions sorted along are the state's either way).
+    public static func == (lhs: SubscriptionTurns, rhs: SubscriptionTurns) -> Bool {
+        lhs.conversions == rhs.conversions && lhs.expirations == rhs.expirations
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(conversions)
+        hasher.combine(expirations)
+    }
 
     /// The turns among `lifecycle` (the customer's lifecycle events).
     public init(lifecycle: [LifecycleEvent]) {

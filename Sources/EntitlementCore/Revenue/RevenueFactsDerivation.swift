@@ -84,23 +84,26 @@ private struct RevenueDerivation {
     mutating func ledgerEntries() -> [LedgerEntry] {
         // Each subscription's first paid transaction, for the commission's year.
         var firstPaid: [String: Int64] = [:]
-        for version in state.transactions.values where version.facts.type == .autoRenewable && isSale(version.facts) {
-            let t = version.facts
-            firstPaid[t.originalTransactionId] = min(firstPaid[t.originalTransactionId] ?? t.purchaseDate, t.purchaseDate)
-        }
         var entries: [LedgerEntry] = []
         var revoked: [String: [TransactionFacts]] = [:]
+        // One pass over the transactions (each step copies a version); the commission's year is settled after.
+        var renewable: [Int] = []
         for version in state.transactions.values where isSale(version.facts) {
             let t = version.facts
-            var reduced = false
-            if t.type == .autoRenewable, let first = firstPaid[t.originalTransactionId] {
-                reduced = t.purchaseDate - first >= 365 * RevenueFacts.day
+            if t.type == .autoRenewable {
+                firstPaid[t.originalTransactionId] = min(firstPaid[t.originalTransactionId] ?? t.purchaseDate, t.purchaseDate)
+                renewable.append(entries.count)
             }
             let entry = LedgerEntry(
                 at: t.purchaseDate, type: .sale, transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
-                productId: t.productId, currency: t.currency!, amount: t.price!, reducedCommission: reduced, ref: version.ref)
+                productId: t.productId, currency: t.currency!, amount: t.price!, reducedCommission: false, ref: version.ref)
             entries.append(entry)
-            revoked[t.transactionId] = [t]
+            // Without events, the latest version is the only one: only a revoked one is read again.
+            if !events.isEmpty || t.revocationDate != nil { revoked[t.transactionId] = [t] }
+        }
+        for index in renewable {
+            let first = firstPaid[entries[index].originalTransactionId] ?? entries[index].at
+            entries[index].reducedCommission = entries[index].at - first >= 365 * RevenueFacts.day
         }
         // Every version of each sold transaction, from the events: a refund reversed later
         // leaves no trace in the latest version.
@@ -160,9 +163,13 @@ private struct RevenueDerivation {
 
     /// The Production subscriptions owned `PURCHASED`.
     func subscriptions(turns: SubscriptionTurns) -> [SubscriptionRevenueFacts] {
-        var grouped: [String: [TransactionFacts]] = [:]
-        for version in state.transactions.values where version.facts.type == .autoRenewable {
-            grouped[version.facts.originalTransactionId, default: []].append(version.facts)
+        // Sorted already when the lifecycle's derivation passes them along.
+        let sorted = turns.subscriptions != nil
+        var grouped = turns.subscriptions ?? [:]
+        if !sorted {
+            for version in state.transactions.values where version.facts.type == .autoRenewable {
+                grouped[version.facts.originalTransactionId, default: []].append(version.facts)
+            }
         }
         /// Whether the turn is of a subscription here, about a counted transaction.
         func counted(_ turn: SubscriptionTurns.Turn) -> Bool {
@@ -180,7 +187,7 @@ private struct RevenueDerivation {
         var result: [SubscriptionRevenueFacts] = []
         for otid in grouped.keys.sorted() {
             // Sorted in place: a sorted copy would copy (and retain) every transaction's facts.
-            grouped[otid]!.sort { SubscriptionEvaluation.precedes($0, $1) }
+            if !sorted { grouped[otid]!.sort { SubscriptionEvaluation.precedes($0, $1) } }
             let transactions = grouped[otid]!
             var facts = SubscriptionRevenueFacts(originalTransactionId: otid)
             for t in transactions where counts(t) {

@@ -15,30 +15,31 @@ extension EventStore {
         guard recordsLifecycle else { return 0 }
         guard let state else {
             try saveLifecycleDue(of: key, next: nil)
-            try saveRevenueFacts(of: key, state: nil, events: [], lifecycle: [])
+            try saveRevenueFacts(of: key, state: nil, events: [], turns: SubscriptionTurns())
             try forgetRecordedLifecycleIds(of: key)
             return 0
         }
         let events = try derivationEvents(of: key, state: state)
-        let all = LifecycleEvents.all(state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules)
-        try saveRevenueFacts(of: key, state: state, events: events, lifecycle: all)
         // What is recorded already, read with one row; without it, each id is looked up.
         let known = try recordedLifecycleIds(of: key)
+        // Only the events due and not recorded are built; the others are known by their ids' hashes.
+        let unrecorded = LifecycleEvents.unrecorded(
+            state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules, now: now,
+            isRecorded: { known?.contains($0) ?? false })
+        try saveRevenueFacts(of: key, state: state, events: events, turns: unrecorded.turns)
         var added: [UInt64] = []
         var recorded = 0
-        for event in all where event.effectiveAt <= now {
-            let hash = RecordedLifecycleIds.hash(event.id)
-            if let known, known.contains(hash) { continue }
+        for event in unrecorded.events {
             // Looked up before the insert (an ignored insert would still use up a cursor).
             if try recordLifecycleEvent(event, rules: rules, now: now) { recorded += 1 }
-            added.append(hash)
+            added.append(RecordedLifecycleIds.hash(event.id))
         }
         if known == nil || !added.isEmpty {
             var ids = known ?? RecordedLifecycleIds()
             ids.formUnion(added)
             try saveRecordedLifecycleIds(ids, of: key)
         }
-        try saveLifecycleDue(of: key, next: LifecycleEvents.nextDue(in: all, after: now))
+        try saveLifecycleDue(of: key, next: unrecorded.nextDue)
         return recorded
     }
 

@@ -11,14 +11,7 @@ struct RecordedLifecycleIds: Equatable {
     }
 
     /// The FNV-1a hash of `id`'s UTF-8 bytes (stable across builds and runs).
-    static func hash(_ id: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return hash
-    }
+    static func hash(_ id: String) -> UInt64 { LifecycleIdHash.of(id) }
 
     /// Whether `hash` is among the recorded ones.
     func contains(_ hash: UInt64) -> Bool {
@@ -33,7 +26,25 @@ struct RecordedLifecycleIds: Equatable {
 
     /// Adds `more` (the union).
     mutating func formUnion(_ more: some Sequence<UInt64>) {
-        self = RecordedLifecycleIds(hashes: hashes + more)
+        let added = more.sorted()
+        guard !added.isEmpty else { return }
+        // Both ascending: merged in one pass, repeats dropped.
+        var merged: [UInt64] = []
+        merged.reserveCapacity(hashes.count + added.count)
+        var old = 0
+        var new = 0
+        while old < hashes.count || new < added.count {
+            let next: UInt64
+            if new == added.count || (old < hashes.count && hashes[old] <= added[new]) {
+                next = hashes[old]
+                old += 1
+            } else {
+                next = added[new]
+                new += 1
+            }
+            if merged.last != next { merged.append(next) }
+        }
+        hashes = merged
     }
 
     /// 8 bytes little-endian per hash.

@@ -6,8 +6,8 @@ extension EventStore {
     /// - Parameters:
     ///   - state: Its state now; `nil` for a customer merged away (its row is removed).
     ///   - events: Its events, as the lifecycle read them.
-    ///   - lifecycle: Its lifecycle events, derived from the same data.
-    func saveRevenueFacts(of key: CustomerKey, state: CustomerState?, events: [Event], lifecycle: [LifecycleEvent]) throws {
+    ///   - turns: Its subscriptions' turns, as its lifecycle derives them from the same data.
+    func saveRevenueFacts(of key: CustomerKey, state: CustomerState?, events: [Event], turns: SubscriptionTurns) throws {
         guard let state else {
             let delete = try connection.cached("DELETE FROM revenue_facts WHERE customer_key = ?")
             try delete.bind(1, key)
@@ -21,7 +21,7 @@ extension EventStore {
         let lastSeq: Int64? = try seq.step() ? seq.int64(0) : nil
         seq.reset()
         guard let lastSeq else { return }
-        let facts = RevenueFacts.derive(state: state, events: events, lifecycle: lifecycle)
+        let facts = RevenueFacts.derive(state: state, events: events, turns: turns)
         try writeRevenueFacts(key: key, lastEventSeq: lastSeq, bytes: RevenueFactsCodec.encode(facts))
     }
 

@@ -13,17 +13,38 @@ enum SubscriptionEvaluation {
     /// version's `signedDate` and grace end. Deciding the status at each, in order,
     /// sees every turn.
     static func statusMoments(of transactions: [TransactionFacts], versions: [Signed<RenewalFacts>]) -> [Int64] {
-        var moments = Set<Int64>()
+        // An array sorted once and its repeats dropped: a handful of moments, no hashing.
+        var moments: [Int64] = []
+        moments.reserveCapacity(transactions.count * 3 + versions.count * 2)
         for t in transactions {
-            moments.insert(t.purchaseDate)
-            if let expires = t.expiresDate { moments.insert(expires) }
-            if let revoked = t.revocationDate { moments.insert(revoked) }
+            moments.append(t.purchaseDate)
+            if let expires = t.expiresDate { moments.append(expires) }
+            if let revoked = t.revocationDate { moments.append(revoked) }
         }
         for version in versions {
-            moments.insert(version.facts.signedDate)
-            if let grace = version.facts.gracePeriodExpiresDate { moments.insert(grace) }
+            moments.append(version.facts.signedDate)
+            if let grace = version.facts.gracePeriodExpiresDate { moments.append(grace) }
         }
-        return moments.sorted()
+        moments.sort()
+        var kept = 0
+        for index in moments.indices where kept == 0 || moments[index] != moments[kept - 1] {
+            moments[kept] = moments[index]
+            kept += 1
+        }
+        moments.removeLast(moments.count - kept)
+        return moments
+    }
+
+    /// The index of the renewal info that stands at `at` (as ``renewalInfo(in:at:)``
+    /// chooses it), `nil` when there is none.
+    static func standingIndex(in versions: [Signed<RenewalFacts>], at: Int64) -> Int? {
+        guard !versions.isEmpty else { return nil }
+        var chosen = 0
+        for index in versions.indices.dropFirst() {
+            guard versions[index].facts.signedDate <= at else { break }
+            chosen = index
+        }
+        return chosen
     }
 
     /// The renewal info that stands at `at`: the latest signed at or before
@@ -82,6 +103,21 @@ enum SubscriptionEvaluation {
             if let gracePeriodExpiresDate = renewalInfo.gracePeriodExpiresDate, gracePeriodExpiresDate > at {
                 return .gracePeriod
             }
+            return .billingRetry
+        }
+        return .expired
+    }
+
+    /// ``status(current:renewalInfo:at:)`` of `transactions[current]` with
+    /// `versions[standing]` (none when `nil`), read in place: neither is copied.
+    @inline(__always)
+    static func status(
+        of transactions: [TransactionFacts], _ current: Int, renewals versions: [Signed<RenewalFacts>], _ standing: Int?, at: Int64
+    ) -> SubscriptionStatus {
+        if let revoked = transactions[current].revocationDate, revoked <= at { return .revoked }
+        if let expiresDate = transactions[current].expiresDate, expiresDate > at { return .active }
+        if let standing, versions[standing].facts.isInBillingRetryPeriod {
+            if let grace = versions[standing].facts.gracePeriodExpiresDate, grace > at { return .gracePeriod }
             return .billingRetry
         }
         return .expired

@@ -43,18 +43,49 @@ public enum LifecycleEvents {
         state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String] = [:], rules: Rules
     ) -> [LifecycleEvent] {
         // One array, read concretely from here on (a caller in another module reaches this generic entry unspecialized).
-        var derivation = Derivation(state: state, events: Array(events), consumptionReasons: consumptionReasons, rules: rules)
-        derivation.subscriptions()
-        derivation.renewalInfos()
-        derivation.expirations()
-        derivation.purchases()
-        derivation.revocations()
-        derivation.itemRefunds()
-        derivation.notifications()
-        derivation.operatorActions()
-        return derivation.found.values.map(\.event).sorted {
-            $0.effectiveAt != $1.effectiveAt ? $0.effectiveAt < $1.effectiveAt : $0.id.utf8Precedes($1.id)
+        var derivation = Derivation(
+            state: state, events: Array(events), consumptionReasons: consumptionReasons, building: .all)
+        derivation.run()
+        return derivation.ordered()
+    }
+
+    /// What recording the feed needs of a customer's data: of every event of
+    /// ``all(state:events:consumptionReasons:rules:)``, those due by `now` whose id is not
+    /// recorded yet, built in full; the earliest `effectiveAt` after `now`; and the
+    /// subscriptions' turns the revenue facts read. Only the events returned are built:
+    /// of the others only the id's hash (``LifecycleIdHash``) and `effectiveAt` are computed.
+    /// - Parameters:
+    ///   - state: The customer's state (everything known).
+    ///   - events: The customer's events, any order, duplicates allowed.
+    ///   - consumptionReasons: The `consumptionRequestReason` of CONSUMPTION_REQUEST
+    ///     notifications, by `notificationUUID`.
+    ///   - rules: The rules.
+    ///   - now: The moment of recording, in ms since 1970.
+    ///   - isRecorded: Whether the id of this hash is recorded already.
+    public static func unrecorded(
+        state: CustomerState, events: [Event], consumptionReasons: [String: String] = [:], rules: Rules, now: Int64,
+        isRecorded: (UInt64) -> Bool
+    ) -> UnrecordedLifecycle {
+        withoutActuallyEscaping(isRecorded) { isRecorded in
+            var derivation = Derivation(
+                state: state, events: events, consumptionReasons: consumptionReasons,
+                building: .unrecorded(now: now, isRecorded: isRecorded))
+            derivation.run()
+            derivation.turns.subscriptions = derivation.subscriptionTransactions
+            return UnrecordedLifecycle(events: derivation.ordered(), nextDue: derivation.nextDue, turns: derivation.turns)
         }
+    }
+
+    /// The subscriptions' turns the revenue facts read (trial conversions and
+    /// expirations), as ``all(state:events:consumptionReasons:rules:)`` derives them,
+    /// without building the events.
+    public static func turns(state: CustomerState, events: [Event]) -> SubscriptionTurns {
+        var derivation = Derivation(
+            state: state, events: events, consumptionReasons: [:], building: .none)
+        derivation.subscriptions()
+        derivation.expirations()
+        derivation.turns.subscriptions = derivation.subscriptionTransactions
+        return derivation.turns
     }
 
     /// `periodType` of a transaction (specification section 12).
@@ -99,9 +130,24 @@ private struct Derivation {
         var signedDate: Int64
     }
 
+    /// Which events are built in full.
+    enum Building {
+        /// Every one.
+        case all
+        /// Those due by `now` whose id is not recorded; of the others, the earliest
+        /// `effectiveAt` after `now` is kept (``nextDue``).
+        case unrecorded(now: Int64, isRecorded: (UInt64) -> Bool)
+        /// None (the turns alone are wanted).
+        case none
+    }
+
     let state: CustomerState
-    let rules: Rules
     let consumptionReasons: [String: String]
+    let building: Building
+    /// The earliest `effectiveAt` after `now` (``Building/unrecorded(now:isRecorded:)``).
+    var nextDue: Int64? = nil
+    /// The subscriptions' turns the revenue facts read, whatever is built.
+    var turns = SubscriptionTurns()
     /// The customer's environment name (``EnvironmentSet/displayName``), computed once.
     let customerEnvironment: String?
     /// Every version (the state's and the events') of each transaction some version of which was revoked.
@@ -115,16 +161,22 @@ private struct Derivation {
     var subscriptionTransactions: [String: [TransactionFacts]] = [:]
     var found: [String: Found] = [:]
 
-    init(state: CustomerState, events: [Event], consumptionReasons: [String: String], rules: Rules) {
+    init(state: CustomerState, events: [Event], consumptionReasons: [String: String], building: Building) {
         self.state = state
-        self.rules = rules
         self.consumptionReasons = consumptionReasons
+        self.building = building
         self.customerEnvironment = state.environments.displayName
         // Which environment each transaction came in matters only for a customer of several.
-        let severalEnvironments = state.environments.environments.count > 1
+        let severalEnvironments = state.environments.hasSeveral
         // Every version is read only for transactions some version of which was revoked.
         var revoked = Set<String>()
-        for version in state.transactions.values where version.facts.revocationDate != nil { revoked.insert(version.facts.transactionId) }
+        // One pass over the transactions: each step copies a version (every string in it retained).
+        for version in state.transactions.values {
+            if version.facts.revocationDate != nil { revoked.insert(version.facts.transactionId) }
+            if version.facts.type == .autoRenewable {
+                subscriptionTransactions[version.facts.originalTransactionId, default: []].append(version.facts)
+            }
+        }
         for event in events {
             let environment = event.environment?.rawValue
             var carried: TransactionFacts? = nil
@@ -159,10 +211,43 @@ private struct Derivation {
                 if let carried, versions[carried.transactionId] != nil { versions[carried.transactionId]?.append(carried) }
             }
         }
-        for version in state.transactions.values where version.facts.type == .autoRenewable {
-            subscriptionTransactions[version.facts.originalTransactionId, default: []].append(version.facts)
-        }
         for otid in subscriptionTransactions.keys { subscriptionTransactions[otid]?.sort { SubscriptionEvaluation.precedes($0, $1) } }
+    }
+
+    /// Every kind of event, in turn.
+    mutating func run() {
+        subscriptions()
+        renewalInfos()
+        expirations()
+        purchases()
+        revocations()
+        itemRefunds()
+        notifications()
+        operatorActions()
+    }
+
+    /// The events found, ordered by `effectiveAt`, then `id`.
+    func ordered() -> [LifecycleEvent] {
+        found.values.map(\.event).sorted {
+            $0.effectiveAt != $1.effectiveAt ? $0.effectiveAt < $1.effectiveAt : $0.id.utf8Precedes($1.id)
+        }
+    }
+
+    /// Whether to build the event whose id `id` hashes and whose `effectiveAt` is `at`
+    /// (see ``Building``): an event not due yet only moves ``nextDue``.
+    mutating func wants(at: Int64, _ id: (inout LifecycleIdHash) -> Void) -> Bool {
+        switch building {
+        case .all: return true
+        case .none: return false
+        case .unrecorded(let now, let isRecorded):
+            if at > now {
+                nextDue = min(nextDue ?? at, at)
+                return false
+            }
+            var hash = LifecycleIdHash()
+            id(&hash)
+            return !isRecorded(hash.value)
+        }
     }
 
     /// The environment a transaction came in (the first by name when several), else the customer's.
@@ -197,9 +282,16 @@ private struct Derivation {
     /// SUBSCRIPTION_STARTED, RENEWAL and PRODUCT_CHANGE.
     mutating func subscriptions() {
         for (otid, transactions) in subscriptionTransactions {
-            for (index, t) in transactions.enumerated() {
-                let periodType = LifecycleEvents.periodType(of: t)
+            var previousPeriodType = ""
+            for index in transactions.indices {
+                // Read in place; copied only to build an event.
+                let periodType = LifecycleEvents.periodType(of: transactions[index])
+                let purchaseDate = transactions[index].purchaseDate
+                defer { previousPeriodType = periodType }
                 guard index > 0 else {
+                    guard wants(at: purchaseDate, { $0.add(prefix: .subscriptionStarted); $0.add(transactions[index].transactionId) })
+                    else { continue }
+                    let t = transactions[index]
                     add(
                         event(
                             .subscriptionStarted, id: "SUBSCRIPTION_STARTED:" + t.transactionId, about: t, otid: otid,
@@ -207,9 +299,17 @@ private struct Derivation {
                         signedDate: t.signedDate)
                     continue
                 }
-                let previous = transactions[index - 1]
-                let conversion = LifecycleEvents.periodType(of: previous) == "TRIAL" && periodType != "TRIAL"
-                if previous.productId == t.productId {
+                let conversion = previousPeriodType == "TRIAL" && periodType != "TRIAL"
+                if conversion {
+                    turns.conversions.append(
+                        .init(originalTransactionId: otid, transactionId: transactions[index].transactionId, at: purchaseDate))
+                }
+                let type: LifecycleEventType =
+                    transactions[index - 1].productId == transactions[index].productId ? .renewal : .productChange
+                guard wants(at: purchaseDate, { $0.add(prefix: type); $0.add(transactions[index].transactionId) }) else { continue }
+                let t = transactions[index]
+                let previousProductId = transactions[index - 1].productId
+                if type == .renewal {
                     add(
                         event(
                             .renewal, id: "RENEWAL:" + t.transactionId, about: t, otid: otid,
@@ -221,7 +321,7 @@ private struct Derivation {
                         event(
                             .productChange, id: "PRODUCT_CHANGE:" + t.transactionId, about: t, otid: otid,
                             extra: JSONObject([
-                                ("fromProductId", .string(previous.productId)), ("isTrialConversion", .bool(conversion)),
+                                ("fromProductId", .string(previousProductId)), ("isTrialConversion", .bool(conversion)),
                             ]), at: t.purchaseDate),
                         signedDate: t.signedDate)
                 }
@@ -243,42 +343,56 @@ private struct Derivation {
             // A 12-month commitment's own auto-renew (`commitmentAutoRenewStatus`), read as on before any version says.
             var commitmentAutoRenew = true
             var retrying = false
-            for version in versions {
-                let r = version.facts
-                let t = current(of: otid, at: r.signedDate)
+            for index in versions.indices {
+                // Read in place; copied (`r`) only to build an event.
+                let signedDate = versions[index].facts.signedDate
+                let retryingNow = versions[index].facts.isInBillingRetryPeriod
                 var autoRenewChanged = false
-                if let status = r.autoRenewStatus, status != autoRenew {
+                if let status = versions[index].facts.autoRenewStatus, status != autoRenew {
                     autoRenew = status
                     autoRenewChanged = true
                     let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
-                    let extra = status ? JSONObject() : JSONObject([("expirationIntent", r.expirationIntent.map(JSONValue.int) ?? .null)])
-                    add(
-                        event(type, id: "\(type.rawValue):\(otid):\(r.signedDate)", about: t, otid: otid, extra: extra, at: r.signedDate),
-                        signedDate: r.signedDate)
+                    if wants(at: signedDate, { $0.add(prefix: type); $0.add(otid); $0.colon(); $0.add(signedDate) }) {
+                        let r = versions[index].facts
+                        let extra = status ? JSONObject() : JSONObject([("expirationIntent", r.expirationIntent.map(JSONValue.int) ?? .null)])
+                        add(
+                            event(
+                                type, id: "\(type.rawValue):\(otid):\(signedDate)", about: current(of: otid, at: signedDate), otid: otid,
+                                extra: extra, at: signedDate),
+                            signedDate: signedDate)
+                    }
                 }
                 // The customer cancels (or restores) the commitment while auto-renew stays on.
-                if let status = r.commitmentAutoRenewStatus, status != commitmentAutoRenew {
+                if let status = versions[index].facts.commitmentAutoRenewStatus, status != commitmentAutoRenew {
                     commitmentAutoRenew = status
-                    if !autoRenewChanged {
-                        let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
+                    let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
+                    if !autoRenewChanged,
+                        wants(at: signedDate, { $0.add(prefix: type); $0.add(otid); $0.colon(); $0.add(signedDate) })
+                    {
+                        let r = versions[index].facts
                         let extra =
                             status
                             ? JSONObject([("commitment", true)])
                             : JSONObject([("expirationIntent", r.expirationIntent.map(JSONValue.int) ?? .null), ("commitment", true)])
                         add(
-                            event(type, id: "\(type.rawValue):\(otid):\(r.signedDate)", about: t, otid: otid, extra: extra, at: r.signedDate),
-                            signedDate: r.signedDate)
+                            event(
+                                type, id: "\(type.rawValue):\(otid):\(signedDate)", about: current(of: otid, at: signedDate), otid: otid,
+                                extra: extra, at: signedDate),
+                            signedDate: signedDate)
                     }
                 }
-                if r.isInBillingRetryPeriod && !retrying {
+                if retryingNow && !retrying,
+                    wants(at: signedDate, { $0.add(prefix: .billingIssue); $0.add(otid); $0.colon(); $0.add(signedDate) })
+                {
+                    let r = versions[index].facts
                     add(
                         event(
-                            .billingIssue, id: "BILLING_ISSUE:\(otid):\(r.signedDate)", about: t, otid: otid,
+                            .billingIssue, id: "BILLING_ISSUE:\(otid):\(signedDate)", about: current(of: otid, at: signedDate), otid: otid,
                             extra: JSONObject([("gracePeriodExpiresDate", r.gracePeriodExpiresDate.map(JSONValue.int) ?? .null)]),
-                            at: r.signedDate),
-                        signedDate: r.signedDate)
+                            at: signedDate),
+                        signedDate: signedDate)
                 }
-                retrying = r.isInBillingRetryPeriod
+                retrying = retryingNow
             }
         }
     }
@@ -311,7 +425,7 @@ private struct Derivation {
                     continue
                 }
                 let status = SubscriptionEvaluation.status(
-                    current: transactions[bought], renewalInfo: versions.isEmpty ? nil : versions[standing].facts, at: moment)
+                    of: transactions, bought, renewals: versions, versions.isEmpty ? nil : standing, at: moment)
                 statuses.append((status, bought))
             }
             for index in ordered.indices where index > 0 {
@@ -322,7 +436,12 @@ private struct Derivation {
                 // The reason: the renewal info standing just before the subscription leaves `expired` (or the latest).
                 let leaves = ordered.indices.dropFirst(index + 1).first { statuses[$0].map { $0.status != .expired } ?? false }
                 let until = leaves.map { ordered[$0] - 1 } ?? Int64.max
-                let reason = SubscriptionEvaluation.renewalInfo(in: versions, at: until)?.0
+                let reason = SubscriptionEvaluation.standingIndex(in: versions, at: until).map { versions[$0].facts }
+                turns.expirations.append(
+                    .init(
+                        originalTransactionId: otid, transactionId: transactions[now.current].transactionId, at: moment,
+                        voluntary: reason?.expirationIntent == 1))
+                guard wants(at: moment, { $0.add(prefix: .expiration); $0.add(otid); $0.colon(); $0.add(moment) }) else { continue }
                 add(
                     event(
                         .expiration, id: "EXPIRATION:\(otid):\(moment)", about: transactions[now.current], otid: otid,
@@ -338,6 +457,7 @@ private struct Derivation {
             let t = version.facts
             switch t.type {
             case .consumable, .nonConsumable, .nonRenewing:
+                guard wants(at: t.purchaseDate, { $0.add(prefix: .purchase); $0.add(t.transactionId) }) else { continue }
                 add(
                     event(
                         .purchase, id: "PURCHASE:" + t.transactionId, about: t, otid: t.originalTransactionId,
@@ -355,7 +475,9 @@ private struct Derivation {
         for (id, all) in versions {
             for t in all {
                 guard let revoked = t.revocationDate else { continue }
-                if t.ownership == .familyShared {
+                let type: LifecycleEventType = t.ownership == .familyShared ? .familyRevoke : .refund
+                guard wants(at: revoked, { $0.add(prefix: type); $0.add(id); $0.colon(); $0.add(revoked) }) else { continue }
+                if type == .familyRevoke {
                     add(
                         event(.familyRevoke, id: "FAMILY_REVOKE:\(id):\(revoked)", about: t, otid: t.originalTransactionId, extra: JSONObject(), at: revoked),
                         signedDate: t.signedDate)
@@ -379,7 +501,9 @@ private struct Derivation {
             }
             let signed = revokedAt.keys.sorted()
             for (previous, next) in zip(signed, signed.dropFirst()) where revokedAt[previous] == true && revokedAt[next] == false {
-                guard let t = bySigned[next] else { continue }
+                guard let t = bySigned[next],
+                    wants(at: next, { $0.add(prefix: .refundReversed); $0.add(id); $0.colon(); $0.add(next) })
+                else { continue }
                 add(
                     event(.refundReversed, id: "REFUND_REVERSED:\(id):\(next)", about: t, otid: t.originalTransactionId, extra: JSONObject(), at: next),
                     signedDate: next)
@@ -401,6 +525,11 @@ private struct Derivation {
                 }
                 if moments.isEmpty, let revoked = item.revocationDate { moments.append((revoked, AdvancedCommerceRefund())) }
                 for (moment, refund) in moments {
+                    guard
+                        wants(at: moment, {
+                            $0.add(prefix: .refund); $0.add(t.transactionId); $0.colon(); $0.add(label); $0.colon(); $0.add(moment)
+                        })
+                    else { continue }
                     let extra = JSONObject([
                         ("revocationType", refund.refundType.map(JSONValue.string) ?? .null),
                         ("revocationPercentage", .null),
@@ -423,6 +552,7 @@ private struct Derivation {
             let n = notice.facts
             switch n.type {
             case .consumptionRequest:
+                guard wants(at: n.signedDate, { $0.add(prefix: .consumptionRequest); $0.add(uuid) }) else { continue }
                 let nested = n.transaction?.facts
                 let t = nested.flatMap { state.transactions[$0.transactionId]?.facts } ?? nested
                 var e = event(
@@ -434,6 +564,7 @@ private struct Derivation {
                 if let environment = notice.environment { e.environment = environment }
                 add(e, signedDate: n.signedDate)
             case .rescindConsent:
+                guard wants(at: n.signedDate, { $0.add(prefix: .consentRescinded); $0.add(uuid) }) else { continue }
                 var e = event(.consentRescinded, id: "CONSENT_RESCINDED:" + uuid, about: nil, otid: nil, extra: JSONObject(), at: n.signedDate)
                 if let environment = notice.environment { e.environment = environment }
                 add(e, signedDate: n.signedDate)
@@ -462,19 +593,22 @@ extension Derivation {
                 return event
             }
             let revokedAt = grant.revokedAt.flatMap { $0 < grant.until ? $0 : nil }
-            if revokedAt.map({ $0 > grant.from }) ?? true {
+            if revokedAt.map({ $0 > grant.from }) ?? true,
+                wants(at: grant.from, { $0.add(prefix: .grantStarted); $0.add(grant.id) })
+            {
                 add(event(.grantStarted, at: grant.from), signedDate: grant.record.recordedAt)
             }
-            if let revokedAt {
-                add(event(.grantRevoked, at: revokedAt), signedDate: grant.record.recordedAt)
-            } else {
-                add(event(.grantEnded, at: grant.until), signedDate: grant.record.recordedAt)
+            let end: (LifecycleEventType, Int64) = revokedAt.map { (.grantRevoked, $0) } ?? (.grantEnded, grant.until)
+            if wants(at: end.1, { $0.add(prefix: end.0); $0.add(grant.id) }) {
+                add(event(end.0, at: end.1), signedDate: grant.record.recordedAt)
             }
         }
         var previous: String? = nil
         for link in state.links {
             defer { previous = link.appUserId }
-            guard let from = previous, let to = link.appUserId, from != to else { continue }
+            guard let from = previous, let to = link.appUserId, from != to,
+                wants(at: link.recordedAt, { $0.add(prefix: .transfer); $0.add(link.id) })
+            else { continue }
             var extra = JSONObject()
             extra["from"] = .string(from)
             extra["to"] = .string(to)

@@ -11,11 +11,18 @@ extension RevenueFacts {
     ///   - lifecycle: The customer's lifecycle events (``LifecycleEvents/all(state:events:consumptionReasons:rules:)``),
     ///     when already at hand; derived here otherwise.
     public static func derive(state: CustomerState, events: [Event], lifecycle: [LifecycleEvent]? = nil) -> RevenueFacts {
-        let lifecycle = lifecycle ?? LifecycleEvents.all(state: state, events: events, rules: Rules(version: "revenue"))
+        derive(
+            state: state, events: events,
+            turns: lifecycle.map(SubscriptionTurns.init(lifecycle:)) ?? LifecycleEvents.turns(state: state, events: events))
+    }
+
+    /// What a customer's data contributes to the ledger and the metrics, from the
+    /// subscriptions' turns its lifecycle derives (``UnrecordedLifecycle/turns``).
+    public static func derive(state: CustomerState, events: [Event], turns: SubscriptionTurns) -> RevenueFacts {
         var derivation = RevenueDerivation(state: state, events: events)
         var facts = RevenueFacts(customer: state.key)
         facts.entries = derivation.ledgerEntries()
-        facts.subscriptions = derivation.subscriptions(lifecycle: lifecycle)
+        facts.subscriptions = derivation.subscriptions(turns: turns)
         return facts
     }
 
@@ -29,7 +36,7 @@ extension RevenueFacts {
     }
 }
 
-/// The work of ``RevenueFacts/derive(state:events:lifecycle:)``.
+/// The work of ``RevenueFacts/derive(state:events:turns:)``.
 private struct RevenueDerivation {
     let state: CustomerState
     let events: [Event]
@@ -77,23 +84,26 @@ private struct RevenueDerivation {
     mutating func ledgerEntries() -> [LedgerEntry] {
         // Each subscription's first paid transaction, for the commission's year.
         var firstPaid: [String: Int64] = [:]
-        for version in state.transactions.values where version.facts.type == .autoRenewable && isSale(version.facts) {
-            let t = version.facts
-            firstPaid[t.originalTransactionId] = min(firstPaid[t.originalTransactionId] ?? t.purchaseDate, t.purchaseDate)
-        }
         var entries: [LedgerEntry] = []
         var revoked: [String: [TransactionFacts]] = [:]
+        // One pass over the transactions (each step copies a version); the commission's year is settled after.
+        var renewable: [Int] = []
         for version in state.transactions.values where isSale(version.facts) {
             let t = version.facts
-            var reduced = false
-            if t.type == .autoRenewable, let first = firstPaid[t.originalTransactionId] {
-                reduced = t.purchaseDate - first >= 365 * RevenueFacts.day
+            if t.type == .autoRenewable {
+                firstPaid[t.originalTransactionId] = min(firstPaid[t.originalTransactionId] ?? t.purchaseDate, t.purchaseDate)
+                renewable.append(entries.count)
             }
             let entry = LedgerEntry(
                 at: t.purchaseDate, type: .sale, transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
-                productId: t.productId, currency: t.currency!, amount: t.price!, reducedCommission: reduced, ref: version.ref)
+                productId: t.productId, currency: t.currency!, amount: t.price!, reducedCommission: false, ref: version.ref)
             entries.append(entry)
-            revoked[t.transactionId] = [t]
+            // Without events, the latest version is the only one: only a revoked one is read again.
+            if !events.isEmpty || t.revocationDate != nil { revoked[t.transactionId] = [t] }
+        }
+        for index in renewable {
+            let first = firstPaid[entries[index].originalTransactionId] ?? entries[index].at
+            entries[index].reducedCommission = entries[index].at - first >= 365 * RevenueFacts.day
         }
         // Every version of each sold transaction, from the events: a refund reversed later
         // leaves no trace in the latest version.
@@ -152,30 +162,33 @@ private struct RevenueDerivation {
     }
 
     /// The Production subscriptions owned `PURCHASED`.
-    func subscriptions(lifecycle: [LifecycleEvent]) -> [SubscriptionRevenueFacts] {
-        var grouped: [String: [TransactionFacts]] = [:]
-        for version in state.transactions.values where version.facts.type == .autoRenewable {
-            grouped[version.facts.originalTransactionId, default: []].append(version.facts)
+    func subscriptions(turns: SubscriptionTurns) -> [SubscriptionRevenueFacts] {
+        // Sorted already when the lifecycle's derivation passes them along.
+        let sorted = turns.subscriptions != nil
+        var grouped = turns.subscriptions ?? [:]
+        if !sorted {
+            for version in state.transactions.values where version.facts.type == .autoRenewable {
+                grouped[version.facts.originalTransactionId, default: []].append(version.facts)
+            }
+        }
+        /// Whether the turn is of a subscription here, about a counted transaction.
+        func counted(_ turn: SubscriptionTurns.Turn) -> Bool {
+            guard grouped[turn.originalTransactionId] != nil, let version = state.transactions[turn.transactionId] else { return false }
+            return counts(version.facts)
         }
         var conversions: [String: [Int64]] = [:]
         var expirations: [String: [SubscriptionRevenueFacts.Expiration]] = [:]
-        for event in lifecycle {
-            guard let otid = event.originalTransactionId, grouped[otid] != nil, let id = event.transactionId,
-                let t = state.transactions[id]?.facts, counts(t)
-            else { continue }
-            switch event.type {
-            case .renewal, .productChange:
-                if case .bool(true)? = event.extra["isTrialConversion"] { conversions[otid, default: []].append(event.effectiveAt) }
-            case .expiration:
-                let voluntary = event.extra["reason"] == .string("VOLUNTARY")
-                expirations[otid, default: []].append(.init(at: event.effectiveAt, voluntary: voluntary))
-            default:
-                continue
-            }
+        for turn in turns.conversions where counted(turn) {
+            conversions[turn.originalTransactionId, default: []].append(turn.at)
+        }
+        for turn in turns.expirations where counted(turn) {
+            expirations[turn.originalTransactionId, default: []].append(.init(at: turn.at, voluntary: turn.voluntary))
         }
         var result: [SubscriptionRevenueFacts] = []
         for otid in grouped.keys.sorted() {
-            let transactions = grouped[otid]!.sorted { SubscriptionEvaluation.precedes($0, $1) }
+            // Sorted in place: a sorted copy would copy (and retain) every transaction's facts.
+            if !sorted { grouped[otid]!.sort { SubscriptionEvaluation.precedes($0, $1) } }
+            let transactions = grouped[otid]!
             var facts = SubscriptionRevenueFacts(originalTransactionId: otid)
             for t in transactions where counts(t) {
                 if t.offerDiscountType == "FREE_TRIAL" {
@@ -207,31 +220,35 @@ private struct RevenueDerivation {
         // prefix not marked upgraded, else its last.
         var bought = 0
         var lastNotUpgraded: Int? = nil
+        // The renewal info standing at each moment (``SubscriptionEvaluation/renewalInfo(in:at:)``): moments ascend.
+        var standing = 0
         for (index, moment) in ordered.enumerated() {
             while bought < transactions.count, transactions[bought].purchaseDate <= moment {
                 if !transactions[bought].isUpgraded { lastNotUpgraded = bought }
                 bought += 1
             }
+            while standing + 1 < versions.count, versions[standing + 1].facts.signedDate <= moment { standing += 1 }
             guard bought > 0 else { continue }
-            let current = transactions[lastNotUpgraded ?? bought - 1]
-            let renewal = SubscriptionEvaluation.renewalInfo(in: versions, at: moment)?.0
-            let status = SubscriptionEvaluation.status(current: current, renewalInfo: renewal, at: moment)
-            guard status == .active || status == .gracePeriod, counts(current) else { continue }
+            // Read in place: a copy of the facts retains every string in them.
+            let current = lastNotUpgraded ?? bought - 1
+            let status = SubscriptionEvaluation.status(
+                of: transactions, current, renewals: versions, versions.isEmpty ? nil : standing, at: moment)
+            guard status == .active || status == .gracePeriod, counts(transactions[current]) else { continue }
             let end = index + 1 < ordered.count ? ordered[index + 1] : Int64.max
-            let trial = current.offerDiscountType == "FREE_TRIAL"
-            if var last = spans.last, last.to == moment, last.trial == trial, last.productId == current.productId,
-                last.purchaseDate == current.purchaseDate, last.price == current.price, last.currency == current.currency,
-                last.duration == current.expiresDate.map({ $0 - current.purchaseDate })
+            let trial = transactions[current].offerDiscountType == "FREE_TRIAL"
+            let purchaseDate = transactions[current].purchaseDate
+            let duration = transactions[current].expiresDate.map { $0 - purchaseDate }
+            if let last = spans.last, last.to == moment, last.trial == trial, last.productId == transactions[current].productId,
+                last.purchaseDate == purchaseDate, last.price == transactions[current].price,
+                last.currency == transactions[current].currency, last.duration == duration
             {
-                last.to = end
-                spans[spans.count - 1] = last
+                spans[spans.count - 1].to = end
                 continue
             }
             spans.append(
                 ActiveSpan(
-                    from: moment, to: end, trial: trial, productId: current.productId, price: current.price,
-                    currency: current.currency, purchaseDate: current.purchaseDate,
-                    duration: current.expiresDate.map { $0 - current.purchaseDate }))
+                    from: moment, to: end, trial: trial, productId: transactions[current].productId, price: transactions[current].price,
+                    currency: transactions[current].currency, purchaseDate: purchaseDate, duration: duration))
         }
         return spans
     }

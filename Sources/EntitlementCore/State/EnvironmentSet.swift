@@ -24,6 +24,9 @@ public struct EnvironmentSet: OptionSet, Sendable, Hashable {
     }
 
     /// The environments, in the order Production, Sandbox, Xcode, LocalTesting.
+    /// Whether more than one known environment is in the set.
+    public var hasSeveral: Bool { (rawValue & Self.known).nonzeroBitCount > 1 }
+
     public var environments: [AppStoreEnvironment] {
         AppStoreEnvironment.allCases.filter { contains(EnvironmentSet($0)) }
     }
@@ -31,6 +34,8 @@ public struct EnvironmentSet: OptionSet, Sendable, Hashable {
     /// What a customer view shows as `environment`: the one environment's name,
     /// several joined by commas (`Production,Sandbox`), `nil` when none is known.
     public var displayName: String? {
+        // One environment (most customers): its name, no list built.
+        if !hasSeveral, let only = AppStoreEnvironment.allCases.first(where: { contains(EnvironmentSet($0)) }) { return only.rawValue }
         let names = environments.map(\.rawValue)
         return names.isEmpty ? nil : names.joined(separator: ",")
     }

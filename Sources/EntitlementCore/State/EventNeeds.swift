@@ -27,7 +27,7 @@ extension CustomerState {
     /// so, or the data came from several environments.
     public var derivationsNeedEvents: Bool {
         guard let eventNeeds else { return true }
-        return !eventNeeds.isEmpty || environments.environments.count > 1
+        return !eventNeeds.isEmpty || environments.hasSeveral
     }
 
     /// Notes what a revoked version or a notification of `notificationType` makes the

@@ -147,16 +147,9 @@ struct LifecycleShape: Hashable {
             members.append((field.key, value))
         }
         guard case .none = next.next() else { return nil }
-        return .array([
-            originalTransactionId.map(JSONValue.string) ?? .null,
-            transactionId.map(JSONValue.string) ?? .null,
-            productId.map(JSONValue.string) ?? .null,
-            .array(entitlements.map(JSONValue.string)),
-            environment.map(JSONValue.string) ?? .null,
-            price.map(JSONValue.int) ?? .null,
-            currency.map(JSONValue.string) ?? .null,
-            .object(JSONObject(members)),
-        ])
+        return LifecycleEvent.storedValues(
+            originalTransactionId: originalTransactionId, transactionId: transactionId, productId: productId,
+            entitlements: entitlements, environment: environment, price: price, currency: currency, extra: JSONObject(members))
     }
 }
 

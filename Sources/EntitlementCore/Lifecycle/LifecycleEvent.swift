@@ -98,6 +98,16 @@ extension LifecycleEvent {
     /// `[originalTransactionId, transactionId, productId, entitlements, environment,
     /// price, currency, {the type's fields}]`.
     public func storedValues(entitlements: [String]) -> JSONValue {
+        Self.storedValues(
+            originalTransactionId: originalTransactionId, transactionId: transactionId, productId: productId,
+            entitlements: entitlements, environment: environment, price: price, currency: currency, extra: extra)
+    }
+
+    /// The stored values' array (``storedValues(entitlements:)``) from its parts.
+    public static func storedValues(
+        originalTransactionId: String?, transactionId: String?, productId: String?, entitlements: [String],
+        environment: String?, price: Int64?, currency: String?, extra: JSONObject
+    ) -> JSONValue {
         .array([
             originalTransactionId.map(JSONValue.string) ?? .null,
             transactionId.map(JSONValue.string) ?? .null,

@@ -30,7 +30,7 @@ extension EventStore {
         var added: [UInt64] = []
         var recorded = 0
         for event in unrecorded.events {
-            // Looked up before the insert (an ignored insert would still use up a cursor).
+            // Exactly once rests on the row's UNIQUE id, not on the hashes: a recorded id is ignored.
             if try recordLifecycleEvent(event, rules: rules, now: now) { recorded += 1 }
             added.append(RecordedLifecycleIds.hash(event.id))
         }

@@ -56,11 +56,25 @@ package enum Scenario {
         return .object(object)
     }
 
-    /// A new empty folder under the temporary directory, named `label-<random>`.
+    /// A new empty folder named `label-<random>` in this test process's scratch folder,
+    /// which is removed when the process exits.
     package static func temporaryFolder(_ label: String) -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
+        let url = scratchRoot.appendingPathComponent("\(label)-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
+    }
+
+    /// The folder every scratch folder of this test process goes in (`et-<pid>` under the
+    /// temporary directory), removed with all it holds when the process exits.
+    private static let scratchRoot: URL = {
+        let url = scratchRootURL()
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: Scenario.scratchRootURL()) }
+        return url
+    }()
+
+    private static func scratchRootURL() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("et-\(getpid())")
     }
 
     /// A seed from the environment (`RELIABILITY_SEED`) or the given default, so a failure can be replayed.

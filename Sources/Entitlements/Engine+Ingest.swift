@@ -42,6 +42,17 @@ extension Engine {
     public func ingest(
         batches next: @escaping () -> [InputBytes]?, workers: Int, receivedAt: Int64? = nil, deliver: ([IngestResult]) -> Void
     ) throws(EngineError) {
+        try ingest(batches: next, workers: workers, receivedAtOfBatch: { _ in receivedAt }, deliver: deliver)
+    }
+
+    /// ``ingest(batches:workers:receivedAt:deliver:)`` with a time of receipt for each
+    /// batch: `receivedAtOfBatch(n)` for the `n`-th batch (from 0), called in order as
+    /// each is appended (`nil`: now). For a benchmark that receives a recorded history
+    /// at the moments it happened.
+    package func ingest(
+        batches next: @escaping () -> [InputBytes]?, workers: Int, receivedAtOfBatch: (Int) -> Int64?,
+        deliver: ([IngestResult]) -> Void
+    ) throws(EngineError) {
         let lanes = max(1, workers)
         let pipeline = IngestPipeline(inFlight: 2 * lanes + 2, lanes: lanes)
         let source = UncheckedSendableBox(next)
@@ -58,7 +69,10 @@ extension Engine {
             thread.start()
         }
         defer { pipeline.stop() }
+        var number = 0
         while let (documents, verified) = pipeline.take() {
+            let receivedAt = receivedAtOfBatch(number)
+            number += 1
             do {
                 deliver(try append(documents, verified: verified, receivedAt: receivedAt))
             } catch where error.code == .replicationTimeout {

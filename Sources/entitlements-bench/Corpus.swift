@@ -52,17 +52,39 @@ struct HistoryPlan: Sendable {
         "7e3f0000-0000-4000-8000-" + paddedHex(customer, 12)
     }
 
+    static let month: Int64 = 30 * 86_400_000
+
+    /// The dates of customer `c`'s `k`-th notification: the purchase its transaction is
+    /// (the one before for the last, auto-renew-disabled notification), its
+    /// `purchaseDate`, and the `signedDate` of the notification and its payloads (a minute
+    /// after the purchase; ten days after it for the last).
+    func dates(customer c: Int, event k: Int) -> (purchase: Int, purchaseDate: Int64, signedDate: Int64) {
+        let last = k == eventsPerCustomer - 1 && eventsPerCustomer > 2
+        let purchase = last ? k - 1 : k
+        let purchaseDate = TestPayloads.january2025 + Int64(purchase) * Self.month + Int64(c % 86_400) * 1_000
+        return (purchase, purchaseDate, last ? purchaseDate + 10 * 86_400_000 : purchaseDate + 60_000)
+    }
+
+    /// When the notifications `indexes` of the log arrive together, as Apple sends
+    /// them: a second after the latest of them was signed. Every renewal then arrives
+    /// within its period (before the expiry it moves), as in real traffic.
+    func receivedAt(_ indexes: Range<Int>) -> Int64 {
+        var latest = TestPayloads.january2025
+        for index in indexes {
+            let (c, k) = position(index)
+            latest = max(latest, dates(customer: c, event: k).signedDate)
+        }
+        return latest + 1_000
+    }
+
     /// The payloads of one notification: the transaction, the renewal info, and a
     /// function that makes the notification from the two nested JWS.
     /// With `legacy`, the transaction and renewal info carry no appTransactionId
     /// (data signed before Apple added it).
     func payloads(customer c: Int, event k: Int, legacy: Bool = false) -> (transaction: JSONValue, renewal: JSONValue, notification: (String, String) -> JSONValue) {
-        let last = k == eventsPerCustomer - 1 && eventsPerCustomer > 2
-        let purchase = last ? k - 1 : k
-        let month: Int64 = 30 * 86_400_000
-        let purchaseDate = TestPayloads.january2025 + Int64(purchase) * month + Int64(c % 86_400) * 1_000
-        let expires = purchaseDate + month
-        let signedDate = last ? purchaseDate + 10 * 86_400_000 : purchaseDate + 60_000
+        let (purchase, purchaseDate, signedDate) = dates(customer: c, event: k)
+        let last = purchase != k
+        let expires = purchaseDate + Self.month
         let transaction = TestPayloads.transaction(
             transactionId: Self.transactionId(c, purchase: purchase),
             originalTransactionId: Self.originalTransactionId(c),

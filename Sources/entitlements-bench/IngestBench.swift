@@ -18,12 +18,34 @@ enum IngestBench {
         var rate: Double { Double(notifications) / seconds }
     }
 
-    /// - Parameter lifecycle: whether the engine records the lifecycle feed (off: what the ingest costs without it).
-    static func run(_ corpus: Corpus, documents: [InputBytes], workers: Int, batch: Int, path: String, lifecycle: Bool = true) throws -> Run {
+    /// When the benchmark receives the corpus's notifications.
+    enum Receipt {
+        /// Each batch a second after the latest of its notifications was signed, as Apple
+        /// sends them (``HistoryPlan/receivedAt(_:)``): a renewal arrives before the
+        /// expiry it moves.
+        case live
+        /// All of them on 2026-01-01, months after the periods they sign ended: a backlog
+        /// received at once, in which every renewal's period has expired by its arrival.
+        case backlog
+
+        func receivedAt(_ plan: HistoryPlan, batch: Int, number: Int, count: Int) -> Int64 {
+            switch self {
+            case .live: plan.receivedAt((number * batch)..<min((number + 1) * batch, count))
+            case .backlog: TestPayloads_january2026
+            }
+        }
+    }
+
+    /// - Parameters:
+    ///   - lifecycle: whether the engine records the lifecycle feed (off: what the ingest costs without it).
+    ///   - receipt: when the notifications are received.
+    static func run(
+        _ corpus: Corpus, documents: [InputBytes], workers: Int, batch: Int, path: String, lifecycle: Bool = true,
+        receipt: Receipt = .backlog
+    ) throws -> Run {
         Storage.remove(path)
         let engine = try Engine(configuration: corpus.configuration, databasePath: path)
         engine.recordsLifecycleForBenchmark = lifecycle
-        let receivedAt = TestPayloads_january2026
         var appended = 0
         let cpu = Clock.processCPU()
         let start = Clock.now()
@@ -35,7 +57,8 @@ enum IngestBench {
                 let end = min(index + batch, documents.count)
                 defer { index = end }
                 return Array(documents[index..<end])
-            }, workers: workers, receivedAt: receivedAt,
+            }, workers: workers,
+            receivedAtOfBatch: { receipt.receivedAt(corpus.plan, batch: batch, number: $0, count: documents.count) },
             deliver: { results in for result in results where result.outcome == .appended { appended += 1 } })
         let seconds = Clock.now() - start
         let cpuSeconds = Clock.processCPU() - cpu
@@ -47,8 +70,12 @@ enum IngestBench {
 
     /// The store's share alone: the same batches verified beforehand, then only
     /// ``EventStore/append(_:rules:rulesJSON:receivedAt:)`` timed.
-    /// - Parameter lifecycle: whether the store records the lifecycle feed (off: what the ingest costs without it).
-    static func appendOnly(_ corpus: Corpus, documents: [InputBytes], batch: Int, path: String, lifecycle: Bool = true) throws -> Run {
+    /// - Parameters:
+    ///   - lifecycle: whether the store records the lifecycle feed (off: what the ingest costs without it).
+    ///   - receipt: when the notifications are received.
+    static func appendOnly(
+        _ corpus: Corpus, documents: [InputBytes], batch: Int, path: String, lifecycle: Bool = true, receipt: Receipt = .backlog
+    ) throws -> Run {
         Storage.remove(path)
         let verifier = try DocumentVerifier(configuration: corpus.configuration)
         var batches: [[AppendItem]] = []
@@ -64,8 +91,9 @@ enum IngestBench {
         var appended = 0
         let cpu = Clock.processUserSystem()
         let start = Clock.now()
-        for items in batches {
-            for outcome in try store.append(items, rules: BenchRules.rules, rulesJSON: rulesJSON, receivedAt: TestPayloads_january2026) {
+        for (number, items) in batches.enumerated() {
+            let receivedAt = receipt.receivedAt(corpus.plan, batch: batch, number: number, count: documents.count)
+            for outcome in try store.append(items, rules: BenchRules.rules, rulesJSON: rulesJSON, receivedAt: receivedAt) {
                 if case .appended = outcome { appended += 1 }
             }
         }

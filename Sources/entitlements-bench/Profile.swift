@@ -12,7 +12,8 @@ import Foundation
 ///
 /// WHAT: verify-warm, verify-cold, serve-bodies, ingest, append, query, replay, lanes, ecdsa, keytable.
 /// `BENCH_LIFECYCLE=0 ... __profile append N` appends without recording the lifecycle feed;
-/// `BENCH_APPEND_BATCH=B` appends B notifications a transaction (default 256).
+/// `BENCH_APPEND_BATCH=B` appends B notifications a transaction (default 256);
+/// `BENCH_RECEIPT=backlog` receives them all on 2026-01-01 instead of as Apple sends them.
 ///
 /// Collection is toggled per thread: replay reduces on other threads, so count
 /// them too by also toggling on the reducing lanes' closure:
@@ -175,9 +176,14 @@ enum Profile {
                     let seconds = Clock.threadCPU() - cpu
                     note("append: \(Format.fixed(seconds / Double(max(corpus.samples.count, 1)) * 1e6, 1)) µs CPU per notification (lifecycle \(store.recordsLifecycle ? "recorded" : "off"))")
                 }
+                // Received live, each batch shortly after it was signed; `BENCH_RECEIPT=backlog`: all on 2026-01-01.
+                let receipt: IngestBench.Receipt = ProcessInfo.processInfo.environment["BENCH_RECEIPT"] == "backlog" ? .backlog : .live
+                let receivedAt = batches.indices.map {
+                    receipt.receivedAt(corpus.plan, batch: size, number: $0, count: corpus.samples.count)
+                }
                 try profiledRegion {
-                    for items in batches {
-                        _ = try store.append(items, rules: BenchRules.rules, rulesJSON: BenchRules.rulesJSON, receivedAt: TestPayloads_january2026)
+                    for (number, items) in batches.enumerated() {
+                        _ = try store.append(items, rules: BenchRules.rules, rulesJSON: BenchRules.rulesJSON, receivedAt: receivedAt[number])
                     }
                 }
             case "query", "replay":

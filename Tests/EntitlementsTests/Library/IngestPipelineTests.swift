@@ -93,4 +93,35 @@ import TestSupport
         #expect(final.mostAhead <= 2 * workers + 3, "\(final.mostAhead) batches read ahead of the last delivered")
         #expect(final.mostAhead >= 2, "the lanes read ahead of the append at all")
     }
+
+    @Test("a time of receipt per batch: each batch's events logged with its own, asked for in order", arguments: [1, 2])
+    func receivedAtOfEachBatch(workers: Int) throws {
+        let workspace = try Workspace(name: "pipeline-received")
+        let history = History.generate(lines: 60, seed: 0x52)
+        let documents = history.lines.map { InputBytes(bytes: Array($0.text.utf8)) }
+        var batches = stride(from: 0, to: documents.count, by: 7).map { Array(documents[$0..<min($0 + 7, documents.count)]) }
+        let count = batches.count
+        let engine = try workspace.engine("received-\(workers).sqlite")
+        let start: Int64 = 1_767_225_600_000
+        var asked: [Int] = []
+        var appended = 0
+        try engine.ingest(
+            batches: { batches.isEmpty ? nil : batches.removeFirst() }, workers: workers,
+            receivedAtOfBatch: { number in
+                asked.append(number)
+                return start + Int64(number) * 1_000
+            }
+        ) { results in appended += results.filter { $0.outcome == .appended }.count }
+        #expect(asked == Array(0..<count))
+        let probe = try Probe(workspace.path("received-\(workers).sqlite"))
+        // Every event was received at one of the batches' times, and each batch's time is in the log.
+        let times = try probe.strings("SELECT DISTINCT CAST(received_at AS TEXT) FROM events").compactMap { Int64($0) }
+        let logged = try probe.eventCount()
+        #expect(appended > 0 && Int64(appended) == logged)
+        #expect(times.allSatisfy { ($0 - start) % 1_000 == 0 && ($0 - start) / 1_000 < Int64(count) && $0 >= start })
+        #expect(times.count > count / 2, "\(times.count) distinct times for \(count) batches")
+        // The log is in the order received: the times never go back.
+        let inOrder = try probe.strings("SELECT CAST(received_at AS TEXT) FROM events ORDER BY seq").compactMap { Int64($0) }
+        #expect(inOrder == inOrder.sorted())
+    }
 }

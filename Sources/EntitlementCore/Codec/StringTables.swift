@@ -53,25 +53,20 @@ func memoryEquals(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) ->
 /// (``StateCodec`` format 2 writes each once and refers to it by number).
 struct StringTableBuilder {
     private(set) var strings: [String] = []
-    /// The hash of each of `strings`: a probe compares hashes, and only an equal
-    /// hash compares the strings (a state's ids differ in a few digits only).
-    private var hashes: [UInt64] = []
     /// Open addressing: an index into `strings` plus one, 0 for an empty slot.
     private var slots: [Int32] = Array(repeating: 0, count: 32)
 
     /// The number of `string`, adding it when it is new.
     mutating func number(of string: String) -> Int {
-        let hash = Self.hash(string)
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
+        var slot = Int(truncatingIfNeeded: Self.hash(string)) & mask
         while true {
             let entry = Int(slots[slot])
             if entry == 0 { break }
-            if hashes[entry - 1] == hash && strings[entry - 1] == string { return entry - 1 }
+            if strings[entry - 1] == string { return entry - 1 }
             slot = (slot + 1) & mask
         }
         strings.append(string)
-        hashes.append(hash)
         if strings.count * 2 > slots.count {
             rehash(capacity: slots.count * 2)
         } else {
@@ -83,8 +78,8 @@ struct StringTableBuilder {
     private mutating func rehash(capacity: Int) {
         slots = Array(repeating: 0, count: capacity)
         let mask = capacity - 1
-        for (index, hash) in hashes.enumerated() {
-            var slot = Int(truncatingIfNeeded: hash) & mask
+        for (index, string) in strings.enumerated() {
+            var slot = Int(truncatingIfNeeded: Self.hash(string)) & mask
             while slots[slot] != 0 { slot = (slot + 1) & mask }
             slots[slot] = Int32(index + 1)
         }

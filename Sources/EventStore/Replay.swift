@@ -181,6 +181,14 @@ struct ReplayChunk: Sendable {
     /// Events read before a chunk is reduced.
     static let events = 8_192
 
+    init() {}
+
+    /// An empty chunk with room for as many bytes, customers and events as `previous` holds.
+    init(reserving previous: ReplayChunk) {
+        bytes.reserveCapacity(previous.bytes.count + previous.bytes.count / 8)
+        customers.reserveCapacity(previous.customers.count + previous.customers.count / 8)
+    }
+
     mutating func append(seq: Int64, facts: UnsafeRawBufferPointer) {
         customers[customers.count - 1].rows.append(ReplayCustomer.Row(seq: seq, start: bytes.count, count: facts.count))
         bytes.append(contentsOf: facts)

@@ -166,7 +166,8 @@ final class ReplayScan {
     /// Starts reducing the chunk read so far in the background, and finishes the one before it.
     private func handOver() throws {
         let started = BackgroundReduction(chunk, rules: rules, products: productsMet, on: reducer)
-        chunk = ReplayChunk()
+        // The next chunk is about as big: reserved at once, its rows are not copied as it grows.
+        chunk = ReplayChunk(reserving: chunk)
         if let previous = inFlight { try finish(previous.chunk, previous.outcomes()) }
         inFlight = started
     }

@@ -17,7 +17,17 @@ struct ByteWriter {
 
     mutating func byte(_ value: UInt8) { bytes.append(value) }
 
+    /// One byte is the common case (flags, counts, string numbers): appended inline.
+    @inline(__always)
     mutating func varint(_ value: UInt64) {
+        if value < 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value))
+        } else {
+            longVarint(value)
+        }
+    }
+
+    private mutating func longVarint(_ value: UInt64) {
         var remaining = value
         while remaining >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: remaining) | 0x80)

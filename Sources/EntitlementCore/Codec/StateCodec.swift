@@ -65,14 +65,17 @@ public enum StateCodec {
 
         // Positions sorted, not values: sorting the values would copy every version
         // (and retain every string in it) into a new array.
+        // Keys read through `keys` and versions through `values`: a whole element read by
+        // its index would retain both for every comparison.
         let transactions = state.transactions
-        let transactionOrder = transactions.indices.sorted { transactions[$0].key.utf8Precedes(transactions[$1].key) }
+        let transactionIds = transactions.keys
+        let transactionOrder = transactions.indices.sorted { transactionIds[$0].utf8Precedes(transactionIds[$1]) }
         // The format version depends on what the facts hold: found while they are written.
         var display = state.appTransaction?.facts.hasDisplayFacts == true
         var extended = state.consentRescindedAt != nil || state.appTransaction?.facts.originalPlatform != nil
         writer.count(transactionOrder.count)
         for index in transactionOrder {
-            let version = transactions[index].value
+            let version = transactions.values[index]
             display = display || version.facts.hasDisplayFacts
             extended = extended || version.facts.hasExtensions
             writer.ref(version.ref)
@@ -80,11 +83,12 @@ public enum StateCodec {
         }
 
         let renewalInfos = state.renewalInfos
-        let groupOrder = renewalInfos.indices.filter { !renewalInfos[$0].value.isEmpty }
-            .sorted { renewalInfos[$0].key.utf8Precedes(renewalInfos[$1].key) }
+        let groupIds = renewalInfos.keys
+        let groupOrder = renewalInfos.indices.filter { !renewalInfos.values[$0].isEmpty }
+            .sorted { groupIds[$0].utf8Precedes(groupIds[$1]) }
         writer.count(groupOrder.count)
         for index in groupOrder {
-            let versions = renewalInfos[index].value
+            let versions = renewalInfos.values[index]
             writer.count(versions.count)
             for version in versions {
                 extended = extended || version.facts.hasExtensions

@@ -36,16 +36,38 @@ public struct RawRef: Sendable, Hashable, Comparable {
 public struct Signed<Facts: Sendable & Hashable>: Sendable, Hashable {
     public var facts: Facts
     public var ref: RawRef
-    public var raw: String?
+    /// The raw JWS, in a box of its own: a version of transaction or renewal facts is
+    /// then four machine words, which the compiler copies and destroys inline
+    /// (a fifth, as an optional string takes, makes every copy of an optional version
+    /// go through the type's metadata).
+    private var rawBox: RawJWSBox?
+
+    /// The raw JWS, when at hand (`nil` in a state read back from storage).
+    public var raw: String? {
+        get {
+            guard let rawBox else { return nil }
+            return rawBox.text
+        }
+        set {
+            if let newValue { rawBox = RawJWSBox(newValue) } else { rawBox = nil }
+        }
+    }
 
     public init(_ facts: Facts, ref: RawRef, raw: String? = nil) {
         self.facts = facts
         self.ref = ref
-        self.raw = raw
+        if let raw { rawBox = RawJWSBox(raw) } else { rawBox = nil }
     }
 
     public static func == (lhs: Signed, rhs: Signed) -> Bool { lhs.facts == rhs.facts }
     public func hash(into hasher: inout Hasher) { hasher.combine(facts) }
+}
+
+/// A raw JWS held by reference (see ``Signed``).
+final class RawJWSBox: Sendable {
+    let text: String
+
+    init(_ text: String) { self.text = text }
 }
 
 /// A reducer met two versions of one signed object with the same `signedDate`

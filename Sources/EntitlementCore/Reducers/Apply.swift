@@ -79,10 +79,13 @@ extension CustomerState {
     ) throws(MissingRawJWS) {
         var missing = Set<RawRef>()
 
+        // Each id is hashed once to be found; the commit changes what was found through its index.
         var takeTransaction = false
+        var transactionIndex: [String: Signed<TransactionFacts>].Index? = nil
         if let transaction {
-            if let existing = transactions[transaction.facts.transactionId] {
-                switch Signed.verdict(existing: existing, incoming: transaction) {
+            transactionIndex = transactions.index(forKey: transaction.facts.transactionId)
+            if let transactionIndex {
+                switch Signed.verdict(existing: transactions.values[transactionIndex], incoming: transaction) {
                 case .keepExisting: break
                 case .takeIncoming: takeTransaction = true
                 case .needsRaws(let refs): missing.formUnion(refs)
@@ -93,8 +96,10 @@ extension CustomerState {
         }
 
         var renewalPlacement: RenewalPlacement?
+        var renewalIndex: [String: [Signed<RenewalFacts>]].Index? = nil
         if let renewalInfo {
-            renewalPlacement = placement(of: renewalInfo, missing: &missing)
+            renewalIndex = renewalInfos.index(forKey: renewalInfo.facts.originalTransactionId)
+            renewalPlacement = placement(of: renewalInfo, among: renewalIndex.map { renewalInfos.values[$0] }, missing: &missing)
         }
 
         var takeAppTransaction = false
@@ -115,17 +120,26 @@ extension CustomerState {
         // Commit. Each version is bound once: a binding copies it.
         if let transaction {
             if transaction.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
-            if takeTransaction { transactions[transaction.facts.transactionId] = transaction }
+            if takeTransaction {
+                if let transactionIndex {
+                    transactions.values[transactionIndex] = transaction
+                } else {
+                    transactions[transaction.facts.transactionId] = transaction
+                }
+            }
             if let token = transaction.facts.appAccountToken {
                 claim(token: token, signedDate: transaction.facts.signedDate, ref: transaction.ref, raw: transaction.raw)
             }
         }
         if let renewalInfo {
             if let renewalPlacement {
-                let key = renewalInfo.facts.originalTransactionId
-                switch renewalPlacement {
-                case .insert(let index): renewalInfos[key, default: []].insert(renewalInfo, at: index)
-                case .replace(let index): renewalInfos[key, default: []][index] = renewalInfo
+                if let renewalIndex {
+                    switch renewalPlacement {
+                    case .insert(let index): renewalInfos.values[renewalIndex].insert(renewalInfo, at: index)
+                    case .replace(let index): renewalInfos.values[renewalIndex][index] = renewalInfo
+                    }
+                } else {
+                    renewalInfos[renewalInfo.facts.originalTransactionId] = [renewalInfo]
                 }
             }
             if let token = renewalInfo.facts.appAccountToken {
@@ -137,11 +151,13 @@ extension CustomerState {
         }
     }
 
-    /// Where `renewalInfo` goes among the stored versions of its
-    /// `originalTransactionId`, if anywhere. Reads the versions in place: a copy
-    /// held until the commit would make the insertion copy the whole array.
-    private func placement(of renewalInfo: Signed<RenewalFacts>, missing: inout Set<RawRef>) -> RenewalPlacement? {
-        guard let versions = renewalInfos[renewalInfo.facts.originalTransactionId] else { return .insert(at: 0) }
+    /// Where `renewalInfo` goes among `versions`, the stored versions of its
+    /// `originalTransactionId` (`nil` when none), if anywhere. The versions are let go
+    /// before the commit: a copy held until then would make the insertion copy the whole array.
+    private func placement(
+        of renewalInfo: Signed<RenewalFacts>, among versions: [Signed<RenewalFacts>]?, missing: inout Set<RawRef>
+    ) -> RenewalPlacement? {
+        guard let versions else { return .insert(at: 0) }
         let index = Self.insertionIndex(of: renewalInfo.facts.signedDate, in: versions)
         guard index < versions.count, versions[index].facts.signedDate == renewalInfo.facts.signedDate else {
             return .insert(at: index)

@@ -101,4 +101,29 @@ struct JSONParserTests {
             }
         }
     }
+
+    /// Long strings are read by finding their closing quote first: a backslash, a control
+    /// character or a non-ASCII byte anywhere before it, and a quote that a backslash escapes,
+    /// are judged as byte by byte, with the same offsets in the errors.
+    @Test func longStringsAreJudgedAsByteByByte() throws {
+        func refusal(_ bytes: [UInt8]) -> String? {
+            do { _ = try JSONParser().parse(bytes); return nil } catch { return "\(error.offset): \(error.reason)" }
+        }
+        let plain = String(repeating: "Ab0-_", count: 1_000)
+        for position in [0, 1, 7, 8, 2_999, 4_999] {
+            let before = String(plain.prefix(position))
+            let after = String(plain.dropFirst(position))
+            #expect(try parsed("[\"\(before)\\\"\(after)\"]") == .array([.string(before + "\"" + after)]))
+            #expect(try parsed("[\"\(before)\\n\(after)\",1]") == .array([.string(before + "\n" + after), .int(1)]))
+            #expect(try parsed("\"\(before)ü\(after)\"") == .string(before + "ü" + after))
+            for refused: UInt8 in [0x00, 0x0A, 0x1F] {
+                let bytes = Array("\"\(before)".utf8) + [refused] + Array("\(after)\"".utf8)
+                #expect(refusal(bytes) == "\(position + 1): control character in string")
+            }
+            let invalid = Array("\"\(before)".utf8) + [0xFF] + Array("\(after)\"".utf8)
+            #expect(refusal(invalid) == "1: invalid UTF-8 in string")
+        }
+        #expect(refusal(Array("\"\(plain)".utf8)) == "5001: unterminated string")
+        #expect(refusal(Array("\"\(plain)\\".utf8)) == "5002: unterminated escape")
+    }
 }

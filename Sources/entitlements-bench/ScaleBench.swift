@@ -527,6 +527,13 @@ enum ScaleBench {
             let positions = (0..<count).map { (customer: ($0 % perMonth) * plan.customers / perMonth, event: month + $0 / perMonth) }
             let documents = plan.signed(positions, pki: pki)
             let engine = try Engine(configuration: configuration, databasePath: path)
+            // `BENCH_WRITER_CACHE_KIB=K` (and `BENCH_WRITER_MMAP=BYTES`): the writer's settings
+            // this stage runs with, to compare them with the default in one build.
+            let environment = ProcessInfo.processInfo.environment
+            if let kibibytes = environment["BENCH_WRITER_CACHE_KIB"].flatMap({ Int($0) }) {
+                try engine.setWriterCacheForBenchmark(
+                    kibibytes: kibibytes, mapBytes: environment["BENCH_WRITER_MMAP"].flatMap { Int64($0) } ?? 0)
+            }
             var appended = 0
             var index = 0
             let cpu = Clock.processCPU()

@@ -10,4 +10,11 @@ extension Engine {
             throw EngineError(error)
         }
     }
+
+    /// The writer's page cache since it opened: pages found in it, pages read into it
+    /// (from the kernel's page cache or the disk), and pages written out before their commit.
+    package var writerPageCacheForBenchmark: (hits: Int, misses: Int, spills: Int) {
+        let counters = store.withLock { $0.rawConnection.pageCacheCounters }
+        return (counters.hits, counters.misses, counters.spills)
+    }
 }

@@ -536,6 +536,7 @@ enum ScaleBench {
             }
             var appended = 0
             var index = 0
+            let cacheBefore = engine.writerPageCacheForBenchmark
             let cpu = Clock.processCPU()
             let start = Clock.now()
             try engine.ingest(
@@ -552,8 +553,19 @@ enum ScaleBench {
             report.row(
                 "ingest", "Engine.ingest, 2 workers, \(Format.count(Double(count))) further notifications",
                 Format.count(Double(count) / seconds) + " /s (" + Format.count(Double(count) / max(cpuSeconds, 1e-9)) + " per CPU-s)")
+            let cacheAfter = engine.writerPageCacheForBenchmark
+            let cache = (
+                misses: cacheAfter.misses - cacheBefore.misses, hits: cacheAfter.hits - cacheBefore.hits,
+                spills: cacheAfter.spills - cacheBefore.spills)
+            report.row(
+                "ingest", "  the writer's pages per notification: read into its cache / found there / spilled before commit",
+                [cache.misses, cache.hits, cache.spills].map { Format.fixed(Double($0) / Double(count), 1) }.joined(separator: " / "))
             report.section(
-                "ingest", ["notifications": .int(Int64(count)), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds), "month": .int(Int64(month))])
+                "ingest", [
+                    "notifications": .int(Int64(count)), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds), "month": .int(Int64(month)),
+                    "writerPagesRead": .int(Int64(cache.misses)), "writerPagesFound": .int(Int64(cache.hits)),
+                    "writerPagesSpilled": .int(Int64(cache.spills)),
+                ])
         }
 
         /// The change and lifecycle feeds 45 days after the history's end: the first read

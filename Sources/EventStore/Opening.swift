@@ -71,6 +71,7 @@ extension EventStore {
                 let connection = try Connection(
                     path: path, mode: mode == .create ? .readWrite : .readWriteExisting, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
                 try Migrator.migrate(connection, migrations: migrations)
+                try connection.execute("PRAGMA cache_size = -\(writerCacheKibibytes)")
                 return (connection, nil)
             case .readOnly:
                 return try openReadOnly(

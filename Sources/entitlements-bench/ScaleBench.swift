@@ -527,8 +527,16 @@ enum ScaleBench {
             let positions = (0..<count).map { (customer: ($0 % perMonth) * plan.customers / perMonth, event: month + $0 / perMonth) }
             let documents = plan.signed(positions, pki: pki)
             let engine = try Engine(configuration: configuration, databasePath: path)
+            // `BENCH_WRITER_CACHE_KIB=K` (and `BENCH_WRITER_MMAP=BYTES`): the writer's settings
+            // this stage runs with, to compare them with the default in one build.
+            let environment = ProcessInfo.processInfo.environment
+            if let kibibytes = environment["BENCH_WRITER_CACHE_KIB"].flatMap({ Int($0) }) {
+                try engine.setWriterCacheForBenchmark(
+                    kibibytes: kibibytes, mapBytes: environment["BENCH_WRITER_MMAP"].flatMap { Int64($0) } ?? 0)
+            }
             var appended = 0
             var index = 0
+            let cacheBefore = engine.writerPageCacheForBenchmark
             let cpu = Clock.processCPU()
             let start = Clock.now()
             try engine.ingest(
@@ -545,8 +553,19 @@ enum ScaleBench {
             report.row(
                 "ingest", "Engine.ingest, 2 workers, \(Format.count(Double(count))) further notifications",
                 Format.count(Double(count) / seconds) + " /s (" + Format.count(Double(count) / max(cpuSeconds, 1e-9)) + " per CPU-s)")
+            let cacheAfter = engine.writerPageCacheForBenchmark
+            let cache = (
+                misses: cacheAfter.misses - cacheBefore.misses, hits: cacheAfter.hits - cacheBefore.hits,
+                spills: cacheAfter.spills - cacheBefore.spills)
+            report.row(
+                "ingest", "  the writer's pages per notification: read into its cache / found there / spilled before commit",
+                [cache.misses, cache.hits, cache.spills].map { Format.fixed(Double($0) / Double(count), 1) }.joined(separator: " / "))
             report.section(
-                "ingest", ["notifications": .int(Int64(count)), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds), "month": .int(Int64(month))])
+                "ingest", [
+                    "notifications": .int(Int64(count)), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds), "month": .int(Int64(month)),
+                    "writerPagesRead": .int(Int64(cache.misses)), "writerPagesFound": .int(Int64(cache.hits)),
+                    "writerPagesSpilled": .int(Int64(cache.spills)),
+                ])
         }
 
         /// The change and lifecycle feeds 45 days after the history's end: the first read

@@ -88,6 +88,10 @@ extension ScaleBench.Run {
         note(
             "scale: \(resumed ? "resuming at month \(first + 1) of \(plan.eventsPerCustomer):" : "building") \(plan.events) notifications over \(plan.customers) customers (\(plan.eventsPerCustomer) each) into \(path) ..."
         )
+        let sample = pki.sign(plan.payloads(customer: 0, event: 0).transaction)
+        guard ScalePlan.body(signedPayload: sample) == TestPayloads.body(signedPayload: sample) else {
+            throw BenchFailure("ScalePlan.body(signedPayload:) no longer writes what TestPayloads.body(signedPayload:) does")
+        }
         let engine = try Engine(configuration: ScaleBench.configuration(roots: ScaleBench.keptRoots(path)), databasePath: path)
         let batch = 256
         let start = Clock.now()

@@ -1,7 +1,12 @@
 internal import COpenSSL
 import JSONAndBase64
+import Synchronization
 
 /// Owned OpenSSL keys and certificates of one test PKI, freed on deinit.
+///
+/// Signs with the leaf key through signing contexts made once and kept in a pool (each
+/// used by one thread at a time): making one per signature (`EVP_DigestSignInit`) costs
+/// OpenSSL's lookups of the algorithms again every time.
 final class Material: @unchecked Sendable {
     let rootKey: OpaquePointer
     let intermediateKey: OpaquePointer
@@ -9,6 +14,15 @@ final class Material: @unchecked Sendable {
     let root: OpaquePointer
     let intermediate: OpaquePointer
     let leaf: OpaquePointer
+    /// The bytes of each of a leaf signature's `r` and `s`: the leaf curve's size.
+    let coordinateSize: Int
+    /// `EVP_PKEY_CTX`s of the leaf key ready for `EVP_PKEY_sign`, not in use.
+    private let signingContexts = Mutex<[SigningContext]>([])
+
+    /// An `EVP_PKEY_CTX` passed between threads through the pool, used by one at a time.
+    private struct SigningContext: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
 
     /// Takes ownership of one reference to each.
     init(rootKey: OpaquePointer, intermediateKey: OpaquePointer, leafKey: OpaquePointer,
@@ -19,9 +33,40 @@ final class Material: @unchecked Sendable {
         self.root = root
         self.intermediate = intermediate
         self.leaf = leaf
+        coordinateSize = (Int(EVP_PKEY_get_bits(leafKey)) + 7) / 8
+    }
+
+    /// The raw `r || s` ECDSA signature by the leaf key of a SHA-256 `digest`.
+    func signDigest(_ digest: [UInt8]) -> [UInt8] {
+        let context = signingContexts.withLock { $0.popLast() } ?? newSigningContext()
+        defer { signingContexts.withLock { $0.append(context) } }
+        let signing = context.pointer
+        var der = [UInt8](repeating: 0, count: 2 * coordinateSize + 16)
+        var length = der.count
+        OpenSSL.check(EVP_PKEY_sign(signing, &der, &length, digest, digest.count) == 1, "EVP_PKEY_sign")
+        return der.withUnsafeBufferPointer { buffer -> [UInt8] in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            guard let signature = d2i_ECDSA_SIG(nil, &cursor, length) else { fatalError("TestPKI: bad ECDSA signature") }
+            defer { ECDSA_SIG_free(signature) }
+            let size = coordinateSize
+            var raw = [UInt8](repeating: 0, count: size * 2)
+            raw.withUnsafeMutableBufferPointer { out in
+                OpenSSL.check(BN_bn2binpad(ECDSA_SIG_get0_r(signature), out.baseAddress, Int32(size)) == size, "r")
+                OpenSSL.check(BN_bn2binpad(ECDSA_SIG_get0_s(signature), out.baseAddress! + size, Int32(size)) == size, "s")
+            }
+            return raw
+        }
+    }
+
+    private func newSigningContext() -> SigningContext {
+        guard let context = EVP_PKEY_CTX_new(leafKey, nil) else { fatalError("TestPKI: EVP_PKEY_CTX_new failed") }
+        OpenSSL.check(EVP_PKEY_sign_init(context) == 1, "EVP_PKEY_sign_init")
+        OpenSSL.check(EVP_PKEY_CTX_set_signature_md(context, EVP_sha256()) == 1, "EVP_PKEY_CTX_set_signature_md")
+        return SigningContext(pointer: context)
     }
 
     deinit {
+        for context in signingContexts.withLock({ $0 }) { EVP_PKEY_CTX_free(context.pointer) }
         X509_free(leaf)
         X509_free(intermediate)
         X509_free(root)

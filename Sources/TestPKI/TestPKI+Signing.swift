@@ -6,39 +6,42 @@ extension TestPKI {
     /// `{"alg":"ES256","x5c":[leaf, intermediate, root]}`, the payload as compact JSON, and an
     /// ES256 signature (raw 64-byte `r || s`) by the leaf key.
     public func sign(_ payload: JSONValue) -> String {
-        sign(payloadJSON: JSONWriter.string(payload), header: header())
+        JSONWriter.bytes(payload).withUnsafeBytes { sign(headerSegment: headerSegment, payload: $0) }
     }
 
     /// Signs any payload text under any header, for malformed variants (other `alg`, a
     /// different number of certificates, another root in `x5c`, a payload that is not JSON...).
     public func sign(payloadJSON: String, header: JSONValue) -> String {
-        let signingInput = Base64Encoding.url(Array(JSONWriter.string(header).utf8)) + "."
-            + Base64Encoding.url(Array(payloadJSON.utf8))
-        return signingInput + "." + Base64Encoding.url(signature(over: Array(signingInput.utf8)))
+        var payload = payloadJSON
+        return payload.withUTF8 { sign(headerSegment: Base64Encoding.url(JSONWriter.bytes(header)), payload: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `headerSegment.payloadSegment.signature`, the payload encoded here, the whole signing
+    /// input written once into one string.
+    private func sign(headerSegment: String, payload: UnsafeRawBufferPointer) -> String {
+        let signatureLength = Base64.encodedLengthURL(2 * material.coordinateSize)
+        var jws = headerSegment
+        jws.reserveCapacity(headerSegment.utf8.count + 2 + Base64.encodedLengthURL(payload.count) + signatureLength)
+        jws += "."
+        jws += Base64.encodeURL(payload)
+        let signature = jws.withUTF8 { self.signature(over: UnsafeRawBufferPointer($0)) }
+        jws += "."
+        jws += Base64Encoding.url(signature)
+        return jws
     }
 
     /// The raw `r || s` ES256 signature by the leaf key over `bytes` (SHA-256).
     public func signature(over bytes: [UInt8]) -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { fatalError("TestPKI: EVP_MD_CTX_new failed") }
-        defer { EVP_MD_CTX_free(context) }
-        OpenSSL.check(EVP_DigestSignInit(context, nil, EVP_sha256(), nil, material.leafKey) == 1, "EVP_DigestSignInit")
-        var length = 0
-        OpenSSL.check(EVP_DigestSign(context, nil, &length, bytes, bytes.count) == 1, "EVP_DigestSign")
-        var der = [UInt8](repeating: 0, count: length)
-        OpenSSL.check(EVP_DigestSign(context, &der, &length, bytes, bytes.count) == 1, "EVP_DigestSign")
-        let coordinateSize = (Int(EVP_PKEY_get_bits(material.leafKey)) + 7) / 8
-        return der.withUnsafeBufferPointer { buffer -> [UInt8] in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            guard let signature = d2i_ECDSA_SIG(nil, &cursor, length) else { fatalError("TestPKI: bad ECDSA signature") }
-            defer { ECDSA_SIG_free(signature) }
-            var raw = [UInt8](repeating: 0, count: coordinateSize * 2)
-            raw.withUnsafeMutableBufferPointer { out in
-                OpenSSL.check(BN_bn2binpad(ECDSA_SIG_get0_r(signature), out.baseAddress, Int32(coordinateSize)) == coordinateSize, "r")
-                OpenSSL.check(
-                    BN_bn2binpad(ECDSA_SIG_get0_s(signature), out.baseAddress! + coordinateSize, Int32(coordinateSize)) == coordinateSize, "s")
-            }
-            return raw
-        }
+        bytes.withUnsafeBytes { signature(over: $0) }
+    }
+
+    func signature(over bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var state = SHA256_CTX()
+        var digest = [UInt8](repeating: 0, count: 32)
+        OpenSSL.check(copenssl_sha256_init(&state) == 1, "SHA256_Init")
+        OpenSSL.check(copenssl_sha256_update(&state, bytes.baseAddress, bytes.count) == 1, "SHA256_Update")
+        OpenSSL.check(copenssl_sha256_final(&digest, &state) == 1, "SHA256_Final")
+        return material.signDigest(digest)
     }
 }
 

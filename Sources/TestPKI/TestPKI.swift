@@ -30,6 +30,8 @@ public struct TestPKI: Sendable {
     public let intermediateDER: [UInt8]
     /// DER of the leaf (signing) certificate.
     public let leafDER: [UInt8]
+    /// The base64url of the default ``header(alg:x5c:)``, the first segment of every JWS ``sign(_:)`` makes.
+    let headerSegment: String
 
     /// Makes a new PKI with fresh keys.
     public init(_ options: Options = Options()) {
@@ -75,6 +77,8 @@ public struct TestPKI: Sendable {
         rootDER = OpenSSL.der(material.root)
         intermediateDER = OpenSSL.der(material.intermediate)
         leafDER = OpenSSL.der(material.leaf)
+        headerSegment = Base64Encoding.url(
+            JSONWriter.bytes(Self.header(alg: "ES256", x5c: [leafDER, intermediateDER, rootDER].map { Base64Encoding.standard($0) })))
     }
 
     /// The root certificate as PEM text.
@@ -93,9 +97,13 @@ public struct TestPKI: Sendable {
     ///   - alg: the `alg` value (`nil` leaves it out).
     ///   - x5c: the certificates (`nil` leaves `x5c` out); defaults to this PKI's ``x5c``.
     public func header(alg: String? = "ES256", x5c: [String]? = nil) -> JSONValue {
+        Self.header(alg: alg, x5c: x5c ?? self.x5c)
+    }
+
+    static func header(alg: String?, x5c: [String]) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = []
         if let alg { members.append(("alg", .string(alg))) }
-        members.append(("x5c", .array((x5c ?? self.x5c).map(JSONValue.string))))
+        members.append(("x5c", .array(x5c.map(JSONValue.string))))
         return .object(JSONObject(members))
     }
 

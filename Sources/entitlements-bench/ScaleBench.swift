@@ -18,7 +18,7 @@ enum ScaleBench {
     static let replayNow = CivilTime.millis(year: 2030, month: 1, day: 1)
 
     static let help = """
-        entitlements-bench scale --events N [--customers M] [--db PATH] [--reuse-db] [--queries Q] [--further K] [--only LIST] [--out PATH] [--smoke]
+        entitlements-bench scale --events N [--customers M] [--db PATH] [--reuse-db] [--queries Q] [--further K] [--only LIST] [--out PATH] [--stop-after S] [--smoke]
 
         Builds a database of N signed notifications (one event each; real x5c headers and
         nested JWS; renewals, refunds, upgrades, consumables, merging customers) over M
@@ -29,13 +29,19 @@ enum ScaleBench {
         2,000 to 20,000), and the change and lifecycle feeds with every expiry of the history due.
 
           --db PATH     where the database is kept (default bench-out/scale-N.sqlite), with
-                        PATH.root.der (the root that signed it), PATH.root-K.der (the root
-                        of the K-th further ingest's notifications) and PATH.plan.json beside it
-          --reuse-db    reuse the database at PATH when it was built for the same N and M
+                        PATH.root.der (the root that signed it), PATH.root-K.der (the root of
+                        each later run that signed some of it: a resumed build, a further
+                        ingest) and PATH.plan.json (the plan, the months built) beside it
+          --reuse-db    reuse the database at PATH when it was built for the same N and M;
+                        a build stopped part-way (killed) resumes at its first month not
+                        built, and the measurements follow
           --out PATH    results as JSON (default bench-out/scale-N.json)
           --only LIST   the stages measured, comma-separated (default all):
                         storage,query,history,metrics,audit,replay,due,ingest
-          --smoke       400 notifications over 40 customers: checks only, seconds
+          --stop-after S  stop the build after the plan's first S notifications, as a
+                        kill would (to try resuming); nothing is measured
+          --smoke       400 notifications over 40 customers, built in two runs (the first
+                        stopped part-way, the second resuming): checks only, seconds
         """
 
     struct Options {
@@ -47,6 +53,8 @@ enum ScaleBench {
         var further: Int? = nil
         var out: String? = nil
         var smoke = false
+        /// Stop the build after the plan's first this many notifications (`--stop-after`).
+        var stopAfter: Int? = nil
         /// The stages measured after the build (all when empty).
         var only: Set<String> = []
     }
@@ -98,6 +106,7 @@ enum ScaleBench {
             case "--customers": guard let n = number(), n >= 1 else { return usage() }; options.customers = n
             case "--queries": guard let n = number(), n >= 10 else { return usage() }; options.queries = n
             case "--further": guard let n = number(), n >= 1 else { return usage() }; options.further = n
+            case "--stop-after": guard let n = number(), n >= 1 else { return usage() }; options.stopAfter = n
             case "--db": guard let path = string() else { return usage() }; options.db = path
             case "--out": guard let path = string() else { return usage() }; options.out = path
             case "--only":
@@ -117,6 +126,18 @@ enum ScaleBench {
             options.queries = min(options.queries, 200)
         }
         guard options.events > 0 else { return usage() }
+        if options.smoke {
+            // Built in two runs, each signing with its own PKI: the first stopped part-way
+            // through a month, the second resuming it (the month's first notifications come
+            // back duplicates), then measuring.
+            options.db = options.db ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+                "scale-smoke-\(UUID().uuidString.prefix(8)).sqlite").path
+            var first = options
+            first.stopAfter = options.events * 2 / 5 + options.events / 40
+            first.reuse = false
+            guard ScaleBench.Run(options: first).run() == 0 else { return 1 }
+            options.reuse = true
+        }
         let bench = ScaleBench.Run(options: options)
         return bench.run()
     }
@@ -189,16 +210,15 @@ enum ScaleBench {
                 ])
             var roots = [pki.rootDER]
             var furtherRuns = 0
+            var stopped = false
             stage("build") {
-                if let kept = try reusable() {
-                    roots += kept.roots
-                    furtherRuns = kept.furtherRuns
-                    note("scale: reusing \(path) (\(kept.furtherRuns) further ingest(s) made on it before)")
-                    report.row("build", "reused \(path)", "")
-                    return
-                }
-                try buildDatabase(roots: roots)
+                let built = try buildOrReuse()
+                roots += built.roots.filter { $0 != pki.rootDER }
+                furtherRuns = built.furtherRuns
+                stopped = built.stopped
             }
+            // A stopped build is resumed by a later run: nothing to measure, nothing to remove.
+            if stopped && report.failures.isEmpty { return 0 }
             guard report.failures.isEmpty else { return finish(build: build, loadBefore: loadBefore) }
             let configuration = ScaleBench.configuration(roots: roots)
             stage("storage") { try storage() }
@@ -213,7 +233,7 @@ enum ScaleBench {
                 try furtherIngest(configuration, run: furtherRuns)
                 // This run's root signed the further notifications: kept, so that a later
                 // `--reuse-db` run's audit verifies them too.
-                try? Data(pki.rootDER).write(to: URL(fileURLWithPath: path + ".root-\(furtherRuns + 1).der"))
+                try? keepRoot()
                 try? writePlan(furtherRuns: furtherRuns + 1)
             }
             return finish(build: build, loadBefore: loadBefore)
@@ -256,89 +276,9 @@ enum ScaleBench {
 
         // MARK: the database
 
-        /// The kept database's roots and further-ingest count, when `--reuse-db` and it was built for this plan.
-        func reusable() throws -> (roots: [[UInt8]], furtherRuns: Int)? {
-            let roots = ScaleBench.keptRoots(path)
-            guard options.reuse, FileManager.default.fileExists(atPath: path), !roots.isEmpty,
-                let planData = FileManager.default.contents(atPath: planPath),
-                let json = try? JSONParser().parse(String(decoding: planData, as: UTF8.self)),
-                case .int(let events)? = json["events"], case .int(let customers)? = json["customers"],
-                events == Int64(plan.events), customers == Int64(plan.customers)
-            else { return nil }
-            var runs = 0
-            if case .int(let value)? = json["furtherRuns"] { runs = Int(value) }
-            return (roots, runs)
-        }
-
         func writePlan(furtherRuns: Int) throws {
-            let json: JSONValue = [
-                "events": .int(Int64(plan.events)), "customers": .int(Int64(plan.customers)), "furtherRuns": .int(Int64(furtherRuns)),
-            ]
-            try Data(JSONWriter.string(json).utf8).write(to: URL(fileURLWithPath: planPath))
-        }
-
-        /// Signs the plan's notifications batch by batch (over every core) and ingests
-        /// them through `Engine.ingest` with 2 workers, one call per month of the history.
-        func buildDatabase(roots: [[UInt8]]) throws {
-            Storage.remove(path)
-            removeSidecars()
-            note("scale: building \(plan.events) notifications over \(plan.customers) customers (\(plan.eventsPerCustomer) each) into \(path) ...")
-            let engine = try Engine(configuration: ScaleBench.configuration(roots: roots), databasePath: path)
-            let batch = 256
-            let start = Clock.now()
-            let cpu = Clock.processCPU()
-            var signingSeconds = 0.0
-            var appended = 0
-            var firstProblem: String? = nil
-            var lastNote = start
-            for month in 0..<plan.eventsPerCustomer {
-                var index = month * plan.customers
-                let end = min((month + 1) * plan.customers, plan.events)
-                guard index < end else { break }
-                try engine.ingest(
-                    batches: {
-                        guard index < end else { return nil }
-                        let upper = min(index + batch, end)
-                        defer { index = upper }
-                        let signing = Clock.now()
-                        let bodies = plan.bodies(index..<upper, pki: pki)
-                        signingSeconds += Clock.now() - signing
-                        return bodies
-                    }, workers: 2, receivedAt: ScalePlan.receivedBy(event: month),
-                    deliver: { results in
-                        for result in results {
-                            if result.outcome == .appended {
-                                appended += 1
-                            } else if firstProblem == nil {
-                                firstProblem = "\(result.outcome.rawValue): \(result.errorCode ?? "") \(result.errorMessage ?? "")"
-                            }
-                        }
-                        if Clock.now() - lastNote > 15 {
-                            lastNote = Clock.now()
-                            note("scale: \(appended) notifications appended, \(Format.count(Double(appended) / (lastNote - start))) /s with signing")
-                        }
-                    })
-            }
-            try engine.checkpoint()
-            let seconds = Clock.now() - start
-            let cpuSeconds = Clock.processCPU() - cpu
-            guard appended == plan.events else {
-                throw BenchFailure("the build appended \(appended) of \(plan.events) notifications; first other outcome: \(firstProblem ?? "none")")
-            }
-            try Data(pki.rootDER).write(to: URL(fileURLWithPath: rootPath))
-            try writePlan(furtherRuns: 0)
-            note("scale: built in \(Format.fixed(seconds, 1)) s")
-            report.row(
-                "build", "\(Format.count(Double(plan.events))) signed notifications ingested (signing included, same threads)",
-                Format.fixed(seconds, 1) + " s, " + Format.count(Double(plan.events) / seconds) + " /s")
-            report.row("build", "  of which signing the corpus (wall-clock, 2 cores)", Format.fixed(signingSeconds, 1) + " s")
-            report.section(
-                "build",
-                [
-                    "notifications": .int(Int64(plan.events)), "customers": .int(Int64(plan.customers)),
-                    "eventsPerCustomer": .int(Int64(plan.eventsPerCustomer)), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds),
-                    "signingSeconds": .double(signingSeconds), "peakRSS": .int(Machine.statusBytes("VmHWM")),
-                ])
+            try ScaleProgress(events: plan.events, customers: plan.customers, monthsBuilt: plan.eventsPerCustomer, furtherRuns: furtherRuns)
+                .write(planPath)
         }
 
         // MARK: the measurements

@@ -143,7 +143,13 @@ struct ScalePlan: Sendable {
         let payloads = payloads(customer: c, event: k)
         let transaction = pki.sign(payloads.transaction)
         let renewal = payloads.renewal.map { pki.sign($0) }
-        return TestPayloads.body(signedPayload: pki.sign(payloads.notification(transaction, renewal)))
+        return Self.body(signedPayload: pki.sign(payloads.notification(transaction, renewal)))
+    }
+
+    /// `TestPayloads.body(signedPayload:)` written directly: a JWS is base64url segments and
+    /// dots, nothing a JSON string escapes, so the body is its text between the quotes.
+    static func body(signedPayload jws: String) -> String {
+        "{\"signedPayload\":\"" + jws + "\"}"
     }
 
     /// The bodies of the log's notifications `range`, signed over every core.

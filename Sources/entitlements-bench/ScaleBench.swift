@@ -513,7 +513,7 @@ enum ScaleBench {
         func due(_ configuration: EngineConfiguration) throws {
             let now = plan.end + 45 * 86_400_000
             let store = try EventStore(path: path, hash: { SHA256.hash($0) }, mode: .readOnly)
-            let pending = try store.rawConnection.scalarInt("SELECT count(*) FROM lifecycle_due WHERE next_due_at <= \(now)") ?? -1
+            let pending = try store.rawConnection.scalarInt("SELECT count(*) FROM customer_rows WHERE next_due_at <= \(now)") ?? -1
             let engine = try Engine(configuration: configuration, databasePath: path)
             var section = JSONObject()
             section["lifecycleDueRows"] = .int(pending)

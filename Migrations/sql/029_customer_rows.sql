@@ -1,0 +1,44 @@
+-- One row per customer for what the feeds and the revenue ledger keep of it, written
+-- together after every batch that touches the customer: the change feed's last reported
+-- answer and the next moment it changes by time (from `reported_answers`), the lifecycle
+-- feed's next moment an event becomes due (from `lifecycle_due`) and the hashes of the
+-- ids recorded for its data (from `lifecycle_recorded`), and its revenue facts with the
+-- projection's last event they were derived at (from `revenue_facts`). A batch then
+-- changes one leaf of this table per customer instead of one in each of four tables.
+--
+-- A column is NULL where the table it replaces had no row: no answer reported, nothing
+-- due, no ids kept (checked id by id, then kept), no facts kept (derived from the log).
+-- A row whose columns are all NULL is deleted. The two moments are indexed where they
+-- are set, so that finding what has become due reads nothing when nothing is. The blobs
+-- come last, so that the moments are read without them.
+CREATE TABLE customer_rows (
+    customer_key    TEXT    PRIMARY KEY,
+    next_change_at  INTEGER,
+    next_due_at     INTEGER,
+    revenue_seq     INTEGER,
+    answer          ANY,
+    id_hashes       BLOB,
+    revenue_facts   BLOB
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO customer_rows (customer_key, next_change_at, next_due_at, revenue_seq, answer, id_hashes, revenue_facts)
+    SELECT k.customer_key, a.next_change_at, d.next_due_at, f.last_event_seq, a.answer, l.id_hashes, f.facts
+    FROM (
+        SELECT customer_key FROM reported_answers
+        UNION SELECT customer_key FROM lifecycle_due
+        UNION SELECT customer_key FROM lifecycle_recorded
+        UNION SELECT customer_key FROM revenue_facts
+    ) k
+    LEFT JOIN reported_answers a ON a.customer_key = k.customer_key
+    LEFT JOIN lifecycle_due d ON d.customer_key = k.customer_key
+    LEFT JOIN lifecycle_recorded l ON l.customer_key = k.customer_key
+    LEFT JOIN revenue_facts f ON f.customer_key = k.customer_key
+    ORDER BY k.customer_key;
+
+DROP TABLE reported_answers;
+DROP TABLE lifecycle_due;
+DROP TABLE lifecycle_recorded;
+DROP TABLE revenue_facts;
+
+CREATE INDEX customer_rows_by_next_change ON customer_rows (next_change_at) WHERE next_change_at IS NOT NULL;
+CREATE INDEX customer_rows_by_next_due ON customer_rows (next_due_at) WHERE next_due_at IS NOT NULL;

@@ -512,9 +512,10 @@ enum ScaleBench {
         /// records every expiry made due (one per subscriber not renewed), then reads with nothing due.
         func due(_ configuration: EngineConfiguration) throws {
             let now = plan.end + 45 * 86_400_000
+            // The engine first: it migrates a database an older build made.
+            let engine = try Engine(configuration: configuration, databasePath: path)
             let store = try EventStore(path: path, hash: { SHA256.hash($0) }, mode: .readOnly)
             let pending = try store.rawConnection.scalarInt("SELECT count(*) FROM customer_rows WHERE next_due_at <= \(now)") ?? -1
-            let engine = try Engine(configuration: configuration, databasePath: path)
             var section = JSONObject()
             section["lifecycleDueRows"] = .int(pending)
 

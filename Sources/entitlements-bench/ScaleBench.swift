@@ -496,15 +496,18 @@ enum ScaleBench {
             let cacheAfter = engine.writerPageCacheForBenchmark
             let cache = (
                 misses: cacheAfter.misses - cacheBefore.misses, hits: cacheAfter.hits - cacheBefore.hits,
-                spills: cacheAfter.spills - cacheBefore.spills)
+                spills: cacheAfter.spills - cacheBefore.spills, writes: cacheAfter.writes - cacheBefore.writes)
             report.row(
                 "ingest", "  the writer's pages per notification: read into its cache / found there / spilled before commit",
                 [cache.misses, cache.hits, cache.spills].map { Format.fixed(Double($0) / Double(count), 1) }.joined(separator: " / "))
+            report.row(
+                "ingest", "  the writer's pages written per notification (the pages its commits changed)",
+                Format.fixed(Double(cache.writes) / Double(count), 1))
             report.section(
                 "ingest", [
                     "notifications": .int(Int64(count)), "seconds": .double(seconds), "cpuSeconds": .double(cpuSeconds), "month": .int(Int64(month)),
                     "writerPagesRead": .int(Int64(cache.misses)), "writerPagesFound": .int(Int64(cache.hits)),
-                    "writerPagesSpilled": .int(Int64(cache.spills)),
+                    "writerPagesSpilled": .int(Int64(cache.spills)), "writerPagesWritten": .int(Int64(cache.writes)),
                 ])
         }
 

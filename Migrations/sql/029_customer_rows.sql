@@ -27,8 +27,13 @@ CREATE TABLE customer_rows (
     revenue_facts   BLOB
 ) STRICT;
 
-INSERT INTO customer_rows (customer_key, next_change_at, next_due_at, revenue_seq, answer, id_hashes, revenue_facts)
-    SELECT k.customer_key, a.next_change_at, d.next_due_at, f.last_event_seq, a.answer, l.id_hashes, f.facts
+-- The rows are numbered in the customers' order but inserted in no order: rows inserted
+-- in order fill every leaf to the brim, and the first batches after the migration would
+-- then split nearly every leaf they touch (rows grow as customers renew); inserted at
+-- random places, the leaves keep room, as in a table that grew with its customers.
+INSERT INTO customer_rows (row_id, customer_key, next_change_at, next_due_at, revenue_seq, answer, id_hashes, revenue_facts)
+    SELECT row_number() OVER (ORDER BY k.customer_key), k.customer_key, a.next_change_at, d.next_due_at, f.last_event_seq,
+        a.answer, l.id_hashes, f.facts
     FROM (
         SELECT customer_key FROM reported_answers
         UNION SELECT customer_key FROM lifecycle_due
@@ -39,7 +44,7 @@ INSERT INTO customer_rows (customer_key, next_change_at, next_due_at, revenue_se
     LEFT JOIN lifecycle_due d ON d.customer_key = k.customer_key
     LEFT JOIN lifecycle_recorded l ON l.customer_key = k.customer_key
     LEFT JOIN revenue_facts f ON f.customer_key = k.customer_key
-    ORDER BY k.customer_key;
+    ORDER BY random();
 
 DROP TABLE reported_answers;
 DROP TABLE lifecycle_due;

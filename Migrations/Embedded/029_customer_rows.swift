@@ -20,6 +20,28 @@ extension SchemaMigrations {
 -- mostly the revenue facts) are kept in the leaves alone, where a WITHOUT ROWID table
 -- keeps whole rows in its interior pages too (about ten to a page: a deep tree whose
 -- interior pages an update also writes). The index on the customer holds short entries.
+-- The rows are gathered in a temporary table first and the four tables dropped before
+-- the new one is made, so that it takes their pages instead of growing the file (a new
+-- database on a small disk has little room).
+CREATE TEMP TABLE customer_rows_moved AS
+    SELECT k.customer_key AS customer_key, a.next_change_at AS next_change_at, d.next_due_at AS next_due_at,
+        f.last_event_seq AS revenue_seq, a.answer AS answer, l.id_hashes AS id_hashes, f.facts AS revenue_facts
+    FROM (
+        SELECT customer_key FROM reported_answers
+        UNION SELECT customer_key FROM lifecycle_due
+        UNION SELECT customer_key FROM lifecycle_recorded
+        UNION SELECT customer_key FROM revenue_facts
+    ) k
+    LEFT JOIN reported_answers a ON a.customer_key = k.customer_key
+    LEFT JOIN lifecycle_due d ON d.customer_key = k.customer_key
+    LEFT JOIN lifecycle_recorded l ON l.customer_key = k.customer_key
+    LEFT JOIN revenue_facts f ON f.customer_key = k.customer_key;
+
+DROP TABLE reported_answers;
+DROP TABLE lifecycle_due;
+DROP TABLE lifecycle_recorded;
+DROP TABLE revenue_facts;
+
 CREATE TABLE customer_rows (
     row_id          INTEGER PRIMARY KEY,
     customer_key    TEXT    NOT NULL UNIQUE,
@@ -36,24 +58,11 @@ CREATE TABLE customer_rows (
 -- then split nearly every leaf they touch (rows grow as customers renew); inserted at
 -- random places, the leaves keep room, as in a table that grew with its customers.
 INSERT INTO customer_rows (row_id, customer_key, next_change_at, next_due_at, revenue_seq, answer, id_hashes, revenue_facts)
-    SELECT row_number() OVER (ORDER BY k.customer_key), k.customer_key, a.next_change_at, d.next_due_at, f.last_event_seq,
-        a.answer, l.id_hashes, f.facts
-    FROM (
-        SELECT customer_key FROM reported_answers
-        UNION SELECT customer_key FROM lifecycle_due
-        UNION SELECT customer_key FROM lifecycle_recorded
-        UNION SELECT customer_key FROM revenue_facts
-    ) k
-    LEFT JOIN reported_answers a ON a.customer_key = k.customer_key
-    LEFT JOIN lifecycle_due d ON d.customer_key = k.customer_key
-    LEFT JOIN lifecycle_recorded l ON l.customer_key = k.customer_key
-    LEFT JOIN revenue_facts f ON f.customer_key = k.customer_key
+    SELECT row_number() OVER (ORDER BY customer_key), customer_key, next_change_at, next_due_at, revenue_seq, answer, id_hashes,
+        revenue_facts
+    FROM temp.customer_rows_moved
     ORDER BY random();
-
-DROP TABLE reported_answers;
-DROP TABLE lifecycle_due;
-DROP TABLE lifecycle_recorded;
-DROP TABLE revenue_facts;
+DROP TABLE temp.customer_rows_moved;
 
 CREATE INDEX customer_rows_by_next_change ON customer_rows (next_change_at) WHERE next_change_at IS NOT NULL;
 CREATE INDEX customer_rows_by_next_due ON customer_rows (next_due_at) WHERE next_due_at IS NOT NULL;

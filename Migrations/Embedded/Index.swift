@@ -25,5 +25,6 @@ extension SchemaMigrations {
         m025_compact_log_columns,
         m026_log_index_and_view,
         m028_lifecycle_compact,
+        m029_customer_rows,
     ]
 }

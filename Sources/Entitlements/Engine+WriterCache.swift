@@ -12,9 +12,10 @@ extension Engine {
     }
 
     /// The writer's page cache since it opened: pages found in it, pages read into it
-    /// (from the kernel's page cache or the disk), and pages written out before their commit.
-    package var writerPageCacheForBenchmark: (hits: Int, misses: Int, spills: Int) {
+    /// (from the kernel's page cache or the disk), pages written out before their commit,
+    /// and pages written out at all (the pages each commit changed, spills included).
+    package var writerPageCacheForBenchmark: (hits: Int, misses: Int, spills: Int, writes: Int) {
         let counters = store.withLock { $0.rawConnection.pageCacheCounters }
-        return (counters.hits, counters.misses, counters.spills)
+        return (counters.hits, counters.misses, counters.spills, counters.writes)
     }
 }

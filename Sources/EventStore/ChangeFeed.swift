@@ -13,12 +13,12 @@ extension EventStore {
     /// - Returns: How many changes were recorded.
     @discardableResult
     func recordChanges(of key: CustomerKey, state: CustomerState?, rules: Rules, now: Int64, cause: ChangeCause) throws -> Int {
-        let load = try connection.cached("SELECT answer, next_change_at FROM reported_answers WHERE customer_key = ?")
+        let load = try connection.cached("SELECT answer, next_change_at FROM customer_rows WHERE customer_key = ?")
         try load.bind(1, key)
         var reported = ReportedAnswer()
         var storedNext: Int64? = nil
         var hasRow = false
-        if try load.step() {
+        if try load.step(), !load.isNull(0) {
             hasRow = true
             reported = Self.reportedAnswer(load, column: 0)
             storedNext = load.isNull(1) ? nil : load.int64(1)
@@ -51,20 +51,11 @@ extension EventStore {
         let next = state.flatMap { ChangeTimeline.nextChange(of: $0, rules: rules, after: now, answer: answer) }
         if state == nil || (answer.active.isEmpty && next == nil) {
             // Nothing to remember: no row (a customer who never had anything costs nothing).
-            if hasRow {
-                let delete = try connection.cached("DELETE FROM reported_answers WHERE customer_key = ?")
-                try delete.bind(1, key)
-                try delete.step()
-                delete.reset()
-            }
-        } else if !hasRow || !differences.isEmpty || next != storedNext {
-            let save = try connection.cached(
-                "INSERT OR REPLACE INTO reported_answers (customer_key, answer, next_change_at) VALUES (?, ?, ?)")
-            try save.bind(1, key)
-            try save.bind(2, blob: answer.encoded())
-            try save.bind(3, next)
-            try save.step()
-            save.reset()
+            if hasRow { try writeCustomerRow(key, [(.answer, .null), (.nextChangeAt, .null)]) }
+        } else if !hasRow || !differences.isEmpty {
+            try writeCustomerRow(key, [(.answer, .blob(answer.encoded())), (.nextChangeAt, CustomerRowValue(next))])
+        } else if next != storedNext {
+            try writeCustomerRow(key, [(.nextChangeAt, CustomerRowValue(next))])
         }
         return differences.count
     }
@@ -84,7 +75,7 @@ extension EventStore {
     public func hasDueChanges(now: Int64) throws(StoreError) -> Bool {
         try mapped {
             let statement = try connection.cached(
-                "SELECT 1 FROM reported_answers WHERE next_change_at IS NOT NULL AND next_change_at <= ? LIMIT 1")
+                "SELECT 1 FROM customer_rows WHERE next_change_at IS NOT NULL AND next_change_at <= ? LIMIT 1")
             defer { statement.reset() }
             try statement.bind(1, now)
             return try statement.step()
@@ -99,7 +90,7 @@ extension EventStore {
         return try mapped {
             try connection.write { () throws -> (Int, Connection.Completion) in
                 let due = try connection.cached(
-                    "SELECT customer_key FROM reported_answers WHERE next_change_at IS NOT NULL AND next_change_at <= ? ORDER BY next_change_at, customer_key")
+                    "SELECT customer_key FROM customer_rows WHERE next_change_at IS NOT NULL AND next_change_at <= ? ORDER BY next_change_at, customer_key")
                 try due.bind(1, now)
                 var keys: [CustomerKey] = []
                 while try due.step() { keys.append(due.string(0) ?? "") }
@@ -192,7 +183,7 @@ extension EventStore {
     /// projection (an `otid:` customer merged into its appTransactionId: cause `merge`).
     func recordChangesOfVanished(rules: Rules, now: Int64, cause: ChangeCause) throws {
         let stale = try connection.prepare(
-            "SELECT r.customer_key FROM reported_answers r WHERE NOT EXISTS (SELECT 1 FROM projections p WHERE p.generation = (SELECT generation FROM engine_state WHERE id = 1) AND p.customer_key = r.customer_key)")
+            "SELECT r.customer_key FROM customer_rows r WHERE r.answer IS NOT NULL AND NOT EXISTS (SELECT 1 FROM projections p WHERE p.generation = (SELECT generation FROM engine_state WHERE id = 1) AND p.customer_key = r.customer_key)")
         var gone: [CustomerKey] = []
         while try stale.step() { if let key = stale.string(0) { gone.append(key) } }
         stale.reset()

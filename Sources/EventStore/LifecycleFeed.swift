@@ -14,19 +14,20 @@ extension EventStore {
     func recordLifecycle(of key: CustomerKey, state: CustomerState?, rules: Rules, now: Int64) throws -> Int {
         guard recordsLifecycle else { return 0 }
         guard let state else {
-            try saveLifecycleDue(of: key, next: nil)
-            try saveRevenueFacts(of: key, state: nil, events: [], turns: SubscriptionTurns())
-            try forgetRecordedLifecycleIds(of: key)
+            // A customer merged away keeps nothing: its row goes.
+            try writeCustomerRow(key, [(.nextDueAt, .null), (.idHashes, .null), (.revenueSeq, .null), (.revenueFacts, .null)])
             return 0
         }
         let events = try derivationEvents(of: key, state: state)
-        // What is recorded already, read with one row; without it, each id is looked up.
-        let known = try recordedLifecycleIds(of: key)
+        // What is recorded already and the next moment due, read with one row; without
+        // the recorded ids, each id is looked up.
+        let (known, storedDue) = try lifecycleKept(of: key)
         // Only the events due and not recorded are built; the others are known by their ids' hashes.
         let unrecorded = LifecycleEvents.unrecorded(
             state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules, now: now,
             isRecorded: { known?.contains($0) ?? false })
-        try saveRevenueFacts(of: key, state: state, events: events, turns: unrecorded.turns)
+        // The customer's row is written once, with only what changed.
+        var row = try revenueFactsColumns(of: key, state: state, events: events, turns: unrecorded.turns)
         var added: [UInt64] = []
         var recorded = 0
         for event in unrecorded.events {
@@ -37,10 +38,23 @@ extension EventStore {
         if known == nil || !added.isEmpty {
             var ids = known ?? RecordedLifecycleIds()
             ids.formUnion(added)
-            try saveRecordedLifecycleIds(ids, of: key)
+            row.append((.idHashes, .blob(ids.bytes)))
         }
-        try saveLifecycleDue(of: key, next: unrecorded.nextDue)
+        // Most batches leave the next moment due as it was: its index is then not written.
+        if storedDue != unrecorded.nextDue { row.append((.nextDueAt, CustomerRowValue(unrecorded.nextDue))) }
+        try writeCustomerRow(key, row)
         return recorded
+    }
+
+    /// The lifecycle ids kept as recorded for `key`'s data (`nil` when none are kept) and
+    /// the next moment one of its events becomes due (`nil` when none will by time).
+    private func lifecycleKept(of key: CustomerKey) throws -> (RecordedLifecycleIds?, Int64?) {
+        let load = try connection.cached("SELECT id_hashes, next_due_at FROM customer_rows WHERE customer_key = ?")
+        defer { load.reset() }
+        try load.bind(1, key)
+        guard try load.step() else { return (nil, nil) }
+        let ids = load.isNull(0) ? nil : load.withBlob(0) { RecordedLifecycleIds(bytes: $0) }
+        return (ids, load.optionalInt64(1))
     }
 
     /// The events the lifecycle and revenue derivations need of `key`'s data: none when
@@ -90,28 +104,6 @@ extension EventStore {
         try insert.bind(10, rowValues.isEmpty ? nil : JSONWriter.string(.array(rowValues)))
         try insert.step()
         return connection.changes > 0
-    }
-
-    /// Keeps (or forgets, when `nil`) the next moment an event of `key` becomes due.
-    private func saveLifecycleDue(of key: CustomerKey, next: Int64?) throws {
-        // Most batches leave it as it was: a read, no write.
-        let load = try connection.cached("SELECT next_due_at FROM lifecycle_due WHERE customer_key = ?")
-        try load.bind(1, key)
-        let stored: Int64? = try load.step() ? load.int64(0) : nil
-        load.reset()
-        guard stored != next else { return }
-        if let next {
-            let save = try connection.cached("INSERT OR REPLACE INTO lifecycle_due (customer_key, next_due_at) VALUES (?, ?)")
-            defer { save.reset() }
-            try save.bind(1, key)
-            try save.bind(2, next)
-            try save.step()
-        } else {
-            let delete = try connection.cached("DELETE FROM lifecycle_due WHERE customer_key = ?")
-            defer { delete.reset() }
-            try delete.bind(1, key)
-            try delete.step()
-        }
     }
 
     /// The `consumptionRequestReason` of each CONSUMPTION_REQUEST among `events`, by
@@ -179,7 +171,7 @@ extension EventStore {
     /// not recorded yet. A read of one index entry.
     public func hasDueLifecycle(now: Int64) throws(StoreError) -> Bool {
         try mapped {
-            let statement = try connection.cached("SELECT 1 FROM lifecycle_due WHERE next_due_at <= ? LIMIT 1")
+            let statement = try connection.cached("SELECT 1 FROM customer_rows WHERE next_due_at IS NOT NULL AND next_due_at <= ? LIMIT 1")
             defer { statement.reset() }
             try statement.bind(1, now)
             return try statement.step()
@@ -194,7 +186,7 @@ extension EventStore {
         return try mapped {
             try connection.write { () throws -> (Int, Connection.Completion) in
                 let due = try connection.cached(
-                    "SELECT customer_key FROM lifecycle_due WHERE next_due_at <= ? ORDER BY next_due_at, customer_key")
+                    "SELECT customer_key FROM customer_rows WHERE next_due_at IS NOT NULL AND next_due_at <= ? ORDER BY next_due_at, customer_key")
                 try due.bind(1, now)
                 var keys: [CustomerKey] = []
                 while try due.step() { keys.append(due.string(0) ?? "") }

@@ -1,7 +1,7 @@
 import EntitlementCore
 
 /// The lifecycle event ids recorded for a customer's data, as 64-bit hashes kept
-/// ascending: the compact form the table `lifecycle_recorded` holds, read with one row.
+/// ascending: the compact form `customer_rows.id_hashes` holds, read with one row.
 struct RecordedLifecycleIds: Equatable {
     /// The hashes, ascending, each once.
     private(set) var hashes: [UInt64]
@@ -74,28 +74,16 @@ extension EventStore {
     /// The ids recorded for `key`'s data, `nil` when the store keeps none for it
     /// (data recorded before the table existed, or a row that cannot be read).
     func recordedLifecycleIds(of key: CustomerKey) throws -> RecordedLifecycleIds? {
-        let load = try connection.cached("SELECT id_hashes FROM lifecycle_recorded WHERE customer_key = ?")
+        let load = try connection.cached("SELECT id_hashes FROM customer_rows WHERE customer_key = ?")
         defer { load.reset() }
         try load.bind(1, key)
-        guard try load.step() else { return nil }
+        guard try load.step(), !load.isNull(0) else { return nil }
         return load.withBlob(0) { RecordedLifecycleIds(bytes: $0) }
     }
 
     /// Keeps `ids` as what is recorded for `key`'s data.
     func saveRecordedLifecycleIds(_ ids: RecordedLifecycleIds, of key: CustomerKey) throws {
-        let save = try connection.cached("INSERT OR REPLACE INTO lifecycle_recorded (customer_key, id_hashes) VALUES (?, ?)")
-        defer { save.reset() }
-        try save.bind(1, key)
-        try save.bind(2, blob: ids.bytes)
-        try save.step()
-    }
-
-    /// Forgets what is kept for `key` (a customer that no longer answers under it).
-    func forgetRecordedLifecycleIds(of key: CustomerKey) throws {
-        let delete = try connection.cached("DELETE FROM lifecycle_recorded WHERE customer_key = ?")
-        defer { delete.reset() }
-        try delete.bind(1, key)
-        try delete.step()
+        try writeCustomerRow(key, [(.idHashes, .blob(ids.bytes))])
     }
 
     /// At a merge, adds what was recorded for `from`'s data to what is kept for

@@ -70,6 +70,18 @@ public enum Migrator {
         if try status(connection, migrations: migrations) == .current { return [] }
         try connection.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (identifier TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT")
+        // Each step rewrites the schema's pages into the write-ahead log: checkpointed only
+        // at the end, a new database's log held every step's pages, more than a small disk
+        // has. While migrating, a commit that leaves the log past a few pages checkpoints it
+        // (SQLite then writes the log again from its start); unless checkpoints are left to
+        // a replicator (0), which decides them alone.
+        let autoCheckpoint = try connection.scalarInt("PRAGMA wal_autocheckpoint") ?? 0
+        if autoCheckpoint > Self.migratingCheckpointPages {
+            try connection.execute("PRAGMA wal_autocheckpoint = \(Self.migratingCheckpointPages)")
+        }
+        defer {
+            if autoCheckpoint > Self.migratingCheckpointPages { _ = try? connection.execute("PRAGMA wal_autocheckpoint = \(autoCheckpoint)") }
+        }
         var applied: [String] = []
         for migration in migrations {
             let didApply: Bool = try connection.write {
@@ -125,6 +137,9 @@ public enum Migrator {
         }
         return applied
     }
+
+    /// The write-ahead log's pages past which a commit checkpoints it while migrating.
+    static let migratingCheckpointPages: Int64 = 16
 
     /// A migration holding this line (followed by a step's name) runs its SQL up
     /// to the line, then the step (Swift code of the engine's: rewriting rows as SQL

@@ -1,44 +1,30 @@
 import EntitlementCore
 
 extension EventStore {
-    /// Keeps, in the current transaction, what `key`'s data contributes to the revenue
-    /// ledger and the metrics (``RevenueFacts``), beside the projection's last event.
+    /// What `key`'s data contributes to the revenue ledger and the metrics
+    /// (``RevenueFacts``), as the columns of its row that keep it beside the projection's
+    /// last event; none when it has no projection.
     /// - Parameters:
-    ///   - state: Its state now; `nil` for a customer merged away (its row is removed).
+    ///   - state: Its state now.
     ///   - events: Its events, as the lifecycle read them.
     ///   - turns: Its subscriptions' turns, as its lifecycle derives them from the same data.
-    func saveRevenueFacts(of key: CustomerKey, state: CustomerState?, events: [Event], turns: SubscriptionTurns) throws {
-        guard let state else {
-            let delete = try connection.cached("DELETE FROM revenue_facts WHERE customer_key = ?")
-            try delete.bind(1, key)
-            _ = try delete.step()
-            delete.reset()
-            return
-        }
+    func revenueFactsColumns(
+        of key: CustomerKey, state: CustomerState, events: [Event], turns: SubscriptionTurns
+    ) throws -> [(CustomerRowColumn, CustomerRowValue)] {
         let seq = try connection.cached(
             "SELECT last_event_seq FROM projections WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) AND customer_key = ?")
         try seq.bind(1, key)
         let lastSeq: Int64? = try seq.step() ? seq.int64(0) : nil
         seq.reset()
-        guard let lastSeq else { return }
+        guard let lastSeq else { return [] }
         let facts = RevenueFacts.derive(state: state, events: events, turns: turns)
-        try writeRevenueFacts(key: key, lastEventSeq: lastSeq, bytes: RevenueFactsCodec.encode(facts))
+        return [(.revenueSeq, .integer(lastSeq)), (.revenueFacts, .blob(RevenueFactsCodec.encode(facts)))]
     }
 
-    private func writeRevenueFacts(key: CustomerKey, lastEventSeq: Int64, bytes: [UInt8]) throws {
-        let save = try connection.cached(
-            "INSERT OR REPLACE INTO revenue_facts (customer_key, last_event_seq, facts) VALUES (?, ?, ?)")
-        try save.bind(1, key)
-        try save.bind(2, lastEventSeq)
-        try save.bind(3, blob: bytes)
-        _ = try save.step()
-        save.reset()
-    }
-
-    /// Whether the database has the table of kept revenue facts (a database opened
-    /// read-only may predate it).
+    /// Whether the database has the table that keeps revenue facts (a database opened
+    /// read-only may predate it: every customer's facts are then derived).
     private func hasRevenueFactsTable() throws -> Bool {
-        try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'revenue_facts'") ?? 0 > 0
+        try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'customer_rows'") ?? 0 > 0
     }
 
     /// Calls `body` with every customer's ``RevenueFacts`` in the current generation, one
@@ -54,8 +40,8 @@ extension EventStore {
             let sql =
                 kept
                 ? """
-                SELECT p.customer_key, p.last_event_seq, r.last_event_seq, r.facts FROM projections p
-                LEFT JOIN revenue_facts r ON r.customer_key = p.customer_key
+                SELECT p.customer_key, p.last_event_seq, r.revenue_seq, r.revenue_facts FROM projections p
+                LEFT JOIN customer_rows r ON r.customer_key = p.customer_key
                 WHERE p.generation = (SELECT generation FROM engine_state WHERE id = 1)
                 """
                 : """
@@ -102,7 +88,7 @@ extension EventStore {
                     let current: Int64? = try seq.step() ? seq.int64(0) : nil
                     seq.reset()
                     guard current == row.lastEventSeq else { continue }
-                    try writeRevenueFacts(key: row.key, lastEventSeq: row.lastEventSeq, bytes: row.bytes)
+                    try writeCustomerRow(row.key, [(.revenueSeq, .integer(row.lastEventSeq)), (.revenueFacts, .blob(row.bytes))])
                 }
                 return ((), .commit)
             }

@@ -36,7 +36,7 @@ enum ChangesBench {
         }
         latencies.sort()
         let store = try EventStore(path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) })
-        let followed = try store.rawConnection.scalarInt("SELECT count(*) FROM reported_answers") ?? 0
+        let followed = try store.rawConnection.scalarInt("SELECT count(*) FROM customer_rows WHERE answer IS NOT NULL") ?? 0
         return Figures(
             catchUpSeconds: catchUp, recordedByCatchUp: recorded, reads: latencies.count, p50: latencies[latencies.count / 2],
             max: latencies[latencies.count - 1], customersFollowed: followed)

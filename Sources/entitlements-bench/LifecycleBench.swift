@@ -11,7 +11,7 @@ import TestPKI
 enum LifecycleBench {
     struct Figures {
         var customers: Int
-        /// Customers with an event that time will make due (rows of `lifecycle_due`).
+        /// Customers with an event that time will make due (rows of `customer_rows` with a `next_due_at`).
         var pending: Int64
         var recorded: Int64
         var buildSeconds: Double
@@ -30,7 +30,7 @@ enum LifecycleBench {
         let built = try BigDatabase.build(
             path: path, plan: plan, header: .compact, pki: corpus.pki, receivedAt: midJanuary2025, progress: { _ in })
         let store = try EventStore(path: path, hash: { SHA256.hash($0) }, mode: .readOnly)
-        let pending = try store.rawConnection.scalarInt("SELECT count(*) FROM lifecycle_due") ?? 0
+        let pending = try store.rawConnection.scalarInt("SELECT count(*) FROM customer_rows WHERE next_due_at IS NOT NULL") ?? 0
         let recorded = try store.rawConnection.scalarInt("SELECT count(*) FROM lifecycle") ?? 0
         let engine = try Engine(configuration: corpus.configuration, databasePath: path)
         let last = try engine.lastLifecycleCursor()

@@ -29,8 +29,8 @@ import Testing
     func appendWritesTheCodec() throws {
         let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
         _ = try store.append([.verified(StoreFixtures.transaction(id: "t1"))], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1_700_000_001_000)
-        #expect(try store.rawConnection.scalarString("SELECT typeof(answer) FROM reported_answers WHERE customer_key = 'app-1'") == "blob")
-        let statement = try store.rawConnection.prepare("SELECT answer FROM reported_answers WHERE customer_key = 'app-1'")
+        #expect(try store.rawConnection.scalarString("SELECT typeof(answer) FROM customer_rows WHERE customer_key = 'app-1'") == "blob")
+        let statement = try store.rawConnection.prepare("SELECT answer FROM customer_rows WHERE customer_key = 'app-1'")
         #expect(try statement.step())
         let bytes = try #require(statement.blob(0))
         #expect(try ReportedAnswer(encoded: bytes) == ReportedAnswer(active: ["pro": 1_702_592_000_000]))
@@ -41,7 +41,7 @@ import Testing
         let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
         _ = try store.append([.verified(StoreFixtures.transaction(id: "t1"))], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1_700_000_001_000)
         #expect(try store.lastChangeCursor() == 1)
-        try store.rawConnection.execute(#"UPDATE reported_answers SET answer = '[["pro",1702592000000]]' WHERE customer_key = 'app-1'"#)
+        try store.rawConnection.execute(#"UPDATE customer_rows SET answer = '[["pro",1702592000000]]' WHERE customer_key = 'app-1'"#)
         // Another version of the same transaction: the answer stays, so nothing is recorded
         // (had the JSON not been read, "pro" would be reported active again).
         _ = try store.append(
@@ -50,7 +50,7 @@ import Testing
         #expect(try store.eventCount() == 2)
         #expect(try store.lastChangeCursor() == 1)
         // A JSON row that says something else is read as what it says: the difference is recorded.
-        try store.rawConnection.execute(#"UPDATE reported_answers SET answer = '[]' WHERE customer_key = 'app-1'"#)
+        try store.rawConnection.execute(#"UPDATE customer_rows SET answer = '[]' WHERE customer_key = 'app-1'"#)
         _ = try store.append(
             [.verified(StoreFixtures.transaction(id: "t1", signed: 1_700_000_000_700))], rules: StoreFixtures.rules, rulesJSON: "{}",
             receivedAt: 1_700_000_003_000)
@@ -58,6 +58,6 @@ import Testing
         #expect(changes.count == 1)
         #expect(changes.first?.entitlement == "pro")
         #expect(changes.first?.active == true)
-        #expect(try store.rawConnection.scalarString("SELECT typeof(answer) FROM reported_answers WHERE customer_key = 'app-1'") == "blob")
+        #expect(try store.rawConnection.scalarString("SELECT typeof(answer) FROM customer_rows WHERE customer_key = 'app-1'") == "blob")
     }
 }

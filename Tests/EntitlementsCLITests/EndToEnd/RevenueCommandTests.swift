@@ -70,7 +70,7 @@ import TestSupport
             let process = Process()
             process.executableURL = URL(fileURLWithPath: tool)
             process.arguments = [
-                db, "SELECT count(*) FROM revenue_facts r JOIN projections p USING (customer_key) WHERE r.last_event_seq = p.last_event_seq",
+                db, "SELECT count(*) FROM customer_rows r JOIN projections p USING (customer_key) WHERE r.revenue_seq = p.last_event_seq",
             ]
             let out = Pipe()
             process.standardOutput = out

@@ -1,0 +1,70 @@
+import EntitlementCore
+
+/// A column of `customer_rows`: what the change feed, the lifecycle feed and the revenue
+/// ledger keep of one customer, in one row so that a batch changes one leaf per customer.
+enum CustomerRowColumn: String {
+    /// The change feed's last reported answer (``ReportedAnswer``, codec bytes or older JSON text).
+    case answer
+    /// The next moment the reported answer changes by time alone (indexed).
+    case nextChangeAt = "next_change_at"
+    /// The next moment a lifecycle event of the customer's data becomes due (indexed).
+    case nextDueAt = "next_due_at"
+    /// The hashes of the lifecycle event ids recorded (``RecordedLifecycleIds``).
+    case idHashes = "id_hashes"
+    /// The projection's last event the revenue facts were derived at.
+    case revenueSeq = "revenue_seq"
+    /// The revenue facts (``RevenueFactsCodec``).
+    case revenueFacts = "revenue_facts"
+}
+
+/// A value written into a column of `customer_rows`.
+enum CustomerRowValue {
+    case null
+    case integer(Int64)
+    case blob([UInt8])
+
+    init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
+}
+
+extension EventStore {
+    /// Writes `values` into `key`'s row of `customer_rows`, in the current transaction,
+    /// leaving its other columns as they are; creates the row when there is none, and
+    /// deletes it when none of its columns is left set.
+    ///
+    /// Only the columns named are written, so an index on a column not named is not touched.
+    func writeCustomerRow(_ key: CustomerKey, _ values: [(CustomerRowColumn, CustomerRowValue)]) throws {
+        guard !values.isEmpty else { return }
+        let names = values.map(\.0.rawValue)
+        let clearsSome = values.contains { if case .null = $0.1 { true } else { false } }
+        let setsSome = values.contains { if case .null = $0.1 { false } else { true } }
+        let sql =
+            setsSome
+            ? "INSERT INTO customer_rows (customer_key, \(names.joined(separator: ", "))) VALUES (?\(String(repeating: ", ?", count: names.count))) "
+                + "ON CONFLICT (customer_key) DO UPDATE SET \(names.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))"
+            : "UPDATE customer_rows SET \(names.map { "\($0) = NULL" }.joined(separator: ", ")) WHERE customer_key = ?"
+        let write = try connection.cached(sql)
+        defer { write.reset() }
+        try write.bind(1, key)
+        if setsSome {
+            for (index, (_, value)) in values.enumerated() {
+                let position = Int32(index + 2)
+                switch value {
+                case .null: try write.bind(position, nil as Int64?)
+                case .integer(let number): try write.bind(position, number)
+                case .blob(let bytes): try write.bind(position, blob: bytes)
+                }
+            }
+        }
+        try write.step()
+        if clearsSome {
+            let delete = try connection.cached(
+                """
+                DELETE FROM customer_rows WHERE customer_key = ? AND next_change_at IS NULL AND next_due_at IS NULL
+                    AND revenue_seq IS NULL AND answer IS NULL AND id_hashes IS NULL AND revenue_facts IS NULL
+                """)
+            defer { delete.reset() }
+            try delete.bind(1, key)
+            try delete.step()
+        }
+    }
+}

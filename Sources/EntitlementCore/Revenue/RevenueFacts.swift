@@ -6,7 +6,7 @@
 public struct RevenueFacts: Sendable, Hashable {
     /// The customer (`appTransactionId`, or `otid:<originalTransactionId>`).
     public var customer: CustomerKey
-    /// The ledger's lines of this customer, in no particular order.
+    /// The ledger's lines of this customer, derived in the ledger's order (``LedgerEntry/precedes(_:_:)``); kept facts of older builds may hold them in any order.
     public var entries: [LedgerEntry]
     /// The Production auto-renewable subscriptions owned `PURCHASED`.
     public var subscriptions: [SubscriptionRevenueFacts]

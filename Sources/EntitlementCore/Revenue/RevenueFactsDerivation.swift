@@ -118,6 +118,9 @@ private struct RevenueDerivation {
         for sale in sales where anyRevoked.contains(sale.transactionId) {
             entries += revocations(of: sale, versions: revoked[sale.transactionId]!)
         }
+        // In the ledger's order, whatever order the state's transactions were read in, so that
+        // the same data always encodes to the same bytes.
+        entries.sort(by: LedgerEntry.precedes)
         return entries
     }
 

@@ -28,6 +28,14 @@ extension EventStore {
     ) throws(StoreError) -> ReplayReport {
         try requireWritable()
         return try mapped { () throws -> ReplayReport in
+            // Emptying the retired generation reads each of its pages once, and the new one
+            // is written in key order, each batch at the end of its table: neither touches a
+            // page again, as the ingest's spread of leaves does. The writer's page cache is
+            // kept small meanwhile, so that the replay's memory does not grow with the
+            // customers (Benchmarks/README.md).
+            let writerCache = try connection.scalarInt("PRAGMA cache_size") ?? -Int64(Self.writerCacheKibibytes)
+            try connection.execute("PRAGMA cache_size = -\(Self.replayWriterCacheKibibytes)")
+            defer { try? connection.execute("PRAGMA cache_size = \(writerCache)") }
             let (previous, next) = try startGeneration()
             // The new generation's batches answer no one, and until the swap the previous
             // generation is current: they commit without a sync each. The swap's commit
@@ -63,6 +71,10 @@ extension EventStore {
             return report
         }
     }
+
+    /// The most the writer's connection keeps of the database's pages while a replay
+    /// writes its new generation, in KiB: a batch of states is a few dozen pages.
+    static let replayWriterCacheKibibytes = 8_192
 
     /// The current engine state and the generation the replay builds (the next one), with
     /// `projections_next` emptied for it.

@@ -74,7 +74,7 @@ extension EventStore {
 
     /// The most the writer's connection keeps of the database's pages while a replay
     /// writes its new generation, in KiB: a batch of states is a few dozen pages.
-    static let replayWriterCacheKibibytes = 8_192
+    package static let replayWriterCacheKibibytes = 8_192
 
     /// The current engine state and the generation the replay builds (the next one), with
     /// `projections_next` emptied for it.

@@ -28,6 +28,14 @@ extension EventStore {
     ) throws(StoreError) -> ReplayReport {
         try requireWritable()
         return try mapped { () throws -> ReplayReport in
+            // Emptying the retired generation reads each of its pages once, and the new one
+            // is written in key order, each batch at the end of its table: neither touches a
+            // page again, as the ingest's spread of leaves does. The writer's page cache is
+            // kept small meanwhile, so that the replay's memory does not grow with the
+            // customers (Benchmarks/README.md).
+            let writerCache = try connection.scalarInt("PRAGMA cache_size") ?? -Int64(Self.writerCacheKibibytes)
+            try connection.execute("PRAGMA cache_size = -\(Self.replayWriterCacheKibibytes)")
+            defer { try? connection.execute("PRAGMA cache_size = \(writerCache)") }
             let (previous, next) = try startGeneration()
             // The new generation's batches answer no one, and until the swap the previous
             // generation is current: they commit without a sync each. The swap's commit
@@ -37,16 +45,22 @@ extension EventStore {
             let previousRules: Rules? = previous.rulesJSON.isEmpty ? nil : try? Rules(jsonText: previous.rulesJSON)
             let rulesChanged = previousRules.map { $0 != rules } ?? false
             let productsMet = ProductsMet()
-            let scanned = try withoutActuallyEscaping(progress) { progress in
+            // The swap runs while the scan's snapshot is still open: the catch-up compares
+            // the links of what it applies with the snapshot's.
+            var report = try withoutActuallyEscaping(progress) { progress in
                 try ReplayScan.run(
                     store: self, rules: rules, previousRules: previousRules, rulesChanged: rulesChanged,
                     previousGeneration: previous.generation, next: next, now: now, collectDiff: collectDiff, chunkSize: chunkSize,
-                    products: productsMet, progress: progress)
+                    products: productsMet, progress: progress
+                ) { scanned in
+                    var report = scanned.report
+                    try connection.execute("PRAGMA synchronous = FULL")
+                    report.caughtUp = try catchUpAndSwap(
+                        scanned, next: next, rules: rules, rulesJSON: rulesJSON, now: now, rulesChanged: rulesChanged,
+                        products: productsMet)
+                    return report
+                }
             }
-            var report = scanned.report
-            try connection.execute("PRAGMA synchronous = FULL")
-            report.caughtUp = try catchUpAndSwap(
-                scanned, next: next, rules: rules, rulesJSON: rulesJSON, now: now, rulesChanged: rulesChanged, products: productsMet)
             report.events += report.caughtUp
             // The previous generation, now in `projections_next`, is garbage that nothing
             // reads: the next replay empties it as a whole table before it fills that table
@@ -57,6 +71,10 @@ extension EventStore {
             return report
         }
     }
+
+    /// The most the writer's connection keeps of the database's pages while a replay
+    /// writes its new generation, in KiB: a batch of states is a few dozen pages.
+    package static let replayWriterCacheKibibytes = 8_192
 
     /// The current engine state and the generation the replay builds (the next one), with
     /// `projections_next` emptied for it.
@@ -126,12 +144,12 @@ extension EventStore {
 
     /// Links those events changed since the snapshot merge or split customers of
     /// the new generation as they did the current one.
-    private func identityChanges(in events: [Event], since snapshotLinks: [String: CustomerKey]) throws -> IdentityChanges {
+    private func identityChanges(in events: [Event], since snapshotLinks: ReplayIdentity) throws -> IdentityChanges {
         var changes = IdentityChanges()
         for event in events {
             for claim in event.linkClaims where changes.before[claim.originalTransactionId] == nil {
                 let now = try link(of: claim.originalTransactionId)?.appTransactionId
-                let then = snapshotLinks[claim.originalTransactionId]
+                let then = try snapshotLinks.link(of: claim.originalTransactionId)
                 if now != then { changes.before[claim.originalTransactionId] = .some(then) }
             }
         }
@@ -311,12 +329,14 @@ private final class OutcomeSlots: @unchecked Sendable {
 }
 
 /// Who the customers are at a replay's snapshot, and where each key's rows go.
+///
+/// The links are looked up in the snapshot's read transaction, key by key, as the
+/// scan needs them: nothing held grows with the number of customers.
 struct ReplayIdentity {
-    /// Each linked originalTransactionId's appTransactionId.
-    var links: [String: CustomerKey] = [:]
     /// appTransactionIds whose rows come from more than their own key, or whose
     /// own key holds rows of another customer.
     var gathered = Set<CustomerKey>()
+    private let linkOf: Statement
 
     /// Where the rows filed under one key go.
     enum Route {
@@ -328,26 +348,35 @@ struct ReplayIdentity {
         case byRow
     }
 
+    /// Reads who the customers are through `reader`, which must stay in the snapshot's
+    /// read transaction as long as this is used.
     init(reader: Connection) throws {
-        let linkRows = try reader.prepare("SELECT original_transaction_id, app_transaction_id FROM customer_links")
-        while try linkRows.step() { links[linkRows.string(0) ?? ""] = linkRows.string(1) ?? "" }
+        linkOf = try reader.prepare("SELECT app_transaction_id FROM customer_links WHERE original_transaction_id = ?")
         let conflicts = try reader.prepare("SELECT original_transaction_id, app_transaction_id FROM link_conflicts")
         while try conflicts.step() {
             gathered.insert(conflicts.string(1) ?? "")
-            if let winner = links[conflicts.string(0) ?? ""] { gathered.insert(winner) }
+            if let winner = try link(of: conflicts.string(0) ?? "") { gathered.insert(winner) }
         }
         // Keys otid:X of linked X (legacy data without appTransactionId): their rows join X's customer.
         let otidKeys = try reader.prepare(
             "SELECT DISTINCT customer_key FROM event_facts WHERE customer_key >= 'otid:' AND customer_key < 'otid;'")
         while try otidKeys.step() {
             let key = otidKeys.string(0) ?? ""
-            if let winner = links[String(key.dropFirst(5))] { gathered.insert(winner) }
+            if let winner = try link(of: String(key.dropFirst(5))) { gathered.insert(winner) }
         }
     }
 
-    func route(_ key: CustomerKey) -> Route {
+    /// The appTransactionId `originalTransactionId` was linked to at the snapshot.
+    func link(of originalTransactionId: String) throws -> CustomerKey? {
+        linkOf.reset()
+        defer { linkOf.reset() }
+        try linkOf.bind(1, originalTransactionId)
+        return try linkOf.step() ? linkOf.string(0) ?? "" : nil
+    }
+
+    func route(_ key: CustomerKey) throws -> Route {
         if key.hasPrefix("otid:") {
-            if let winner = links[String(key.dropFirst(5))] { return .whole(winner) }
+            if let winner = try link(of: String(key.dropFirst(5))) { return .whole(winner) }
             return .alone
         }
         return gathered.contains(key) ? .byRow : .alone
@@ -355,9 +384,9 @@ struct ReplayIdentity {
 
     /// The customer a row filed under `key` belongs to (its own key when it does not decode:
     /// the reducer then reports the damage).
-    func owner(ofRow bytes: UnsafeRawBufferPointer, seq: Int64, filedUnder key: CustomerKey) -> CustomerKey {
+    func owner(ofRow bytes: UnsafeRawBufferPointer, seq: Int64, filedUnder key: CustomerKey) throws -> CustomerKey {
         guard let event = try? EventCodec.decode(bytes, seq: seq), let otid = event.originalTransactionId else { return key }
-        return links[otid] ?? "otid:" + otid
+        return try link(of: otid) ?? "otid:" + otid
     }
 }
 

@@ -19,8 +19,8 @@ final class ReplayScan {
         /// The snapshot: the last `seq` the scan read.
         var snapshotSeq: Int64
         /// Who the customers were at the snapshot (specification section 5): each linked
-        /// originalTransactionId's appTransactionId.
-        var snapshotLinks: [String: CustomerKey]
+        /// originalTransactionId's appTransactionId, looked up in the snapshot.
+        var snapshotLinks: ReplayIdentity
         /// Customers whose stored state differs from the previous generation's.
         var changedKeys: [CustomerKey]
     }
@@ -71,26 +71,33 @@ final class ReplayScan {
     /// while this thread reads on; the write lock is free between batches.
     private let writer: ProjectionWriter
 
-    /// Scans a snapshot of `store`'s log taken now, building generation `next`.
-    static func run(
+    /// Scans a snapshot of `store`'s log taken now, building generation `next`, then
+    /// calls `then` with the result while the snapshot is still open (its links are
+    /// looked up in it).
+    static func run<T>(
         store: EventStore, rules: Rules, previousRules: Rules?, rulesChanged: Bool, previousGeneration: Int64, next: Int64, now: Int64,
-        collectDiff: Bool, chunkSize: Int, products: ProductsMet, progress: @escaping (ReplayProgress) -> Void
-    ) throws -> Result {
+        collectDiff: Bool, chunkSize: Int, products: ProductsMet, progress: @escaping (ReplayProgress) -> Void,
+        then: (Result) throws -> T
+    ) throws -> T {
         let reader = try Connection(path: store.path, mode: .readWrite)
-        return try reader.read { () throws -> Result in
+        return try reader.read { () throws -> T in
             let scan = try ReplayScan(
                 store: store, reader: reader, rules: rules, previousRules: previousRules, rulesChanged: rulesChanged,
                 previousGeneration: previousGeneration, next: next, now: now, collectDiff: collectDiff, chunkSize: chunkSize,
                 products: products, progress: progress)
-            // However the scan ends, no reduction and no write is still running when it returns.
-            defer { scan.writer.close() }
-            defer { scan.reducer.finish() }
-            try scan.readLanes()
-            try scan.finishLanes()
-            try scan.compareVanished()
-            try scan.complete()
-            return Result(report: scan.report, snapshotSeq: scan.snapshotSeq, snapshotLinks: scan.identity.links, changedKeys: scan.changedKeys)
+            return try then(try scan.scan())
         }
+    }
+
+    /// The scan itself: however it ends, no reduction and no write is still running when it returns.
+    private func scan() throws -> Result {
+        defer { writer.close() }
+        defer { reducer.finish() }
+        try readLanes()
+        try finishLanes()
+        try compareVanished()
+        try complete()
+        return Result(report: report, snapshotSeq: snapshotSeq, snapshotLinks: identity, changedKeys: changedKeys)
     }
 
     /// The snapshot: its last `seq`, who its customers are, and the statements that read it.
@@ -142,7 +149,7 @@ final class ReplayScan {
                 let key = facts.string(0) ?? ""
                 if key != currentKey {
                     currentKey = key
-                    route = identity.route(key)
+                    route = try identity.route(key)
                     if case .alone = route {
                         if chunk.events >= ReplayChunk.events { try handOver() }
                         chunk.customers.append(ReplayCustomer(key: key))
@@ -156,8 +163,8 @@ final class ReplayScan {
                 facts.withBlob(2) { bytes in gathered.append(seq: seq, facts: bytes, to: owner) }
             case .byRow:
                 let key = currentKey!
-                facts.withBlob(2) { bytes in
-                    gathered.append(seq: seq, facts: bytes, to: identity.owner(ofRow: bytes, seq: seq, filedUnder: key))
+                try facts.withBlob(2) { bytes in
+                    gathered.append(seq: seq, facts: bytes, to: try identity.owner(ofRow: bytes, seq: seq, filedUnder: key))
                 }
             }
         }

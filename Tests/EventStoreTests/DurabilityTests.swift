@@ -23,4 +23,25 @@ import Testing
         _ = try store.append([.verified(later)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 2)
         #expect(try store.rawConnection.scalarInt("PRAGMA synchronous") == 2)
     }
+
+    @Test("a replay keeps the writer's page cache small while it writes, and gives it back, whatever it was")
+    func replayGivesBackTheWritersPageCache() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        #expect(try store.rawConnection.scalarInt("PRAGMA cache_size") == -Int64(EventStore.writerCacheKibibytes))
+        for i in 1...4 {
+            let input = StoreFixtures.transaction(id: "t\(i)", original: "o\(i % 2)", app: "app-\(i % 2)", signed: 1_700_000_000_000 + Int64(i))
+            _ = try store.append([.verified(input)], rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: 1)
+        }
+        var seen: [Int64] = []
+        _ = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: 1_701_000_000_000, collectDiff: false) { _ in
+            seen.append((try? store.rawConnection.scalarInt("PRAGMA cache_size")) ?? 0)
+        }
+        #expect(!seen.isEmpty)
+        #expect(seen.allSatisfy { $0 == -Int64(EventStore.replayWriterCacheKibibytes) })
+        #expect(try store.rawConnection.scalarInt("PRAGMA cache_size") == -Int64(EventStore.writerCacheKibibytes))
+        // A cache set otherwise is given back as it was.
+        try store.setWriterCache(kibibytes: 1_024)
+        _ = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: 1_701_000_000_000, collectDiff: false)
+        #expect(try store.rawConnection.scalarInt("PRAGMA cache_size") == -1_024)
+    }
 }

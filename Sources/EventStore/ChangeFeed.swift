@@ -25,16 +25,18 @@ extension EventStore {
         }
         load.reset()
 
-        let answer = state.map { ReportedAnswer(Evaluation.evaluate($0, rules: rules, at: now)) } ?? ReportedAnswer()
+        let timeline = state.map { AnswerTimeline(state: $0, rules: rules, now: now) }
+        let answer = timeline?.answer ?? ReportedAnswer()
         let differences = answer.differences(from: reported)
         if !differences.isEmpty {
+            var effective: [String: Int64] = [:]
+            if let timeline, cause == .event || cause == .time {
+                effective = timeline.effectiveAt(of: differences.map(\.entitlement))
+            }
             let insert = try connection.cached(
                 "INSERT INTO changes (customer_key, entitlement, active, expires_date, effective_at, recorded_at, cause) VALUES (?, ?, ?, ?, ?, ?, ?)")
             for difference in differences {
-                var effectiveAt = now
-                if let state, cause == .event || cause == .time {
-                    effectiveAt = ChangeTimeline.effectiveAt(of: difference.entitlement, in: state, rules: rules, now: now) ?? now
-                }
+                let effectiveAt = effective[difference.entitlement] ?? now
                 insert.reset()
                 try insert.bind(1, key)
                 try insert.bind(2, difference.entitlement)
@@ -48,7 +50,7 @@ extension EventStore {
             insert.reset()
         }
 
-        let next = state.flatMap { ChangeTimeline.nextChange(of: $0, rules: rules, after: now, answer: answer) }
+        let next = timeline?.nextChange()
         if state == nil || (answer.active.isEmpty && next == nil) {
             // Nothing to remember: no row (a customer who never had anything costs nothing).
             if hasRow { try writeCustomerRow(key, [(.answer, .null), (.nextChangeAt, .null)]) }

@@ -66,18 +66,7 @@ public enum ChangeTimeline {
     public static func nextChange(
         of state: CustomerState, rules: Rules, after now: Int64, answer: ReportedAnswer? = nil, limit: Int = 256
     ) -> Int64? {
-        let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now, momentsOnly: true).moments
-        let current = answer ?? ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: now))
-        var checked = 0
-        var start = moments.partitionPoint { $0 <= now }
-        while start < moments.count {
-            let moment = moments[start]
-            if ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: moment)) != current { return moment }
-            checked += 1
-            if checked >= limit { return moment }
-            start += 1
-        }
-        return nil
+        AnswerTimeline(state: state, rules: rules, now: now, answer: answer).nextChange(limit: limit)
     }
 
     /// When entitlement `name`'s answer at `now` took effect: the latest
@@ -86,17 +75,7 @@ public enum ChangeTimeline {
     public static func effectiveAt(
         of name: String, in state: CustomerState, rules: Rules, now: Int64, limit: Int = 256
     ) -> Int64? {
-        let moments = HistorySources(state: state, events: [Event](), rules: rules, until: now, momentsOnly: true).moments
-        func answer(_ at: Int64) -> Int64?? { ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: at)).active[name] }
-        var index = moments.partitionPoint { $0 <= now } - 1
-        var checked = 0
-        while index >= 0, checked < limit {
-            let moment = moments[index]
-            if moment > Int64.min, answer(moment) != answer(moment - 1) { return moment }
-            index -= 1
-            checked += 1
-        }
-        return nil
+        AnswerTimeline(state: state, rules: rules, now: now).effectiveAt(of: [name], limit: limit)[name]
     }
 }
 

@@ -1,0 +1,79 @@
+/// One customer's reported answer around one moment `now`, for the change feed
+/// (specification section 8): the answer at `now`, when each entitlement's answer
+/// took effect and when the answer next changes by time alone, all from one list
+/// of candidate moments and one evaluation per moment looked at.
+///
+/// ``ChangeTimeline`` answers the same questions one at a time.
+public struct AnswerTimeline {
+    /// The state's candidate moments (those of ``CustomerHistory`` up to `now`), ascending.
+    public let moments: [Int64]
+    /// The moment the answers are about.
+    public let now: Int64
+    /// The answer at ``now``.
+    public let answer: ReportedAnswer
+
+    private let state: CustomerState
+    private let rules: Rules
+    /// The index in ``moments`` of the first moment after ``now``.
+    private let firstAfterNow: Int
+
+    /// - Parameter answer: the answer at `now`, when the caller has it already.
+    public init(state: CustomerState, rules: Rules, now: Int64, answer: ReportedAnswer? = nil) {
+        self.state = state
+        self.rules = rules
+        self.now = now
+        self.moments = HistorySources(state: state, events: [Event](), rules: rules, until: now, momentsOnly: true).moments
+        self.answer = answer ?? ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: now))
+        self.firstAfterNow = moments.partitionPoint { $0 <= now }
+    }
+
+    /// The answer at `moment`.
+    public func answer(at moment: Int64) -> ReportedAnswer {
+        moment == now ? answer : ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: moment))
+    }
+
+    /// The first candidate moment after ``now`` at which the answer differs from
+    /// ``answer``, with everything known now; `nil` when it never changes by time
+    /// alone. Past `limit` moments checked, the last one checked (the caller looks again then).
+    public func nextChange(limit: Int = 256) -> Int64? {
+        var checked = 0
+        for moment in moments[firstAfterNow...] {
+            if answer(at: moment) != answer { return moment }
+            checked += 1
+            if checked >= limit { return moment }
+        }
+        return nil
+    }
+
+    /// When each of `names`' answer at ``now`` took effect: the latest candidate
+    /// moment at or before ``now`` at which it changed (its answer a millisecond
+    /// before differs). One walk back over the moments serves every name; a name
+    /// with no such moment within `limit` moments is absent.
+    public func effectiveAt(of names: some Sequence<String>, limit: Int = 256) -> [String: Int64] {
+        var pending = Set(names)
+        var found: [String: Int64] = [:]
+        var index = firstAfterNow - 1
+        var checked = 0
+        // The answer changes only at candidate moments: from the latest moment at or
+        // before `now` on it is the answer at `now`, and the answer a millisecond
+        // before a moment is the answer at the moment before it, when that is earlier.
+        var carried = answer
+        var last: (moment: Int64, answer: ReportedAnswer)? = nil
+        while index >= 0, checked < limit, !pending.isEmpty {
+            let moment = moments[index]
+            if moment > Int64.min {
+                let at = last.flatMap { $0.moment == moment ? $0.answer : nil } ?? carried
+                let before = answer(at: moment - 1)
+                last = (moment, at)
+                carried = before
+                for name in pending where at.active[name] != before.active[name] {
+                    found[name] = moment
+                }
+                pending.subtract(found.keys)
+            }
+            index -= 1
+            checked += 1
+        }
+        return found
+    }
+}

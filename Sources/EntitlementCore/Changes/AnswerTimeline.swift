@@ -5,23 +5,23 @@
 ///
 /// ``ChangeTimeline`` answers the same questions one at a time.
 public struct AnswerTimeline {
-    /// The state's candidate moments (those of ``CustomerHistory`` up to `now`), ascending.
+    /// The state's candidate moments (those of ``CustomerHistory`` up to ``asOf``), ascending.
     public let moments: [Int64]
-    /// The moment the answers are about.
-    public let now: Int64
-    /// The answer at ``now``.
+    /// The moment the answers are about (`now` when made).
+    public let asOf: Int64
+    /// The answer at ``asOf``.
     public let answer: ReportedAnswer
 
     private let state: CustomerState
     private let rules: Rules
-    /// The index in ``moments`` of the first moment after ``now``.
+    /// The index in ``moments`` of the first moment after ``asOf``.
     private let firstAfterNow: Int
 
     /// - Parameter answer: the answer at `now`, when the caller has it already.
     public init(state: CustomerState, rules: Rules, now: Int64, answer: ReportedAnswer? = nil) {
         self.state = state
         self.rules = rules
-        self.now = now
+        asOf = now
         self.moments = HistorySources(state: state, events: [Event](), rules: rules, until: now, momentsOnly: true).moments
         self.answer = answer ?? ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: now))
         self.firstAfterNow = moments.partitionPoint { $0 <= now }
@@ -29,10 +29,10 @@ public struct AnswerTimeline {
 
     /// The answer at `moment`.
     public func answer(at moment: Int64) -> ReportedAnswer {
-        moment == now ? answer : ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: moment))
+        moment == asOf ? answer : ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: moment))
     }
 
-    /// The first candidate moment after ``now`` at which the answer differs from
+    /// The first candidate moment after ``asOf`` at which the answer differs from
     /// ``answer``, with everything known now; `nil` when it never changes by time
     /// alone. Past `limit` moments checked, the last one checked (the caller looks again then).
     public func nextChange(limit: Int = 256) -> Int64? {
@@ -45,8 +45,8 @@ public struct AnswerTimeline {
         return nil
     }
 
-    /// When each of `names`' answer at ``now`` took effect: the latest candidate
-    /// moment at or before ``now`` at which it changed (its answer a millisecond
+    /// When each of `names`' answer at ``asOf`` took effect: the latest candidate
+    /// moment at or before ``asOf`` at which it changed (its answer a millisecond
     /// before differs). One walk back over the moments serves every name; a name
     /// with no such moment within `limit` moments is absent.
     public func effectiveAt(of names: some Sequence<String>, limit: Int = 256) -> [String: Int64] {

@@ -57,14 +57,13 @@ public struct AnswerTimeline {
         // The answer changes only at candidate moments: from the latest moment at or
         // before `now` on it is the answer at `now`, and the answer a millisecond
         // before a moment is the answer at the moment before it, when that is earlier.
+        // The moments are distinct, so the walk meets each once.
         var carried = answer
-        var last: (moment: Int64, answer: ReportedAnswer)? = nil
         while index >= 0, checked < limit, !pending.isEmpty {
             let moment = moments[index]
             if moment > Int64.min {
-                let at = last.flatMap { $0.moment == moment ? $0.answer : nil } ?? carried
+                let at = carried
                 let before = answer(at: moment - 1)
-                last = (moment, at)
                 carried = before
                 for name in pending where at.active[name] != before.active[name] {
                     found[name] = moment

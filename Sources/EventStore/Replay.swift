@@ -265,26 +265,20 @@ struct ReplayChunk: Sendable {
         var state = CustomerState(key: customer.key)
         // At most one transaction per event: the dictionary never grows in steps.
         state.transactions.reserveCapacity(customer.rows.count)
-        var lastSeq: Int64 = 0
         let failure: Outcome? = bytes.withUnsafeBytes { all in
-            for (index, row) in customer.rows.enumerated() {
-                do throws(StoredFactsFailure) {
-                    try state.apply(
-                        facts: UnsafeRawBufferPointer(rebasing: all[row.start..<(row.start + row.count)]), seq: row.seq,
-                        rules: rules, interner: &interner)
-                } catch {
-                    switch error {
-                    case .undecodable(let error): return .failed(index: index, error: error)
-                    case .missingRawJWS: return .needsRawJWS(index: index)
-                    }
+            do throws(StoredFactsRowFailure) {
+                try state.apply(facts: all, rows: customer.rows, rules: rules, interner: &interner)
+            } catch {
+                switch error.failure {
+                case .undecodable(let codecError): return .failed(index: error.index, error: codecError)
+                case .missingRawJWS: return .needsRawJWS(index: error.index)
                 }
-                lastSeq = max(lastSeq, row.seq)
             }
             return nil
         }
         if let failure { return failure }
         state.insertProducts(into: &productsMet)
-        return .reduced(lastSeq, StateCodec.encode(state))
+        return .reduced(customer.rows.reduce(0) { max($0, $1.seq) }, StateCodec.encode(state))
     }
 }
 
@@ -302,11 +296,8 @@ final class ProductsMet: Sendable {
 
 /// One customer's rows in a ``ReplayChunk``.
 struct ReplayCustomer: Sendable {
-    struct Row: Sendable {
-        var seq: Int64
-        var start: Int
-        var count: Int
-    }
+    /// An event's `seq` and where its facts are in the chunk's bytes.
+    typealias Row = StoredFactsRow
 
     var key: CustomerKey
     var rows: [Row] = []

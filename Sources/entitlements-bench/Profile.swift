@@ -239,24 +239,26 @@ enum Profile {
                 let plan = HistoryPlan(total: n, customers: max(1, n / 10), customerMajor: true)
                 let corpus = Corpus(count: 8, customers: 2)
                 let maker = BigDatabase.InputMaker(plan: plan, header: .compact, pki: corpus.pki)
-                var customers: [(key: CustomerKey, facts: [(seq: Int64, bytes: [UInt8])])] = []
+                // Each customer's facts one after the other in one buffer, as a replay's chunk holds them.
+                var customers: [(key: CustomerKey, bytes: [UInt8], rows: [StoredFactsRow])] = []
                 for (offset, item) in try maker.items(0..<n).enumerated() {
                     guard case .verified(let input) = item else { continue }
                     let event = Event(seq: Int64(offset + 1), input: input)
                     let key = event.customerKey ?? ""
-                    if customers.last?.key != key { customers.append((key, [])) }
-                    customers[customers.count - 1].facts.append((event.seq, EventCodec.encode(event)))
+                    if customers.last?.key != key { customers.append((key, [], [])) }
+                    let facts = EventCodec.encode(event)
+                    let start = customers[customers.count - 1].bytes.count
+                    customers[customers.count - 1].rows.append(StoredFactsRow(seq: event.seq, start: start, count: facts.count))
+                    customers[customers.count - 1].bytes += facts
                 }
                 func lanes() throws -> Int {
                     var interner = StringInterner()
                     var total = 0
                     for customer in customers {
                         var state = CustomerState(key: customer.key)
-                        state.transactions.reserveCapacity(customer.facts.count)
-                        for row in customer.facts {
-                            try row.bytes.withUnsafeBytes {
-                                try state.apply(facts: $0, seq: row.seq, rules: BenchRules.rules, interner: &interner)
-                            }
+                        state.transactions.reserveCapacity(customer.rows.count)
+                        try customer.bytes.withUnsafeBytes {
+                            try state.apply(facts: $0, rows: customer.rows, rules: BenchRules.rules, interner: &interner)
                         }
                         total &+= StateCodec.encode(state).count
                     }

@@ -236,6 +236,64 @@ struct CodecTests {
         #expect(damaged > 0)
     }
 
+    /// A replay applies each customer's stored facts as rows of one buffer
+    /// (`CustomerState.apply(facts:rows:rules:interner:)`), making only the latest
+    /// notification's UUID into a `String`: the state equals applying each row on its
+    /// own, in any order with duplicates; a row that cannot be applied is named, and
+    /// the state is then that of the rows before it.
+    @Test func applyingRowsOfOneBufferEqualsApplyingEachRow() throws {
+        var failures = 0
+        var notifications = 0
+        for seed in 1...40 as ClosedRange<UInt64> {
+            var rng = SplitMix64(seed: seed &* 11)
+            var byCustomer: [CustomerKey: (bytes: [UInt8], rows: [StoredFactsRow])] = [:]
+            for event in rng.shuffledWithDuplicates(RandomHistory.events(seed: seed)) {
+                guard let key = event.customerKey else { continue }
+                var facts = EventCodec.encode(event)
+                if rng.chance(0.02) { facts[rng.index(facts.count)] ^= UInt8(1 + rng.index(255)) }
+                var customer = byCustomer[key, default: ([], [])]
+                customer.rows.append(StoredFactsRow(seq: event.seq, start: customer.bytes.count, count: facts.count))
+                customer.bytes += facts
+                byCustomer[key] = customer
+            }
+            for (key, customer) in byCustomer.sorted(by: { $0.key < $1.key }) {
+                var expected = CustomerState(key: key)
+                var expectedFailure: StoredFactsRowFailure? = nil
+                var interner = StringInterner(capacity: 64)
+                customer.bytes.withUnsafeBytes { all in
+                    for (index, row) in customer.rows.enumerated() {
+                        do throws(StoredFactsFailure) {
+                            try expected.apply(
+                                facts: UnsafeRawBufferPointer(rebasing: all[row.start..<(row.start + row.count)]), seq: row.seq,
+                                rules: testRules, interner: &interner)
+                        } catch {
+                            expectedFailure = StoredFactsRowFailure(index: index, failure: error)
+                            return
+                        }
+                    }
+                }
+                var actual = CustomerState(key: key)
+                var actualFailure: StoredFactsRowFailure? = nil
+                customer.bytes.withUnsafeBytes { all in
+                    do throws(StoredFactsRowFailure) {
+                        try actual.apply(facts: all, rows: customer.rows, rules: testRules, interner: &interner)
+                    } catch {
+                        actualFailure = error
+                    }
+                }
+                #expect(actualFailure == expectedFailure)
+                if actualFailure != nil { failures += 1 }
+                if actual.lastNotification != nil { notifications += 1 }
+                #expect(actual == expected)
+                #expect(actual.lastNotification == expected.lastNotification)
+                #expect(Self.refs(actual) == Self.refs(expected))
+                #expect(StateCodec.encode(actual) == StateCodec.encode(expected))
+            }
+        }
+        #expect(failures > 0)
+        #expect(notifications > 0)
+    }
+
     @Test func truncatedInputThrows() throws {
         for state in try Self.randomStates(seeds: 1...4) {
             let sample = StateCodec.encode(state)

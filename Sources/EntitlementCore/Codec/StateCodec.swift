@@ -59,8 +59,11 @@ public enum StateCodec {
 
     /// The bytes of `state`.
     public static func encode(_ state: CustomerState) -> [UInt8] {
+        // Room for the whole body at once: growing it copies what was written.
+        var renewalVersions = 0
+        for versions in state.renewalInfos.values { renewalVersions += versions.count }
         var writer = ByteWriter(
-            capacity: 64 + 64 * state.transactions.count + 48 * state.renewalInfos.count, numberingStrings: true)
+            capacity: 64 + 64 * state.transactions.count + 48 * renewalVersions, numberingStrings: true)
         writer.string(state.key)
 
         // Positions sorted, not values: sorting the values would copy every version

@@ -53,35 +53,50 @@ func memoryEquals(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) ->
 /// (``StateCodec`` format 2 writes each once and refers to it by number).
 struct StringTableBuilder {
     private(set) var strings: [String] = []
-    /// Open addressing: an index into `strings` plus one, 0 for an empty slot.
-    private var slots: [Int32] = Array(repeating: 0, count: 32)
+    /// Open addressing: each slot an index into `strings` plus one (0 for an empty slot)
+    /// and that string's hash, compared before the string itself (a probe that meets
+    /// another string then costs no string comparison).
+    private var slots: [Slot] = Array(repeating: Slot(entry: 0, hash: 0), count: 32)
+
+    private struct Slot {
+        var entry: Int32
+        var hash: UInt32
+    }
+
+    init() {
+        // A customer's state holds about a dozen distinct strings.
+        strings.reserveCapacity(16)
+    }
 
     /// The number of `string`, adding it when it is new.
     mutating func number(of string: String) -> Int {
+        let hash = Self.hash(string)
+        let tag = UInt32(truncatingIfNeeded: hash >> 32)
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: Self.hash(string)) & mask
+        var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
-            let entry = Int(slots[slot])
-            if entry == 0 { break }
-            if strings[entry - 1] == string { return entry - 1 }
+            let found = slots[slot]
+            if found.entry == 0 { break }
+            if found.hash == tag, strings[Int(found.entry) - 1] == string { return Int(found.entry) - 1 }
             slot = (slot + 1) & mask
         }
         strings.append(string)
         if strings.count * 2 > slots.count {
             rehash(capacity: slots.count * 2)
         } else {
-            slots[slot] = Int32(strings.count)
+            slots[slot] = Slot(entry: Int32(strings.count), hash: tag)
         }
         return strings.count - 1
     }
 
     private mutating func rehash(capacity: Int) {
-        slots = Array(repeating: 0, count: capacity)
+        slots = Array(repeating: Slot(entry: 0, hash: 0), count: capacity)
         let mask = capacity - 1
         for (index, string) in strings.enumerated() {
-            var slot = Int(truncatingIfNeeded: Self.hash(string)) & mask
-            while slots[slot] != 0 { slot = (slot + 1) & mask }
-            slots[slot] = Int32(index + 1)
+            let hash = Self.hash(string)
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while slots[slot].entry != 0 { slot = (slot + 1) & mask }
+            slots[slot] = Slot(entry: Int32(index + 1), hash: UInt32(truncatingIfNeeded: hash >> 32))
         }
     }
 

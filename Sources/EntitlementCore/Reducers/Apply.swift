@@ -80,25 +80,10 @@ extension CustomerState {
         var missing = Set<RawRef>()
 
         // Each id is hashed once to be found; the commit changes what was found through its index.
-        var takeTransaction = false
-        var transactionIndex: [String: Signed<TransactionFacts>].Index? = nil
-        if let transaction {
-            transactionIndex = transactions.index(forKey: transaction.facts.transactionId)
-            if let transactionIndex {
-                switch Signed.verdict(existing: transactions.values[transactionIndex], incoming: transaction) {
-                case .keepExisting: break
-                case .takeIncoming: takeTransaction = true
-                case .needsRaws(let refs): missing.formUnion(refs)
-                }
-            } else {
-                takeTransaction = true
-            }
-        }
-
         var renewalPlacement: RenewalPlacement?
         var renewalIndex: [String: [Signed<RenewalFacts>]].Index? = nil
         if let renewalInfo {
-            renewalIndex = renewalInfos.index(forKey: renewalInfo.facts.originalTransactionId)
+            renewalIndex = renewalGroup(of: renewalInfo.facts.originalTransactionId)
             renewalPlacement = placement(of: renewalInfo, among: renewalIndex.map { renewalInfos.values[$0] }, missing: &missing)
         }
 
@@ -115,18 +100,18 @@ extension CustomerState {
             }
         }
 
+        // The transaction is decided last, in its own slot: its id is hashed once whether
+        // the version is new or replaces one, and the slot is written only when no
+        // verdict (its own or the ones above) needs raws.
+        if let transaction {
+            Self.settle(&transactions[transaction.facts.transactionId], with: transaction, missing: &missing)
+        }
+
         guard missing.isEmpty else { throw MissingRawJWS(refs: missing) }
 
-        // Commit. Each version is bound once: a binding copies it.
+        // Commit the rest. Each version is bound once: a binding copies it.
         if let transaction {
             if transaction.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
-            if takeTransaction {
-                if let transactionIndex {
-                    transactions.values[transactionIndex] = transaction
-                } else {
-                    transactions[transaction.facts.transactionId] = transaction
-                }
-            }
             if let token = transaction.facts.appAccountToken {
                 claim(token: token, signedDate: transaction.facts.signedDate, ref: transaction.ref, raw: transaction.raw)
             }
@@ -139,7 +124,7 @@ extension CustomerState {
                     case .replace(let index): renewalInfos.values[renewalIndex][index] = renewalInfo
                     }
                 } else {
-                    renewalInfos[renewalInfo.facts.originalTransactionId] = [renewalInfo]
+                    renewalInfos[renewalInfo.facts.originalTransactionId] = Self.firstVersion(renewalInfo)
                 }
             }
             if let token = renewalInfo.facts.appAccountToken {
@@ -149,6 +134,41 @@ extension CustomerState {
         if let appTransaction, takeAppTransaction {
             self.appTransaction = appTransaction
         }
+    }
+
+    /// Where the versions of `originalTransactionId` are in ``renewalInfos``, if there.
+    /// A customer mostly has one subscription: its one group is then compared (usually
+    /// the very same `String`), not hashed.
+    private func renewalGroup(of originalTransactionId: String) -> [String: [Signed<RenewalFacts>]].Index? {
+        if renewalInfos.count == 1, renewalInfos.keys[renewalInfos.startIndex] == originalTransactionId {
+            return renewalInfos.startIndex
+        }
+        return renewalInfos.index(forKey: originalTransactionId)
+    }
+
+    /// Puts `incoming` in `slot` (a transaction's place in ``transactions``) when it is
+    /// the greater version and `missing` is empty; adds the refs its verdict needs to `missing`.
+    private static func settle(
+        _ slot: inout Signed<TransactionFacts>?, with incoming: Signed<TransactionFacts>, missing: inout Set<RawRef>
+    ) {
+        guard let existing = slot else {
+            if missing.isEmpty { slot = incoming }
+            return
+        }
+        switch Signed.verdict(existing: existing, incoming: incoming) {
+        case .keepExisting: break
+        case .takeIncoming: if missing.isEmpty { slot = incoming }
+        case .needsRaws(let refs): missing.formUnion(refs)
+        }
+    }
+
+    /// A new `originalTransactionId`'s versions: the first, with room for the renewals
+    /// that follow (a subscription's renewal info is signed again at every renewal).
+    private static func firstVersion(_ version: Signed<RenewalFacts>) -> [Signed<RenewalFacts>] {
+        var versions: [Signed<RenewalFacts>] = []
+        versions.reserveCapacity(8)
+        versions.append(version)
+        return versions
     }
 
     /// Where `renewalInfo` goes among `versions`, the stored versions of its
@@ -224,25 +244,44 @@ extension CustomerState {
     }
 }
 
+/// A notification read from stored facts, its UUID still bytes (UTF-8, checked) in the
+/// buffer read: made into a `String` only when the notification is kept.
+struct StoredNotification {
+    var uuid: UnsafeRawBufferPointer
+    var type: NotificationType
+    var subtype: NotificationSubtype?
+    var signedDate: Int64
+
+    /// Whether this notification is greater than `other` by (`signedDate`, `notificationUUID`).
+    func isLater(than other: StoredNotification) -> Bool {
+        if signedDate != other.signedDate { return signedDate > other.signedDate }
+        return other.uuid.lexicographicallyPrecedes(uuid)
+    }
+}
+
 extension CustomerState {
-    /// ``note(_:)`` for a notification whose UUID is still bytes (UTF-8, checked): the
-    /// `String` is made only when this notification is kept.
-    mutating func noteNotification(
-        uuid: UnsafeRawBufferPointer, type: NotificationType, subtype: NotificationSubtype?, signedDate: Int64
-    ) {
-        noteEventNeeds(revoked: false, notificationType: type)
-        if type == .rescindConsent {
-            consentRescindedAt = min(consentRescindedAt ?? signedDate, signedDate)
+    /// What ``note(_:)`` notes of a notification besides keeping the latest: the event
+    /// needs and the earliest RESCIND_CONSENT.
+    mutating func noteNeeds(of notification: StoredNotification) {
+        noteEventNeeds(revoked: false, notificationType: notification.type)
+        if notification.type == .rescindConsent {
+            consentRescindedAt = min(consentRescindedAt ?? notification.signedDate, notification.signedDate)
         }
+    }
+
+    /// Keeps `notification` as ``lastNotification`` when it is greater by (`signedDate`,
+    /// `notificationUUID`): the `String` is made only then.
+    mutating func keepIfLatest(_ notification: StoredNotification) {
         if let existing = lastNotification {
-            if signedDate != existing.signedDate {
-                guard signedDate > existing.signedDate else { return }
+            if notification.signedDate != existing.signedDate {
+                guard notification.signedDate > existing.signedDate else { return }
             } else {
-                guard existing.notificationUUID.utf8.lexicographicallyPrecedes(uuid) else { return }
+                guard existing.notificationUUID.utf8.lexicographicallyPrecedes(notification.uuid) else { return }
             }
         }
         lastNotification = NotificationSummaryFacts(
-            notificationUUID: String(decoding: uuid, as: UTF8.self), type: type, subtype: subtype, signedDate: signedDate)
+            notificationUUID: String(decoding: notification.uuid, as: UTF8.self), type: notification.type,
+            subtype: notification.subtype, signedDate: notification.signedDate)
     }
 }
 

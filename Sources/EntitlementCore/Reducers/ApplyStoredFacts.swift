@@ -6,6 +6,34 @@ public enum StoredFactsFailure: Error, Sendable, Hashable {
     case missingRawJWS(MissingRawJWS)
 }
 
+/// One event's stored facts among others in one buffer (a replay reads a customer's
+/// events one after the other into one): its sequence number and where its bytes are.
+public struct StoredFactsRow: Sendable, Hashable {
+    public var seq: Int64
+    /// The offset of its first byte in the buffer.
+    public var start: Int
+    /// How many bytes it has.
+    public var count: Int
+
+    public init(seq: Int64, start: Int, count: Int) {
+        self.seq = seq
+        self.start = start
+        self.count = count
+    }
+}
+
+/// Why the row at ``index`` of a customer's stored facts could not be applied.
+public struct StoredFactsRowFailure: Error, Sendable, Hashable {
+    /// The row's place in the rows given.
+    public var index: Int
+    public var failure: StoredFactsFailure
+
+    public init(index: Int, failure: StoredFactsFailure) {
+        self.index = index
+        self.failure = failure
+    }
+}
+
 extension CustomerState {
     /// Applies the event at `seq` whose stored facts are `bytes`: the same as
     /// decoding them with ``EventCodec/decode(_:seq:interner:)`` and calling
@@ -25,13 +53,52 @@ extension CustomerState {
         facts bytes: UnsafeRawBufferPointer, seq: Int64, rules: Rules, interner: inout StringInterner
     ) throws(StoredFactsFailure) {
         _ = rules
+        if let notification = try applyStored(facts: bytes, seq: seq, interner: &interner) { keepIfLatest(notification) }
+    }
+
+    /// Applies each of `rows`, in order, whose facts are in `buffer`: the same as
+    /// ``apply(facts:seq:rules:interner:)`` for each row, except that of the notifications
+    /// only the latest is made into a ``NotificationSummaryFacts`` (a replay applies a
+    /// customer's events in `seq` order, where each is usually the latest so far).
+    ///
+    /// On a throw the state is that of the rows before the one that failed.
+    ///
+    /// - Parameters:
+    ///   - buffer: The rows' facts, each as ``EventCodec/encode(_:)`` wrote them.
+    ///   - rows: Where each row's facts are in `buffer`, and its `seq`.
+    ///   - rules: The business rules (the state does not depend on them).
+    ///   - interner: Shares the strings of the events one thread decodes.
+    /// - Throws: ``StoredFactsRowFailure``, naming the row.
+    public mutating func apply(
+        facts buffer: UnsafeRawBufferPointer, rows: [StoredFactsRow], rules: Rules, interner: inout StringInterner
+    ) throws(StoredFactsRowFailure) {
+        _ = rules
+        var latest: StoredNotification? = nil
+        defer { if let latest { keepIfLatest(latest) } }
+        for (index, row) in rows.enumerated() {
+            let bytes = UnsafeRawBufferPointer(rebasing: buffer[row.start..<(row.start + row.count)])
+            let notification: StoredNotification?
+            do {
+                notification = try applyStored(facts: bytes, seq: row.seq, interner: &interner)
+            } catch {
+                throw StoredFactsRowFailure(index: index, failure: error)
+            }
+            if let notification, latest.map({ notification.isLater(than: $0) }) ?? true { latest = notification }
+        }
+    }
+
+    /// Applies the facts in `bytes` but for keeping the latest notification: the
+    /// notification they hold, if any, is returned for the caller to keep
+    /// (``keepIfLatest(_:)``), its UUID pointing into `bytes`.
+    private mutating func applyStored(
+        facts bytes: UnsafeRawBufferPointer, seq: Int64, interner: inout StringInterner
+    ) throws(StoredFactsFailure) -> StoredNotification? {
         var transaction: Signed<TransactionFacts>? = nil
         var renewalInfo: Signed<RenewalFacts>? = nil
         var appTransaction: Signed<AppTransactionFacts>? = nil
         // A notification's UUID stays bytes: it is made into a `String` only when the
-        // notification is the latest so far (``noteNotification(uuid:type:subtype:signedDate:)``).
-        var summary:
-            (uuid: UnsafeRawBufferPointer, type: NotificationType, subtype: NotificationSubtype?, signedDate: Int64)? = nil
+        // notification is kept (``keepIfLatest(_:)``).
+        var summary: StoredNotification? = nil
         var environment: AppStoreEnvironment? = nil
         var usage: UsageFacts? = nil
         var record: OperatorRecord? = nil
@@ -60,7 +127,7 @@ extension CustomerState {
                     if flags & F.appTransaction != 0 {
                         appTransaction = Signed(try reader.appTransactionFacts(), ref: RawRef(eventSeq: seq, slot: .nestedAppTransaction))
                     }
-                    summary = (uuid, type, subtype, signedDate)
+                    summary = StoredNotification(uuid: uuid, type: type, subtype: subtype, signedDate: signedDate)
                 case .signed(.transaction):
                     transaction = Signed(try reader.transactionFacts(), ref: RawRef(eventSeq: seq, slot: .own))
                 case .signed(.renewalInfo):
@@ -85,11 +152,10 @@ extension CustomerState {
         } catch {
             throw .missingRawJWS(error)
         }
-        if let summary {
-            noteNotification(uuid: summary.uuid, type: summary.type, subtype: summary.subtype, signedDate: summary.signedDate)
-        }
+        if let summary { noteNeeds(of: summary) }
         environments.formUnion(EnvironmentSet(environment))
         if let usage { apply(usage: usage) }
         if let record { apply(operatorRecord: record) }
+        return summary
     }
 }

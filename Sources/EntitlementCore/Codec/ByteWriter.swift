@@ -1,39 +1,74 @@
-/// Appends the codec's primitive values to a byte array.
+/// Appends the codec's primitive values to bytes of its own.
 ///
 /// Unsigned integers are LEB128 varints; signed ones are zigzag varints;
 /// dates are 8 bytes little-endian; strings are a varint byte count and
 /// their UTF-8 bytes.
-struct ByteWriter {
-    private(set) var bytes: [UInt8]
+///
+/// The bytes are in memory the writer allocates, grows and frees itself (it is
+/// not copyable): an append is a store behind one capacity check, where appending
+/// to an array also checks each time that its storage is not shared. ``bytes``
+/// hands them out as an array.
+struct ByteWriter: ~Copyable {
+    private var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    /// How many bytes were written.
+    private(set) var written = 0
     /// When set (``StateCodec`` format 2), strings are written as numbers into
     /// this table, which the caller writes out in full before the body.
     private(set) var table: StringTableBuilder?
 
     init(capacity: Int = 128, numberingStrings: Bool = false) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        self.capacity = Swift.max(capacity, 16)
+        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 8)
         table = numberingStrings ? StringTableBuilder() : nil
     }
 
-    mutating func byte(_ value: UInt8) { bytes.append(value) }
+    deinit { base.deallocate() }
 
-    /// One byte is the common case (flags, counts, string numbers): appended inline.
+    /// The bytes written, as an array.
+    var bytes: [UInt8] { [UInt8](UnsafeRawBufferPointer(start: base, count: written)) }
+
+    /// Makes room for `more` bytes.
+    @inline(__always)
+    private mutating func reserve(_ more: Int) {
+        if capacity - written < more { grow(toFit: more) }
+    }
+
+    private mutating func grow(toFit more: Int) {
+        let grown = Swift.max(capacity * 2, written + more)
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 8)
+        memory.copyMemory(from: base, byteCount: written)
+        base.deallocate()
+        base = memory
+        capacity = grown
+    }
+
+    mutating func byte(_ value: UInt8) {
+        reserve(1)
+        base.storeBytes(of: value, toByteOffset: written, as: UInt8.self)
+        written += 1
+    }
+
+    /// One byte is the common case (flags, counts, string numbers): written inline.
     @inline(__always)
     mutating func varint(_ value: UInt64) {
         if value < 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value))
+            byte(UInt8(truncatingIfNeeded: value))
         } else {
             longVarint(value)
         }
     }
 
     private mutating func longVarint(_ value: UInt64) {
+        reserve(10)
         var remaining = value
         while remaining >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: remaining) | 0x80)
+            base.storeBytes(of: UInt8(truncatingIfNeeded: remaining) | 0x80, toByteOffset: written, as: UInt8.self)
+            written += 1
             remaining >>= 7
         }
-        bytes.append(UInt8(remaining))
+        base.storeBytes(of: UInt8(remaining), toByteOffset: written, as: UInt8.self)
+        written += 1
     }
 
     mutating func count(_ value: Int) { varint(UInt64(value)) }
@@ -44,16 +79,9 @@ struct ByteWriter {
 
     /// A date (milliseconds since 1970): 8 bytes little-endian, read with one load.
     mutating func date(_ value: Int64) {
-        // Byte by byte: appending the value's 8 bytes as a buffer costs a call to memcpy.
-        let bits = UInt64(bitPattern: value)
-        bytes.append(UInt8(truncatingIfNeeded: bits))
-        bytes.append(UInt8(truncatingIfNeeded: bits >> 8))
-        bytes.append(UInt8(truncatingIfNeeded: bits >> 16))
-        bytes.append(UInt8(truncatingIfNeeded: bits >> 24))
-        bytes.append(UInt8(truncatingIfNeeded: bits >> 32))
-        bytes.append(UInt8(truncatingIfNeeded: bits >> 40))
-        bytes.append(UInt8(truncatingIfNeeded: bits >> 48))
-        bytes.append(UInt8(truncatingIfNeeded: bits >> 56))
+        reserve(8)
+        base.storeBytes(of: UInt64(bitPattern: value).littleEndian, toByteOffset: written, as: UInt64.self)
+        written += 8
     }
 
     /// A string: its number in the table when numbering, else written out in full.
@@ -67,18 +95,26 @@ struct ByteWriter {
 
     /// A string written out in full: a byte count and UTF-8.
     mutating func fullString(_ value: String) {
-        let copied: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in
-            count(utf8.count)
-            bytes.append(contentsOf: utf8)
+        let utf8 = value.utf8
+        let length = utf8.count
+        count(length)
+        reserve(length)
+        let destination = base + written
+        let copied: Void? = utf8.withContiguousStorageIfAvailable { source in
+            if let start = source.baseAddress { destination.copyMemory(from: start, byteCount: length) }
         }
         if copied == nil {
-            count(value.utf8.count)
-            bytes.append(contentsOf: value.utf8)
+            for (offset, byte) in utf8.enumerated() { destination.storeBytes(of: byte, toByteOffset: offset, as: UInt8.self) }
         }
+        written += length
     }
 
-    /// Bytes as they are.
-    mutating func append(_ other: [UInt8]) { bytes.append(contentsOf: other) }
+    /// The bytes of `other` as they are.
+    mutating func append(_ other: borrowing ByteWriter) {
+        reserve(other.written)
+        (base + written).copyMemory(from: other.base, byteCount: other.written)
+        written += other.written
+    }
 
     mutating func ref(_ ref: RawRef) {
         int(ref.eventSeq)

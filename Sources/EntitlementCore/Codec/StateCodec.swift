@@ -143,11 +143,11 @@ public enum StateCodec {
         if let moment = state.consentRescindedAt { writer.date(moment) }
         if let needs = state.eventNeeds { writer.byte(needs.rawValue) }
         let strings = writer.table?.strings ?? []
-        var out = ByteWriter(capacity: writer.bytes.count + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
+        var out = ByteWriter(capacity: writer.written + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
         out.byte(extended ? formatVersionWithExtensions : display ? formatVersion : formatVersionWithoutDisplayFacts)
         out.count(strings.count)
         for string in strings { out.fullString(string) }
-        out.append(writer.bytes)
+        out.append(writer)
         return out.bytes
     }
 

@@ -43,6 +43,7 @@ struct ByteWriter: ~Copyable {
         capacity = grown
     }
 
+    @inline(__always)
     mutating func byte(_ value: UInt8) {
         reserve(1)
         base.storeBytes(of: value, toByteOffset: written, as: UInt8.self)
@@ -71,6 +72,7 @@ struct ByteWriter: ~Copyable {
         written += 1
     }
 
+    @inline(__always)
     mutating func count(_ value: Int) { varint(UInt64(value)) }
 
     mutating func int(_ value: Int64) {

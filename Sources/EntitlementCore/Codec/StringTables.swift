@@ -128,8 +128,8 @@ public struct StringInterner: Sendable {
     /// The string of `bytes`, already checked to be valid UTF-8 when new.
     @inline(__always)
     mutating func string(_ bytes: UnsafeRawBufferPointer, make: () -> String?) -> String? {
-        // Up to 15 bytes a String is stored inline: making one costs no allocation.
-        if bytes.count <= 15 { return make() }
+        // Short strings too: one of up to 15 bytes is stored inline, without an allocation,
+        // but checking and copying its UTF-8 again costs more than finding it here.
         let slot = Int(truncatingIfNeeded: quickHash(bytes)) & (slots.count - 1)
         if let cached = slots[slot], utf8Equals(cached, bytes) { return cached }
         guard let made = make() else { return nil }

@@ -26,5 +26,6 @@ extension SchemaMigrations {
         m026_log_index_and_view,
         m028_lifecycle_compact,
         m029_customer_rows,
+        m030_drop_events_by_customer,
     ]
 }

@@ -381,30 +381,91 @@ struct ReplayIdentity {
     }
 }
 
-/// Rows of gathered customers, collected during a replay's scan.
+/// Customers made of more than one key (an `otid:` key merged into its appTransactionId,
+/// conflicting links), collected during a replay's scan: which rows each one takes, by
+/// the key they are filed under and their `seq`, not the rows themselves. Their facts are
+/// read again from the scan's snapshot once the scan is over, a chunk of customers at a
+/// time, so that what is held meanwhile is 16 bytes a row whatever the facts' size.
 struct GatheredCustomers {
-    var chunk = ReplayChunk()
-    private var index: [CustomerKey: Int] = [:]
-
-    mutating func append(seq: Int64, facts: UnsafeRawBufferPointer, to key: CustomerKey) {
-        let position: Int
-        if let known = index[key] {
-            position = known
-        } else {
-            position = chunk.customers.count
-            index[key] = position
-            chunk.customers.append(ReplayCustomer(key: key))
-        }
-        chunk.customers[position].rows.append(ReplayCustomer.Row(seq: seq, start: chunk.bytes.count, count: facts.count))
-        chunk.bytes.append(contentsOf: facts)
-        chunk.events += 1
+    private struct Row {
+        var owner: Int32
+        var filedUnder: Int32
+        var seq: Int64
     }
 
-    /// The chunk with its customers in key order, each one's rows in `seq` order.
-    func sorted() -> ReplayChunk {
-        var sorted = chunk
-        sorted.customers.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        for index in sorted.customers.indices { sorted.customers[index].rows.sort { $0.seq < $1.seq } }
-        return sorted
+    private var rows: [Row] = []
+    private var owners = KeyNumbers()
+    private var filedKeys = KeyNumbers()
+
+    mutating func append(seq: Int64, filedUnder key: CustomerKey, to owner: CustomerKey) {
+        rows.append(Row(owner: owners.number(of: owner), filedUnder: filedKeys.number(of: key), seq: seq))
+    }
+
+    /// Reads the gathered customers' rows through `reader` (in the read transaction whose
+    /// snapshot they were found in) into chunks of whole customers, in key order, each
+    /// one's rows in `seq` order, and hands each chunk to `body` once it holds at least
+    /// `chunkEvents` events, the last one whatever it holds. What was gathered is let go of.
+    mutating func read(from reader: Connection, chunkEvents: Int = ReplayChunk.events, _ body: (ReplayChunk) throws -> Void) throws {
+        defer { self = GatheredCustomers() }
+        guard !rows.isEmpty else { return }
+        let facts = try reader.prepare("SELECT seq, facts FROM event_facts WHERE customer_key = ? AND seq BETWEEN ? AND ? ORDER BY seq")
+        // Customers in key order, then each one's rows by the key they are filed under and
+        // `seq`: one range of one key read per customer and key.
+        let order = owners.keys.indices.sorted { owners.keys[$0].utf8.lexicographicallyPrecedes(owners.keys[$1].utf8) }
+        var rank = [Int32](repeating: 0, count: order.count)
+        for (position, owner) in order.enumerated() { rank[owner] = Int32(position) }
+        rows.sort { ($0.owner == $1.owner ? ($0.filedUnder, $0.seq) < ($1.filedUnder, $1.seq) : rank[Int($0.owner)] < rank[Int($1.owner)]) }
+        var chunk = ReplayChunk()
+        var index = 0
+        while index < rows.count {
+            let owner = rows[index].owner
+            if chunk.events >= chunkEvents {
+                try body(chunk)
+                chunk = ReplayChunk(reserving: chunk)
+            }
+            chunk.customers.append(ReplayCustomer(key: owners.keys[Int(owner)]))
+            while index < rows.count && rows[index].owner == owner {
+                let filedUnder = rows[index].filedUnder
+                var end = index
+                while end < rows.count && rows[end].owner == owner && rows[end].filedUnder == filedUnder { end += 1 }
+                try read(rows[index..<end], filedUnder: filedKeys.keys[Int(filedUnder)], through: facts, into: &chunk)
+                index = end
+            }
+            chunk.customers[chunk.customers.count - 1].rows.sort { $0.seq < $1.seq }
+        }
+        try body(chunk)
+    }
+
+    /// Appends to the last customer of `chunk` the rows of `key` whose `seq` is in `wanted` (in `seq` order).
+    private func read(_ wanted: ArraySlice<Row>, filedUnder key: CustomerKey, through facts: Statement, into chunk: inout ReplayChunk) throws {
+        facts.reset()
+        defer { facts.reset() }
+        try facts.bind(1, key)
+        try facts.bind(2, wanted.first!.seq)
+        try facts.bind(3, wanted.last!.seq)
+        var next = wanted.startIndex
+        while next < wanted.endIndex, try facts.step() {
+            let seq = facts.int64(0)
+            guard seq == wanted[next].seq else { continue }
+            facts.withBlob(1) { bytes in chunk.append(seq: seq, facts: bytes) }
+            next += 1
+        }
+        guard next == wanted.endIndex else {
+            throw StoreError(code: .corrupt, message: "the facts of event \(wanted[next].seq) under \(key) vanished during a replay's read transaction")
+        }
+    }
+}
+
+/// Keys numbered in the order they were first met.
+private struct KeyNumbers {
+    private(set) var keys: [CustomerKey] = []
+    private var numbers: [CustomerKey: Int32] = [:]
+
+    mutating func number(of key: CustomerKey) -> Int32 {
+        if let known = numbers[key] { return known }
+        let number = Int32(keys.count)
+        numbers[key] = number
+        keys.append(key)
+        return number
     }
 }

@@ -55,9 +55,9 @@ final class ReplayScan {
 
     // The lanes.
     private let facts: Statement
-    /// The rows of customers made of more than one key (an `otid:` key merged
-    /// into its appTransactionId, conflicting links) are gathered here while the
-    /// scan goes on, and reduced at its end.
+    /// Which rows make the customers of more than one key (an `otid:` key merged
+    /// into its appTransactionId, conflicting links), noted while the scan goes on;
+    /// read again and reduced at its end.
     private var gathered = GatheredCustomers()
     private var chunk = ReplayChunk()
     private var inFlight: BackgroundReduction? = nil
@@ -160,33 +160,35 @@ final class ReplayScan {
             case .alone:
                 facts.withBlob(2) { bytes in chunk.append(seq: seq, facts: bytes) }
             case .whole(let owner):
-                facts.withBlob(2) { bytes in gathered.append(seq: seq, facts: bytes, to: owner) }
+                gathered.append(seq: seq, filedUnder: currentKey!, to: owner)
             case .byRow:
                 let key = currentKey!
-                try facts.withBlob(2) { bytes in
-                    gathered.append(seq: seq, facts: bytes, to: try identity.owner(ofRow: bytes, seq: seq, filedUnder: key))
-                }
+                let owner = try facts.withBlob(2) { bytes in try identity.owner(ofRow: bytes, seq: seq, filedUnder: key) }
+                gathered.append(seq: seq, filedUnder: key, to: owner)
             }
         }
     }
 
     /// Starts reducing the chunk read so far in the background, and finishes the one before it.
-    private func handOver() throws {
-        let started = BackgroundReduction(chunk, rules: rules, products: productsMet, on: reducer)
+    /// - Parameter outOfOrder: the chunk holds gathered customers, finished after the scan.
+    private func handOver(outOfOrder: Bool = false) throws {
+        let started = BackgroundReduction(chunk, outOfOrder: outOfOrder, rules: rules, products: productsMet, on: reducer)
         // The next chunk is about as big: reserved at once, its rows are not copied as it grows.
         chunk = ReplayChunk(reserving: chunk)
-        if let previous = inFlight { try finish(previous.chunk, previous.outcomes()) }
+        if let previous = inFlight { try finish(previous.chunk, previous.outcomes(), outOfOrder: previous.outOfOrder) }
         inFlight = started
     }
 
-    /// After the scan: the last chunk, then the gathered customers.
+    /// After the scan: the last chunk, then the gathered customers, read again from the
+    /// snapshot a chunk at a time (reduced in the background like the scan's).
     private func finishLanes() throws {
         try handOver()
-        if let last = inFlight { try finish(last.chunk, last.outcomes()) }
-        if !gathered.chunk.customers.isEmpty {
-            let chunk = gathered.sorted()
-            try finish(chunk, chunk.reduce(rules: rules, products: productsMet), outOfOrder: true)
+        try gathered.read(from: reader) { chunk in
+            self.chunk = chunk
+            try handOver(outOfOrder: true)
         }
+        if let last = inFlight { try finish(last.chunk, last.outcomes(), outOfOrder: last.outOfOrder) }
+        inFlight = nil
     }
 
     /// Finishes a reduced chunk customer by customer, in key order: progress, then the
@@ -348,12 +350,15 @@ final class ReplayScan {
 /// A chunk being reduced on other threads while the replay's thread goes on.
 private final class BackgroundReduction: @unchecked Sendable {
     let chunk: ReplayChunk
+    /// The chunk holds gathered customers, finished after the scan.
+    let outOfOrder: Bool
     private var results: [ReplayChunk.Outcome] = []
     private let done = DispatchGroup()
 
     /// Starts reducing `chunk` on `thread` (whose `concurrentPerform` then uses every core).
-    init(_ chunk: ReplayChunk, rules: Rules, products: ProductsMet, on thread: WorkerThread) {
+    init(_ chunk: ReplayChunk, outOfOrder: Bool, rules: Rules, products: ProductsMet, on thread: WorkerThread) {
         self.chunk = chunk
+        self.outOfOrder = outOfOrder
         done.enter()
         thread.submit {
             self.results = chunk.reduce(rules: rules, products: products)

@@ -37,7 +37,9 @@ extension EventStore {
     /// remembered in `link_conflicts` (facts of X may be filed under each).
     func record(_ claim: LinkClaim, changes: inout IdentityChanges) throws {
         let otid = claim.originalTransactionId
+        var sameCustomer = false
         if var existing = try link(of: otid) {
+            sameCustomer = existing.appTransactionId == claim.appTransactionId
             if existing.appTransactionId != claim.appTransactionId {
                 let conflict = try connection.cached(
                     "INSERT OR IGNORE INTO link_conflicts (original_transaction_id, app_transaction_id) VALUES (?, ?)")
@@ -70,8 +72,14 @@ extension EventStore {
         } else if changes.before[otid] == nil {
             changes.before[otid] = .some(nil)
         }
+        // A later claim of the same customer (every renewal makes one) changes what the
+        // link was signed with, not who it names: an UPDATE leaves the index by
+        // appTransactionId alone, which a replacement of the row deletes from and writes again.
         let save = try connection.cached(
-            "INSERT OR REPLACE INTO customer_links (original_transaction_id, app_transaction_id, signed_date, ref_seq, ref_slot) VALUES (?, ?, ?, ?, ?)")
+            sameCustomer
+                ? "UPDATE customer_links SET signed_date = ?3, ref_seq = ?4, ref_slot = ?5 WHERE original_transaction_id = ?1 AND app_transaction_id = ?2"
+                : "INSERT OR REPLACE INTO customer_links (original_transaction_id, app_transaction_id, signed_date, ref_seq, ref_slot) VALUES (?1, ?2, ?3, ?4, ?5)")
+        defer { save.reset() }
         try save.bind(1, otid)
         try save.bind(2, claim.appTransactionId)
         try save.bind(3, claim.signedDate)

@@ -325,7 +325,22 @@ extension EventStore {
             }
         }
         let insert = try connection.cached("INSERT OR IGNORE INTO customer_lookup (kind, value, customer_key) VALUES (?, ?, ?)")
-        if let otid = event.originalTransactionId, knownLookups.needsWriting(kind: "originalTransactionId", value: otid, customer: key) {
+        // The event filed under `key` before this one wrote its rows in its own batch: what
+        // it carried is there already (every renewal carries the same names). Read only
+        // when this connection does not remember a row, from the leaf of `event_facts`
+        // this event's row was just written to.
+        var previous: Event? = nil
+        var previousRead = false
+        func carriedBefore(_ carried: (Event) -> Bool) throws -> Bool {
+            if !previousRead {
+                previous = try previousEvent(filedUnder: key, before: event.seq)
+                previousRead = true
+            }
+            return previous.map(carried) ?? false
+        }
+        if let otid = event.originalTransactionId, knownLookups.needsWriting(kind: "originalTransactionId", value: otid, customer: key),
+            try !carriedBefore({ $0.originalTransactionId == otid })
+        {
             insert.reset()
             try insert.bind(1, "originalTransactionId")
             try insert.bind(2, otid)
@@ -334,12 +349,25 @@ extension EventStore {
         }
         for token in event.appAccountTokens.map({ $0.lowercased() })
         where knownLookups.needsWriting(kind: "appAccountToken", value: token, customer: key) {
+            if try carriedBefore({ $0.appAccountTokens.contains { $0.lowercased() == token } }) { continue }
             insert.reset()
             try insert.bind(1, "appAccountToken")
             try insert.bind(2, token)
             try insert.bind(3, key)
             try insert.step()
         }
+    }
+
+    /// The last event filed under `key` before `seq` (decoded from its facts), or `nil`.
+    private func previousEvent(filedUnder key: CustomerKey, before seq: Int64) throws -> Event? {
+        let statement = try connection.cached(
+            "SELECT seq, facts FROM event_facts WHERE customer_key = ? AND seq < ? ORDER BY seq DESC LIMIT 1")
+        defer { statement.reset() }
+        try statement.bind(1, key)
+        try statement.bind(2, seq)
+        guard try statement.step() else { return nil }
+        let found = statement.int64(0)
+        return try statement.withBlob(1) { bytes in try EventCodec.decode(bytes, seq: found) }
     }
 
     private func lastEvent() throws -> (Int64, [UInt8]) {

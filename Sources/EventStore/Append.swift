@@ -358,7 +358,10 @@ extension EventStore {
         }
     }
 
-    /// The last event filed under `key` before `seq` (decoded from its facts), or `nil`.
+    /// The last event filed under `key` before `seq`, decoded from its facts, when it is
+    /// signed data (appended here, with its lookup rows); `nil` when there is none, when
+    /// it is an operator's record (written without lookup rows: the names it carries were
+    /// given, not signed), or when its facts do not decode.
     private func previousEvent(filedUnder key: CustomerKey, before seq: Int64) throws -> Event? {
         let statement = try connection.cached(
             "SELECT seq, facts FROM event_facts WHERE customer_key = ? AND seq < ? ORDER BY seq DESC LIMIT 1")
@@ -367,7 +370,10 @@ extension EventStore {
         try statement.bind(2, seq)
         guard try statement.step() else { return nil }
         let found = statement.int64(0)
-        return try statement.withBlob(1) { bytes in try EventCodec.decode(bytes, seq: found) }
+        guard let event = try? statement.withBlob(1, { bytes in try EventCodec.decode(bytes, seq: found) }),
+            case .signed = event.kind
+        else { return nil }
+        return event
     }
 
     private func lastEvent() throws -> (Int64, [UInt8]) {

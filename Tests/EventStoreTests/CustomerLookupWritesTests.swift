@@ -61,6 +61,25 @@ import Testing
         #expect(try store.rawConnection.scalarInt("SELECT count(*) FROM customer_lookup") == 4)
     }
 
+    @Test("an operator's record before the event does not count: the names it carries were given, and wrote no row")
+    func operatorRecordsDoNotCount() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        try LifecycleFeedTests.append(store, [StoreFixtures.transaction(id: "t1", app: "app-A", signed: Self.signed + 1)], at: Self.signed + 100)
+        let usage = UsageFacts(
+            usageId: "u1", appTransactionId: "app-A", originalTransactionId: "7777", at: Self.signed + 150,
+            amount: .consumed(transactionId: "t1", share: 50_000))
+        guard case .appended = try store.appendUsage(usage, atGiven: true, rules: StoreFixtures.rules, receivedAt: Self.signed + 150) else {
+            Issue.record("the usage record was not appended")
+            return
+        }
+        #expect(try store.customers(originalTransactionId: "7777").isEmpty)
+        try Self.countAttempts(store)
+        try LifecycleFeedTests.append(
+            store, [StoreFixtures.transaction(id: "t2", original: "7777", app: "app-A", signed: Self.signed + 200)], at: Self.signed + 300)
+        #expect(try Self.attempts(store) == ["7777"])
+        #expect(try store.customers(originalTransactionId: "7777") == ["app-A"])
+    }
+
     @Test("a customer's events filed under its otid: key, then under its appTransactionId, write the rows of each key")
     func eachFilingKeyHasItsRows() throws {
         let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)

@@ -26,7 +26,7 @@ enum ScaleBench {
         then measures on it: bytes per event, query p50/p99 (warm, and with the page cache
         dropped), history, replay (time and peak RSS, in a child process),
         audit, a year of metrics, the ingest of K further notifications (default N / 50,
-        2,000 to 20,000), and the change and lifecycle feeds with every expiry of the history due.
+        2,000 to 20,000, to customers spread over the database, others at each run), and the change and lifecycle feeds with every expiry of the history due.
 
           --db PATH     where the database is kept (default bench-out/scale-N.sqlite), with
                         PATH.root.der (the root that signed it), PATH.root-K.der (the root of
@@ -456,15 +456,21 @@ enum ScaleBench {
         }
 
         /// K further notifications (renewals and consumables of a later month, for
-        /// customers spread over the whole database), signed beforehand, then ingested
-        /// through `Engine.ingest` with 2 workers.
+        /// customers spread over the whole database, others at each run), signed
+        /// beforehand, then ingested through `Engine.ingest` with 2 workers.
         func furtherIngest(_ configuration: EngineConfiguration, run: Int) throws {
             let count = options.further ?? min(20_000, max(2_000, plan.events / 50))
-            // Customers spread over the whole database, as many months as it takes.
+            // Customers spread over the whole database, as many months as it takes. Each run
+            // takes the customers next to the last run's: the same ones every run would give
+            // them ever longer histories (each a notification more per run), and a database
+            // measured more often would measure costlier customers.
             let perMonth = min(plan.customers, count)
             let months = (count + perMonth - 1) / perMonth
             let month = plan.eventsPerCustomer + run * months
-            let positions = (0..<count).map { (customer: ($0 % perMonth) * plan.customers / perMonth, event: month + $0 / perMonth) }
+            let shift = run % max(1, plan.customers / perMonth)
+            let positions = (0..<count).map {
+                (customer: ($0 % perMonth) * plan.customers / perMonth + shift, event: month + $0 / perMonth)
+            }
             let documents = plan.signed(positions, pki: pki)
             let engine = try Engine(configuration: configuration, databasePath: path)
             // `BENCH_WRITER_CACHE_KIB=K` (and `BENCH_WRITER_MMAP=BYTES`): the writer's settings

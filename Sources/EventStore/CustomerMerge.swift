@@ -40,7 +40,7 @@ extension EventStore {
         var sameCustomer = false
         if var existing = try link(of: otid) {
             sameCustomer = existing.appTransactionId == claim.appTransactionId
-            if existing.appTransactionId != claim.appTransactionId {
+            if !sameCustomer {
                 let conflict = try connection.cached(
                     "INSERT OR IGNORE INTO link_conflicts (original_transaction_id, app_transaction_id) VALUES (?, ?)")
                 for app in [existing.appTransactionId, claim.appTransactionId] {
@@ -66,7 +66,7 @@ extension EventStore {
             case .takeIncoming: break
             case .needsRaws: throw StoreError(code: .unreadable, message: "could not order two links of originalTransactionId \(otid)")
             }
-            if existing.appTransactionId != claim.appTransactionId, changes.before[otid] == nil {
+            if !sameCustomer, changes.before[otid] == nil {
                 changes.before[otid] = .some(existing.appTransactionId)
             }
         } else if changes.before[otid] == nil {

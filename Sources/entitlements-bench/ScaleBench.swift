@@ -26,7 +26,8 @@ enum ScaleBench {
         then measures on it: bytes per event, query p50/p99 (warm, and with the page cache
         dropped), history, replay (time and peak RSS, in a child process),
         audit, a year of metrics, the ingest of K further notifications (default N / 50,
-        2,000 to 20,000, to customers spread over the database, others at each run), and the change and lifecycle feeds with every expiry of the history due.
+        2,000 to 20,000, to customers spread over the database, others at each run), and
+        the change and lifecycle feeds with every expiry of the history due.
 
           --db PATH     where the database is kept (default bench-out/scale-N.sqlite), with
                         PATH.root.der (the root that signed it), PATH.root-K.der (the root of

@@ -27,5 +27,6 @@ extension SchemaMigrations {
         m028_lifecycle_compact,
         m029_customer_rows,
         m030_drop_events_by_customer,
+        m031_projections_rowid,
     ]
 }

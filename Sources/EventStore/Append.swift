@@ -244,12 +244,20 @@ extension EventStore {
     }
 
     /// Writes a projection whose state is already encoded (``StateCodec/encode(_:)``).
+    ///
+    /// A projection written again keeps its row (an upsert, not a replacement): its
+    /// entry in the index on (generation, customer) is left alone, and the row stays
+    /// where it was in the table instead of moving to its end.
     func writeProjection(
         key: CustomerKey, stateBytes: [UInt8], generation: Int64, rulesVersion: String, lastSeq: Int64,
         table: ProjectionTable = .current
     ) throws {
         let save = try connection.cached(
-            "INSERT OR REPLACE INTO \(table.rawValue) (generation, customer_key, rules_version, last_event_seq, state) VALUES (?, ?, ?, ?, ?)")
+            """
+            INSERT INTO \(table.rawValue) (generation, customer_key, rules_version, last_event_seq, state) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (generation, customer_key) DO UPDATE
+                SET rules_version = excluded.rules_version, last_event_seq = excluded.last_event_seq, state = excluded.state
+            """)
         try save.bind(1, generation)
         try save.bind(2, key)
         try save.bind(3, rulesVersion)

@@ -9,7 +9,7 @@ extension SchemaMigrations {
 -- (110 MB) above its leaves, more than a writer's or a reader's page cache holds. An
 -- update, or a query on a cold cache, then read an interior page besides its leaf. Now
 -- the rows sit in the leaves alone, under interior pages of row numbers (about a thousand
--- to a page), and the index on (generation, customer) holds short entries (~40 MB at
+-- to a page), and the index on (generation, customer) holds short entries (~30 MB at
 -- 1,000,000 customers). A row keeps its number when it is written again (an upsert).
 --
 -- The rows are gathered in a temporary table and both tables dropped before the new ones

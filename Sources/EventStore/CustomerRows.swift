@@ -15,6 +15,18 @@ enum CustomerRowColumn: String {
     case revenueSeq = "revenue_seq"
     /// The revenue facts (``RevenueFactsCodec``).
     case revenueFacts = "revenue_facts"
+
+    /// A number of its own, 1 to 6 (for naming a set of columns in a few bits).
+    var code: Int {
+        switch self {
+        case .answer: 1
+        case .nextChangeAt: 2
+        case .nextDueAt: 3
+        case .idHashes: 4
+        case .revenueSeq: 5
+        case .revenueFacts: 6
+        }
+    }
 }
 
 /// A value written into a column of `customer_rows`.
@@ -34,14 +46,19 @@ extension EventStore {
     /// Only the columns named are written, so an index on a column not named is not touched.
     func writeCustomerRow(_ key: CustomerKey, _ values: [(CustomerRowColumn, CustomerRowValue)]) throws {
         guard !values.isEmpty else { return }
-        let names = values.map(\.0.rawValue)
         let clearsSome = values.contains { if case .null = $0.1 { true } else { false } }
         let setsSome = values.contains { if case .null = $0.1 { false } else { true } }
-        let sql =
-            setsSome
-            ? "INSERT INTO customer_rows (customer_key, \(names.joined(separator: ", "))) VALUES (?\(String(repeating: ", ?", count: names.count))) "
-                + "ON CONFLICT (customer_key) DO UPDATE SET \(names.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))"
-            : "UPDATE customer_rows SET \(names.map { "\($0) = NULL" }.joined(separator: ", ")) WHERE customer_key = ?"
+        // The statement's text depends on the columns alone, and a feed writes the same few
+        // sets of columns for every customer: made once, it is found by a number, the
+        // columns' codes as octal digits after a leading digit for the kind of statement.
+        let signature = values.reduce(setsSome ? 2 : 1) { $0 * 8 + $1.0.code }
+        let sql: String
+        if let made = customerRowSQL[signature] {
+            sql = made
+        } else {
+            sql = Self.customerRowSQL(names: values.map(\.0.rawValue), setsSome: setsSome)
+            customerRowSQL[signature] = sql
+        }
         let write = try connection.cached(sql)
         defer { write.reset() }
         try write.bind(1, key)
@@ -66,5 +83,14 @@ extension EventStore {
             try delete.bind(1, key)
             try delete.step()
         }
+    }
+
+    /// The text of the statement that writes the columns `names` of a customer's row:
+    /// an upsert when some are set (`setsSome`), else an update that clears them.
+    private static func customerRowSQL(names: [String], setsSome: Bool) -> String {
+        setsSome
+            ? "INSERT INTO customer_rows (customer_key, \(names.joined(separator: ", "))) VALUES (?\(String(repeating: ", ?", count: names.count))) "
+                + "ON CONFLICT (customer_key) DO UPDATE SET \(names.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))"
+            : "UPDATE customer_rows SET \(names.map { "\($0) = NULL" }.joined(separator: ", ")) WHERE customer_key = ?"
     }
 }

@@ -22,6 +22,9 @@ public final class EventStore {
     /// The bytes before the JWS that the last appended event's chain hash covered, kept
     /// for their capacity (see ``chainHash(prevHash:seq:identity:raw:digest:digestFrom:material:)``).
     var chainMaterial: [UInt8] = []
+    /// The statements that write `customer_rows`, by the columns they write (see
+    /// ``writeCustomerRow(_:_:)``): their text made once, not at every write.
+    var customerRowSQL: [Int: String] = [:]
     /// Whether writes record the lifecycle feed (specification section 12), as they must.
     /// Off only in the benchmark that measures what recording it costs the ingest.
     package var recordsLifecycle = true

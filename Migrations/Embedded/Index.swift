@@ -28,5 +28,6 @@ extension SchemaMigrations {
         m029_customer_rows,
         m030_drop_events_by_customer,
         m031_projections_rowid,
+        m032_projections_by_customer_number,
     ]
 }

@@ -222,10 +222,14 @@ extension EventStore {
     func project(key: CustomerKey, events: [Event], generation: Int64, rules: Rules, table: ProjectionTable = .current) throws -> CustomerState {
         var state: CustomerState
         var lastSeq: Int64 = 0
+        let row = try projectionRow(of: key)
         let load = try connection.cached(
-            "SELECT state, last_event_seq FROM \(table.rawValue) WHERE generation = ? AND customer_key = ?")
+            row == nil
+                ? "SELECT state, last_event_seq FROM \(table.rawValue) WHERE generation = ?1 AND customer_key = ?2"
+                : "SELECT state, last_event_seq FROM \(table.rawValue) WHERE generation = ?1 AND customer_key = ?2 AND row_id = ?3")
         try load.bind(1, generation)
         try load.bind(2, key)
+        if let row { try load.bind(3, row) }
         if try load.step() {
             state = try load.withBlob(0) { bytes in try StateCodec.decode(bytes) }
             lastSeq = load.int64(1)
@@ -247,14 +251,16 @@ extension EventStore {
     ///
     /// A projection written again keeps its row (an upsert, not a replacement): its
     /// entry in the index on (generation, customer) is left alone, and the row stays
-    /// where it was in the table instead of moving to its end.
+    /// where it was. A new row is numbered by its customer
+    /// (``projectionRowNumber(of:)``), or below every other row under zero.
     func writeProjection(
         key: CustomerKey, stateBytes: [UInt8], generation: Int64, rulesVersion: String, lastSeq: Int64,
         table: ProjectionTable = .current
     ) throws {
         let save = try connection.cached(
             """
-            INSERT INTO \(table.rawValue) (generation, customer_key, rules_version, last_event_seq, state) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO \(table.rawValue) (row_id, generation, customer_key, rules_version, last_event_seq, state)
+                VALUES (coalesce(?6, (SELECT min(0, coalesce(min(row_id), 0)) - 1 FROM \(table.rawValue))), ?1, ?2, ?3, ?4, ?5)
                 ON CONFLICT (generation, customer_key) DO UPDATE
                 SET rules_version = excluded.rules_version, last_event_seq = excluded.last_event_seq, state = excluded.state
             """)
@@ -263,6 +269,7 @@ extension EventStore {
         try save.bind(3, rulesVersion)
         try save.bind(4, lastSeq)
         try save.bind(5, blob: stateBytes)
+        try save.bind(6, try projectionRow(of: key))
         try save.step()
     }
 

@@ -15,6 +15,9 @@ public final class EventStore {
     let jwsHeaders = JWSHeaders()
     /// The form this connection writes signatures and paths in, once looked up (see ``LogColumns``).
     private var knownLogColumnForm: LogColumns.Form?
+    /// Whether this connection's database numbers projection rows by customer, once
+    /// looked up (see ``projectionRowNumber(of:)``).
+    var knownProjectionsNumbered: Bool?
     /// The `customer_lookup` rows this connection has written or seen committed (see ``KnownLookups``).
     let knownLookups = KnownLookups()
     /// The `lifecycle_shapes` rows this connection has met (see ``LifecycleShapes``).

@@ -53,13 +53,21 @@ extension EventStore {
         try mapped { () throws -> T? in
             // One statement reads the current generation and the projection from one
             // snapshot, without a BEGIN/COMMIT around it (a third of a query's SQLite work).
+            // A customer number finds its row by number: the table's leaf alone.
+            let row = try projectionRow(of: key)
             let statement = try connection.cached(
-                """
-                SELECT state, rules_version, last_event_seq FROM projections
-                WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) AND customer_key = ?
-                """)
+                row == nil
+                    ? """
+                    SELECT state, rules_version, last_event_seq FROM projections
+                    WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) AND customer_key = ?1
+                    """
+                    : """
+                    SELECT state, rules_version, last_event_seq FROM projections
+                    WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) AND customer_key = ?1 AND row_id = ?2
+                    """)
             defer { statement.reset() }
             try statement.bind(1, key)
+            if let row { try statement.bind(2, row) }
             guard try statement.step() else {
                 statement.reset()
                 _ = try currentEngineState()  // a database without its engine_state row is corrupt

@@ -102,7 +102,11 @@ extension Engine {
             switch input {
             case .notification(let n):
                 if let t = n.transaction { transaction(t.payload) }
-                if let p = n.renewalInfo?.payload.productId, n.renewalInfo?.payload.advancedCommerceInfo == nil { products.append(p) }
+                if let p = n.renewalInfo?.payload.productId, n.renewalInfo?.payload.advancedCommerceInfo == nil,
+                    n.transaction?.payload.advancedCommerceInfo == nil
+                {
+                    products.append(p)
+                }
             case .transaction(let t): transaction(t.payload)
             case .renewalInfo(let r):
                 if let p = r.payload.productId, r.payload.advancedCommerceInfo == nil { products.append(p) }

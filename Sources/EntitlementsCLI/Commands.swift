@@ -20,13 +20,18 @@ enum Commands {
 
     /// Loads the configuration and opens the database as `mode` allows: commands
     /// that only read open it ``DatabaseMode/readOnly`` (a missing file is
-    /// `DATABASE_NOT_FOUND`, nothing is created or migrated), `replay`
-    /// ``DatabaseMode/existing``, commands that record ``DatabaseMode/create``.
+    /// `DATABASE_NOT_FOUND`, nothing is created or migrated); commands that act on
+    /// what a database holds (`replay`, `deliver`) ``DatabaseMode/existing``; commands
+    /// that record ``DatabaseMode/create``.
     ///
     /// Every command but `replay` answers under the database's active rules and says
     /// on standard error when its configuration's rules differ (``Engine/rulesWarning()``).
+    /// - Parameter requirement: what the command needs of the configuration beyond its
+    ///   validity: a message naming the field when it is missing, checked before the
+    ///   database is opened (exit 2, nothing opened or created).
     static func loadEngine(
-        _ arguments: Arguments, command: String, mode: DatabaseMode = .create, warnRules: Bool = true
+        _ arguments: Arguments, command: String, mode: DatabaseMode = .create, warnRules: Bool = true,
+        requirement: (EngineConfiguration) -> String? = { _ in nil }
     ) throws(UsageError) -> (Engine?, ExitCode) {
         guard let configPath = arguments.values["--config"] else {
             throw UsageError(message: "--config PATH is required", command: command)
@@ -36,6 +41,10 @@ enum Commands {
             configuration = try EngineConfiguration.load(path: configPath)
         } catch {
             Output.error("entitlements \(command): \(error.description)")
+            return (nil, .usage)
+        }
+        if let missing = requirement(configuration) {
+            Output.error("entitlements \(command): \(missing)")
             return (nil, .usage)
         }
         let database = arguments.values["--db"] ?? defaultDatabase

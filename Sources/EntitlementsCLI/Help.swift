@@ -30,7 +30,7 @@ enum Help {
           entitlements link    [--db PATH] --config PATH --id ID --app-user-id U (customer)
           entitlements consumption [--db PATH] --config PATH (--transaction-id T [--send] ... | --pending)
           entitlements deliver [--db PATH] --config PATH [--once]
-          entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
+          entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U [--feed lifecycle|changes] --since CURSOR)
           entitlements recover [--db PATH] --config PATH
           entitlements transaction-info [--db PATH] --config PATH --transaction-id T
           entitlements refund-history [--db PATH] --config PATH --customer ID

@@ -22,7 +22,8 @@ enum WebhooksCommand {
           {"url":"https://...","feed":"changes","cursor":41,"id":"changes:41","delivered":true,"status":200}
 
         OPTIONS
-          --db PATH        database (default entitlements.sqlite)
+          --db PATH        an existing database (default entitlements.sqlite; DATABASE_NOT_FOUND,
+                           exit 3, when missing)
           --config PATH    configuration file with "webhooks" (required)
           --once           one attempt at every line due now (retries not yet due are left
                            for later), then exit: 0 when every attempt succeeded, 1 when some
@@ -30,7 +31,7 @@ enum WebhooksCommand {
         """
 
     static let webhooksHelp = """
-        entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U --feed lifecycle|changes --since CURSOR)
+        entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U [--feed lifecycle|changes] --since CURSOR)
 
         status     prints, as NDJSON, where each configured endpoint stands in each feed:
                    {"url":"https://...","feed":"changes","deliveredCursor":40,"lastCursor":41,"lag":1,
@@ -43,7 +44,8 @@ enum WebhooksCommand {
           --db PATH        database (default entitlements.sqlite)
           --config PATH    configuration file with "webhooks" (required)
           --url U          the endpoint, as configured
-          --feed F         lifecycle or changes
+          --feed F         lifecycle or changes (default: the endpoint's one feed, or lifecycle
+                           for an endpoint sent both)
           --since CURSOR   the cursor after which to send again (0: the whole feed)
         """
 
@@ -60,12 +62,11 @@ enum WebhooksCommand {
             sigaddset(&signals, SIGTERM)
             pthread_sigmask(SIG_BLOCK, &signals, nil)
         }
-        let (loaded, code) = try Commands.loadEngine(arguments, command: "deliver", mode: .create)
-        guard let engine = loaded else { return code }
-        guard !engine.configuration.webhooks.isEmpty else {
-            Output.error("entitlements deliver: configuration field \"webhooks\": no endpoint is configured: add [{\"url\": ..., \"secret\": \"whsec_...\"}]")
-            return .usage
+        let (loaded, code) = try Commands.loadEngine(arguments, command: "deliver", mode: .existing) { configuration in
+            configuration.webhooks.isEmpty
+                ? "configuration field \"webhooks\": no endpoint is configured: add [{\"url\": ..., \"secret\": \"whsec_...\"}]" : nil
         }
+        guard let engine = loaded else { return code }
         var options = WebhookDeliverer.Options()
         options.onAttempt = { attempt in Output.line(line(attempt)) }
         do {
@@ -105,11 +106,16 @@ enum WebhooksCommand {
         guard let action = arguments.positional.first, arguments.positional.count == 1, action == "status" || action == "redeliver" else {
             throw UsageError(message: "expected status or redeliver", command: "webhooks")
         }
-        var redeliver: (url: String, feed: WebhookFeed, since: Int64)? = nil
+        var redeliver: (url: String, feed: WebhookFeed?, since: Int64)? = nil
         if action == "redeliver" {
             guard let url = arguments.values["--url"] else { throw UsageError(message: "redeliver needs --url U", command: "webhooks") }
-            guard let name = arguments.values["--feed"], let feed = WebhookFeed(rawValue: name) else {
-                throw UsageError(message: "redeliver needs --feed lifecycle or --feed changes", command: "webhooks")
+            // Without --feed: the endpoint's one feed, or the lifecycle feed of one sent both.
+            var feed: WebhookFeed? = nil
+            if let name = arguments.values["--feed"] {
+                guard let named = WebhookFeed(rawValue: name) else {
+                    throw UsageError(message: "--feed \(name): expected lifecycle or changes", command: "webhooks")
+                }
+                feed = named
             }
             guard let text = arguments.values["--since"], let since = Int64(text), since >= 0 else {
                 throw UsageError(message: "redeliver needs --since CURSOR, a non-negative integer", command: "webhooks")
@@ -122,8 +128,12 @@ enum WebhooksCommand {
         guard let engine = loaded else { return code }
         do {
             if let redeliver {
-                try engine.redeliverWebhooks(url: redeliver.url, feed: redeliver.feed, since: redeliver.since)
-                Output.line(["url": .string(redeliver.url), "feed": .string(redeliver.feed.rawValue), "deliveredCursor": .int(redeliver.since)])
+                let feed =
+                    redeliver.feed
+                    ?? engine.configuration.webhooks.first { $0.url.absoluteString == redeliver.url }.flatMap { $0.feeds.count == 1 ? $0.feeds[0] : nil }
+                    ?? .lifecycle
+                try engine.redeliverWebhooks(url: redeliver.url, feed: feed, since: redeliver.since)
+                Output.line(["url": .string(redeliver.url), "feed": .string(feed.rawValue), "deliveredCursor": .int(redeliver.since)])
             } else {
                 Output.lines(try engine.webhookStatus().map { $0.json() })
             }

@@ -204,10 +204,16 @@ struct CommitmentCommerceConsentTests {
         let view = history.view(at: Time.day(1), rules: Commerce.rules)
         #expect(view.activeEntitlements == ["beta"])
         #expect(view.subscriptions[0].advancedCommerceItems?.count == 2)
-        // Its product is not in rules.products, yet it is not reported: it grants through its SKUs.
+        // Its product is not in rules.products, yet it is not reported: it grants through its
+        // SKUs; nor is it for its subscription's renewal info, which carries no items.
+        history.add(renewal(original: Commerce.otid, product: Commerce.product, signed: Time.day(1)))
         var unknown = Set<String>()
         history.state(rules: Commerce.rules).insertProducts(into: &unknown)
         #expect(unknown.isEmpty)
+        // A plain subscription's renewal info still names its product.
+        history.add(renewal(original: "4000000000000001", product: "com.example.unlisted", signed: Time.day(1)))
+        history.state(rules: Commerce.rules).insertProducts(into: &unknown)
+        #expect(unknown == ["com.example.unlisted"])
     }
 
     @Test("a rescinded consent shows in the view; with consentRescindedRevokesAccess the entitlements end then")

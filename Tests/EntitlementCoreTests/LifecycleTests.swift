@@ -103,6 +103,22 @@ struct LifecycleTests {
         #expect(events["RENEWAL:2000000000000022"] != nil)
     }
 
+    @Test(
+        "a prorated refund's refundedAmount is rounded half away from zero, the revenue ledger's figure",
+        arguments: [(Int64(1005), Int64(50_000), Int64(503)), (999, 33_333, 333), (4999, 50_000, 2500), (990, 50_000, 495), (999, 1, 0)])
+    func proratedRefundRounding(price: Int64, percentage: Int64, refunded: Int64) {
+        let history = History()
+        let id = "3000000000000009"
+        history.add(transaction(id, product: Product.coins, purchase: Time.day(1), quantity: 1, price: price))
+        history.add(
+            transaction(
+                id, product: Product.coins, purchase: Time.day(1), signed: Time.day(5), quantity: 1, revoked: Time.day(5),
+                revocationType: "REFUND_PRORATED", revocationPercentage: percentage, price: price))
+        let refund = Self.lifecycle(history, now: Time.day(10))["REFUND:\(id):\(Time.day(5))"]
+        #expect(refund?.extra["refundedAmount"] == .int(refunded))
+        #expect(-RevenueFacts.refundAmount(price: price, type: .refundProrated, percentage: percentage) == refunded)
+    }
+
     @Test func purchasesRefundsFamilyRevokesAndReversals() {
         let history = History()
         let coins = "3000000000000001"

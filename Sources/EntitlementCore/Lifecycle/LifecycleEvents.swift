@@ -112,12 +112,13 @@ public enum LifecycleEvents {
         }
     }
 
-    /// `refundedAmount`: price x revocationPercentage / 100000, the price when no percentage is given.
+    /// `refundedAmount`: price x revocationPercentage / 100000, rounded half away from zero
+    /// as the revenue ledger rounds the same refund (section 14); the price when no
+    /// percentage is given.
     static func refundedAmount(price: Int64?, percentage: Int64?) -> Int64? {
         guard let price else { return nil }
         guard let percentage else { return price }
-        let (product, overflow) = price.multipliedReportingOverflow(by: percentage)
-        return overflow ? price / 100_000 * percentage : product / 100_000
+        return Rounding.scale(price, by: Int128(percentage), over: 100_000)
     }
 }
 

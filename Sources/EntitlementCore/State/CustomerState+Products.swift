@@ -10,9 +10,17 @@ extension CustomerState {
             last = productId
             products.insert(productId)
         }
-        // An Advanced Commerce purchase grants through its SKUs: its product may grant nothing.
-        for signed in transactions.values where signed.facts.extensions?.items == nil { consider(signed.facts.productId) }
-        for versions in renewalInfos.values {
+        // An Advanced Commerce purchase grants through its SKUs: its product may grant
+        // nothing, nor the renewal infos of its subscription.
+        var commerce = Set<String>()
+        for signed in transactions.values {
+            if signed.facts.extensions?.items == nil {
+                consider(signed.facts.productId)
+            } else {
+                commerce.insert(signed.facts.originalTransactionId)
+            }
+        }
+        for (originalTransactionId, versions) in renewalInfos where !commerce.contains(originalTransactionId) {
             for version in versions { if let productId = version.facts.productId { consider(productId) } }
         }
     }

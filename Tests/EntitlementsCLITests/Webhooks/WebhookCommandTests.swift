@@ -55,9 +55,34 @@ import Glibc
             "webhooks": [["url": "https://a.example.com/hook", "secret": "nope"]],
         ]
         try Data(JSONWriter.string(json).utf8).write(to: config)
-        let run = try E2E.run(["deliver", "--once", "--db", folder.appendingPathComponent("db.sqlite").path, "--config", config.path])
+        let database = folder.appendingPathComponent("db.sqlite").path
+        let run = try E2E.run(["deliver", "--once", "--db", database, "--config", config.path])
         #expect(run.status == 2)
         #expect(run.stderr.contains("webhooks[0].secret"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: database))
+    }
+
+    /// `deliver` needs an endpoint and a database that exists: without either it creates nothing.
+    @Test func deliverCreatesNoDatabase() throws {
+        let folder = E2E.folder()
+        let database = folder.appendingPathComponent("missing.sqlite").path
+        let json: JSONValue = ["bundleId": "com.example.app", "environment": "Sandbox", "rules": ["version": "1", "products": [:]]]
+        let plain = folder.appendingPathComponent("plain.json")
+        try Data(JSONWriter.string(json).utf8).write(to: plain)
+        var run = try E2E.run(["deliver", "--once", "--db", database, "--config", plain.path])
+        #expect(run.status == 2 && run.stderr.contains("\"webhooks\""), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: database))
+
+        let hooks: JSONValue = [
+            "bundleId": "com.example.app", "environment": "Sandbox", "rules": ["version": "1", "products": [:]],
+            "webhooks": [["url": "https://a.example.com/hook", "secret": .string(Self.secret)]],
+        ]
+        let withEndpoint = folder.appendingPathComponent("hooks.json")
+        try Data(JSONWriter.string(hooks).utf8).write(to: withEndpoint)
+        run = try E2E.run(["deliver", "--once", "--db", database, "--config", withEndpoint.path])
+        #expect(run.status == 3 && run.stderr.contains("DATABASE_NOT_FOUND"), "\(run.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("missing") }
+        #expect(left.isEmpty, "\(left)")
     }
 
     /// `deliver` killed (kill -9) at a random moment mid-delivery and started again:
@@ -129,6 +154,13 @@ import Glibc
         run = try E2E.run(["deliver", "--once", "--db", db, "--config", config])
         #expect(run.status == 0)
         #expect(receiver.records().dropFirst(count).map(\.id) == ["changes:\(before)", "changes:\(last)"])
+        // Without --feed: the endpoint's one feed (it takes the changes feed alone).
+        let again = receiver.records().count
+        run = try E2E.run(["webhooks", "redeliver", "--url", receiver.url, "--since", String(before), "--db", db, "--config", config])
+        #expect(run.status == 0 && run.lines.first?.object?["feed"] == .string("changes"), "\(run.stderr)")
+        run = try E2E.run(["deliver", "--once", "--db", db, "--config", config])
+        #expect(run.status == 0)
+        #expect(receiver.records().dropFirst(again).map(\.id) == ["changes:\(last)"])
 
         // Redelivery of an endpoint that is not configured, or from the future: exit 2.
         run = try E2E.run(["webhooks", "redeliver", "--url", "https://elsewhere.example.com/", "--feed", "changes", "--since", "0", "--db", db, "--config", config])

@@ -155,7 +155,7 @@ public struct DocumentVerifier: Sendable {
     /// One JSON line per item: the decoded payload (nested JWS decoded in place) or the error.
     public func verify(_ document: InputBytes) -> [JSONValue] {
         var printed = Set<String>()
-        return verifiedItems(document).compactMap { item in
+        var lines: [JSONValue] = verifiedItems(document).compactMap { item in
             // A receipt of several parts is printed once.
             if case .verified(.receipt(let part)) = item, !printed.insert(part.receipt.sha256).inserted { return nil }
             switch item {
@@ -164,6 +164,14 @@ public struct DocumentVerifier: Sendable {
             case .rejected(let rejection):
                 return ["result": "rejected", "error": ["code": .string(rejection.code), "message": .string(rejection.message)]]
             }
+        }
+        // As `ingest` prints them: a document holding no item is one line, and every
+        // line names the document it came from.
+        if lines.isEmpty { lines = [["result": "empty"]] }
+        guard let number = document.number else { return lines }
+        return lines.map { line in
+            guard case .object(let object) = line else { return line }
+            return .object(JSONObject([(key: "input", value: .int(Int64(number)))] + object.members))
         }
     }
 }

@@ -176,9 +176,10 @@ enum Help {
         "verify": """
             entitlements verify --config PATH [FILE ...]
 
-            Checks and decodes without storing: one line per item, {"result":"verified",
-            "kind":...,"payload":{...}} with nested JWS decoded in place, or the error. No
-            database is used.
+            Checks and decodes without storing: one line per item, {"input":N,"result":"verified",
+            "kind":...,"payload":{...}} with nested JWS decoded in place, or the error;
+            "input" is the document's number as ingest counts it (for NDJSON its line), and a
+            document holding no item prints {"input":N,"result":"empty"}. No database is used.
 
             OPTIONS
               --config PATH   configuration file (required)

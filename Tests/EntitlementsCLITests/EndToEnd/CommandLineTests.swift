@@ -201,5 +201,17 @@ import TestSupport
         #expect(transaction.lines.first?["payload"]?["transactionId"] == "2000000847061981")
         let wrongEnvironment = try E2E.run(["verify", "--config", sandbox, sample], in: folder)
         #expect(wrongEnvironment.status == 1)
+
+        // As ingest numbers its lines: each line names its input, an empty page is one line.
+        let lines = folder.appendingPathComponent("lines.ndjson")
+        let transactionJSON = try String(contentsOf: fixtures.appendingPathComponent("sandbox-consumable-transaction.json"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n", with: "")
+        try Data((transactionJSON + "\n\n" + #"{"signedTransactions":[],"hasMore":false}"# + "\n" + "not json" + "\n").utf8).write(to: lines)
+        let numbered = try E2E.run(["verify", "--config", sandbox, lines.path], in: folder)
+        #expect(numbered.status == 1)
+        #expect(numbered.lines.count == 3, "\(numbered.stdout)")
+        #expect(numbered.lines.first?["input"] == 1 && numbered.lines.first?["result"] == "verified")
+        #expect(numbered.lines.dropFirst().first == ["input": 3, "result": "empty"])
+        #expect(numbered.lines.last?["input"] == 4 && numbered.lines.last?["result"] == "rejected")
     }
 }

@@ -30,7 +30,10 @@ extension EventStore {
         let differences = answer.differences(from: reported)
         if !differences.isEmpty {
             var effective: [String: Int64] = [:]
-            if let timeline, cause == .event || cause == .time {
+            // The date in the data that brought each change about: for an event, the
+            // clock, or the survivor of a merge (what it gained took effect when it was
+            // bought); a change of rules has none, nor a key merged away (no state).
+            if let timeline, cause != .rules {
                 effective = timeline.effectiveAt(of: differences.map(\.entitlement))
             }
             let insert = try connection.cached(

@@ -79,6 +79,10 @@ import Testing
         #expect(!gone.active && gone.expiresDate == nil)
         let gained = try #require(merge.first { $0.appTransactionId == "app-9" })
         #expect(gained.active && gained.expiresDate == 1_702_592_000_000)
+        // The key merged away lost it when the merge was recorded; the survivor's access took
+        // effect in its data at the purchase.
+        #expect(gone.effectiveAt == Self.received + 1_000)
+        #expect(gained.effectiveAt == 1_700_000_000_000)
         #expect(gone.cursor < gained.cursor)
         // The old key is no longer followed by time: only the survivor's expiry is due.
         #expect(try store.recordDueChanges(rules: StoreFixtures.rules, now: 1_702_592_000_000) == 1)

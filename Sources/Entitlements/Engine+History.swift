@@ -58,7 +58,7 @@ extension Engine {
                         state: projection.state, events: events, rules: try activeRules(store).rules, until: until)
                     return .lines(appTransactionId: projection.state.key, lines)
                 }
-                return .notFound("no events for \(described)")
+                return .notFound("no customer holds \(described)")
             }
         } catch {
             throw EngineError(error)

@@ -46,17 +46,17 @@ extension Engine {
                 case .appTransactionId(let id):
                     // What was given to an app user itself answers through `query(appUserId:at:)`, not as a customer.
                     guard OperatorRecord.appUser(ofKey: id) == nil, let view = try view(of: try store.resolveCustomer(id), at: at, store: store) else {
-                        return .notFound("no events for appTransactionId \(id)")
+                        return .notFound("no customer has appTransactionId \(id)")
                     }
                     return .customer(view)
                 case .originalTransactionId(let otid):
                     if let view = try view(of: try store.resolveCustomer("otid:" + otid), at: at, store: store) {
                         return .customer(view)
                     }
-                    return .notFound("no events for originalTransactionId \(otid)")
+                    return .notFound("no customer holds originalTransactionId \(otid)")
                 case .transactionId(let id):
                     guard let key = try store.customer(transactionId: id), let view = try view(of: key, at: at, store: store) else {
-                        return .notFound("no events for transactionId \(id)")
+                        return .notFound("no customer holds transactionId \(id)")
                     }
                     return .customer(view)
                 case .appAccountToken(let token):

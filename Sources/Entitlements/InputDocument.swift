@@ -88,6 +88,8 @@ public enum InputDocument {
             }
             if let v1 = V1Notification.rejection(object) { return .failure(v1) }
             if let conflict = signedFieldConflict(object) { return .failure(conflict) }
+            // After the conflict check: the positions searched are those of the one form present.
+            if let stray = StraySignedData.rejection(object) { return .failure(stray) }
             if let value = object["receipt-data"] {
                 guard case .string(let text) = value else {
                     return .failure(MalformedInput("\"receipt-data\" must be a base64 receipt string, found \(value.typeName)"))

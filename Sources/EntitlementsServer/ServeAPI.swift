@@ -60,20 +60,6 @@ final class ServeAPI: Sendable {
         return .proceed(route)
     }
 
-    /// The reserved connection pools: Apple's webhook, and the holders of the token.
-    static let webhookPool = "webhook"
-    static let tokenPool = "token"
-
-    /// Which reserved pool a request over the connection bounds may use: `POST /notifications`
-    /// the webhook's; a request with the valid bearer token (any `Authorization` when no token is set) the token's.
-    func reservedPool(_ head: RequestHead) -> String? {
-        if head.method == "POST" && head.path == "/notifications" { return Self.webhookPool }
-        guard let header = head.field("authorization") else { return nil }
-        if adminLabel(header) != nil { return Self.tokenPool }
-        if let token, !Self.authorized(header, token: token) { return nil }
-        return Self.tokenPool
-    }
-
     /// `Bearer <token>`, the scheme case-insensitive, compared in constant time.
     static func authorized(_ header: String?, token: String) -> Bool {
         guard let header else { return false }

@@ -16,7 +16,7 @@ public final class Server: Sendable {
         public var webhooks = WebhookDeliverer.Options()
 
         public init(maxBodyBytes: Int) {
-            limits = ServerLimits(maxBodyBytes: maxBodyBytes, reservedConnections: [ServeAPI.webhookPool: 8, ServeAPI.tokenPool: 8])
+            limits = ServerLimits(maxBodyBytes: maxBodyBytes)
             quarantine = QuarantineBound()
         }
     }
@@ -67,7 +67,6 @@ public final class Server: Sendable {
                 }
                 return decision
             },
-            reservation: { head, _ in api.reservedPool(head) },
             handler: { request, route, client in
                 let started = DispatchTime.now().uptimeNanoseconds
                 let response = api.replicaHandle(request, route: route, client: client)

@@ -5,10 +5,11 @@ import Glibc
 #endif
 
 /// A small HTTP/1.1 server on POSIX sockets: one thread per connection (within
-/// the bounds of ``ServerLimits``: in total, per client address, and reserved
-/// pools above them), the framing done by ``RequestParser``, the answers by
-/// the handler. A connection over the bounds sheds an idle one or gets `503`
-/// at once; it never waits in the listen backlog.
+/// the bounds of ``ServerLimits``: in total and per client address), the framing
+/// done by ``RequestParser``, the answers by the handler. A connection over a
+/// bound sheds an idle one or is answered `503` with `Retry-After` as soon as it
+/// is accepted, before any of its request is read; it never waits in the listen
+/// backlog.
 ///
 /// Call ``run()`` on a thread of its own; ``stop()`` (or SIGTERM, after
 /// ``stopOnSignals(_:)``) closes the listening socket, closes idle connections,
@@ -25,9 +26,6 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     public typealias Preflight = @Sendable (RequestHead, ClientInfo) -> HeadDecision<Context>
     /// Answers a complete request, with what its preflight learned.
     public typealias Handler = @Sendable (ServerRequest, Context, ClientInfo) -> ServerResponse
-    /// The reserved pool (a key of ``ServerLimits/reservedConnections``) that a request's head
-    /// may use when its connection came over the bounds; `nil`: none (it gets `503`).
-    public typealias Reservation = @Sendable (RequestHead, ClientInfo) -> String?
     /// Starts a thread running the closure; `false` when the system could not.
     typealias ThreadStarter = @Sendable (@escaping @Sendable () -> Void) -> Bool
 
@@ -42,7 +40,6 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     private let log: AccessLog?
     private let preflight: Preflight
     private let handler: Handler
-    private let reservation: Reservation
     private let lock = NSLock()
     private var slots: ConnectionSlots
     /// Set once when the server stops accepting; read by every connection at each request, without a lock.
@@ -53,14 +50,12 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     /// Binds and listens.
     /// - Throws: ``ServerError`` when the address cannot be bound (in use, not local, not permitted).
     public init(
-        listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight,
-        reservation: @escaping Reservation = { _, _ in nil }, handler: @escaping Handler
+        listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight, handler: @escaping Handler
     ) throws(ServerError) {
         signal(SIGPIPE, SIG_IGN)
         self.limits = limits
         self.log = log
         self.preflight = preflight
-        self.reservation = reservation
         self.handler = handler
         slots = ConnectionSlots(limits: limits)
         let (fd, bound) = try Self.bind(listen, backlog: limits.backlog)
@@ -178,6 +173,13 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         return slots.count
     }
 
+    /// Connections open now with no request under way (those a new connection over a bound may shed).
+    var idleConnections: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return slots.idleCount
+    }
+
     private var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
     // MARK: Accepting
@@ -256,17 +258,18 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
             let client = ClientInfo(peer: Self.numeric(storage).host)
             lock.lock()
             let admission = slots.admit(peer: client.peer, fd: fd, now: Connection.now()) { !Connection.hasBytesWaiting($0.fd) }
-            if case .admit(_, _, let victim?) = admission {
+            if case .admit(_, let victim?) = admission {
                 // The idle connection's thread wakes on the shutdown and closes it.
                 shutdown(victim, Int32(SHUT_RDWR))
             }
             lock.unlock()
-            guard case .admit(let id, let tier, _) = admission else {
+            guard case .admit(let id, _) = admission else {
+                // Over a bound with nothing idle to shed: answered now, its request unread.
                 refuse(fd, client: client)
                 continue
             }
             let started = startThread { [self] in
-                var connection = Connection(fd: fd, id: id, pending: tier == .pending, client: client, server: self)
+                var connection = Connection(fd: fd, id: id, client: client, server: self)
                 connection.serve()
                 finish(id: id, fd: fd)
             }
@@ -292,7 +295,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
 
     /// `503` with `Retry-After` to a connection over the bounds, written without waiting, and closed.
     private func refuse(_ fd: Int32, client: ClientInfo) {
-        let response = busyResponse(message: "too many connections; retry later")
+        var response = ServerResponse.error(503, code: "SERVER_BUSY", message: "too many connections; retry later", closesConnection: true)
+        response.fields.append(HTTPField(name: "Retry-After", value: String(limits.retryAfterSeconds)))
         let bytes = response.serialized(close: true)
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         shutdown(fd, Int32(SHUT_WR))
@@ -301,12 +305,6 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         for _ in 0..<4 where recv(fd, &chunk, chunk.count, 0) > 0 {}
         close(fd)
         log?.write(AccessLog.Entry(client: client.peer, method: nil, target: nil, status: 503, bytes: response.body.count, microseconds: 0))
-    }
-
-    func busyResponse(message: String) -> ServerResponse {
-        var response = ServerResponse.error(503, code: "SERVER_BUSY", message: message, closesConnection: true)
-        response.fields.append(HTTPField(name: "Retry-After", value: String(limits.retryAfterSeconds)))
-        return response
     }
 
     // MARK: Slots, for connections
@@ -321,13 +319,6 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         lock.lock()
         slots.markBusy(id)
         lock.unlock()
-    }
-
-    private func place(_ id: Int, head: RequestHead, client: ClientInfo) -> ConnectionSlots.Placement {
-        let pool = reservation(head, client)
-        lock.lock()
-        defer { lock.unlock() }
-        return slots.place(id, pool: pool)
     }
 
     // MARK: One connection
@@ -347,19 +338,14 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         var stopSeen = false
         /// After a stop: a request still arriving is cut, and an answer abandoned, at this time.
         var stopDeadline: UInt64 = 0
-        /// Admitted over a bound: placed once its head is read.
-        var pending: Bool
-        /// In a reserved slot: one request, then close.
-        var oneRequest = false
         /// Whether the server's slots know it as idle.
         var idle = true
         /// What the preflight learned from the head of the request being received.
         var context: Context?
 
-        init(fd: Int32, id: Int, pending: Bool, client: ClientInfo, server: HTTPServer<Context>) {
+        init(fd: Int32, id: Int, client: ClientInfo, server: HTTPServer<Context>) {
             self.fd = fd
             self.id = id
-            self.pending = pending
             self.client = client
             self.server = server
             self.parser = RequestParser(limits: server.limits.parser)
@@ -443,20 +429,9 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
                     bodyStarted = Self.now()
                     method = head.method
                     target = head.target
-                    if pending {
-                        // Over a bound: the head decides between a slot (general or reserved) and 503.
-                        pending = false
-                        switch server.place(id, head: head, client: client) {
-                        case .general: break
-                        case .reserved: oneRequest = true
-                        case .refused:
-                            _ = respond(server.busyResponse(message: "too many connections; retry later"), close: true)
-                            return
-                        }
-                    }
                     switch server.preflight(head, client) {
                     case .answer(let early):
-                        let close = head.framing != .none || !head.keepAlive || early.closesConnection || oneRequest || stopSeen || server.isStopping
+                        let close = head.framing != .none || !head.keepAlive || early.closesConnection || stopSeen || server.isStopping
                         guard respond(early, close: close), !close else { return }
                         // No body: the request is complete; the parser's next event is it, skip it.
                         if case .request = parser.next() {}
@@ -474,7 +449,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
                     guard let learned = context else { return }
                     context = nil
                     let response = server.handler(request, learned, client)
-                    let close = !request.head.keepAlive || response.closesConnection || oneRequest || stopSeen || server.isStopping
+                    let close = !request.head.keepAlive || response.closesConnection || stopSeen || server.isStopping
                     guard respond(response, close: close), !close else { return }
                 case .failure(let error):
                     let response = ServerResponse.error(error.status, code: Self.code(error.status), message: error.message, closesConnection: true)
@@ -614,12 +589,11 @@ extension HTTPServer where Context == Void {
     public convenience init(
         listen: ListenAddress, limits: ServerLimits, log: AccessLog?,
         preflight: @escaping @Sendable (RequestHead, ClientInfo) -> ServerResponse? = { _, _ in nil },
-        reservation: @escaping Reservation = { _, _ in nil },
         handler: @escaping @Sendable (ServerRequest, ClientInfo) -> ServerResponse
     ) throws(ServerError) {
         try self.init(
             listen: listen, limits: limits, log: log,
             preflight: { head, client in preflight(head, client).map { .answer($0) } ?? .proceed(()) },
-            reservation: reservation, handler: { request, _, client in handler(request, client) })
+            handler: { request, _, client in handler(request, client) })
     }
 }

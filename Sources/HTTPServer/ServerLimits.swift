@@ -1,20 +1,15 @@
 /// The bounds a server keeps per connection and in total.
 ///
 /// The limits and their defaults:
-/// - `maxConnections` (256): connections served at once in the general pool.
-/// - `maxConnectionsPerClient` (64): connections one client address may hold, in every pool.
-/// - `reservedConnections` (none here; `serve` keeps 8 for `POST /notifications` and 8 for
-///   requests with the valid bearer token, or any `Authorization` when no token is set):
-///   slots above both bounds, per named pool, decided from the request's head.
-///   A connection over a bound with nothing to shed is admitted as pending, reads its
-///   request head (its address may hold at most half the reserve this way), and then is
-///   served in the general pool if room opened meanwhile, else in the pool its head names
-///   (one address holds at most half of a pool), else answered `503`. A reserved slot
-///   serves one request, then closes.
-/// - Past every bound a new connection first sheds an idle one (a connection that has sent
-///   no byte of a request: before its first one or between requests, oldest idle first;
-///   over the per-client bound only that client's), else it gets `503` with `Retry-After`
-///   (`retryAfterSeconds`, 5) at once: nothing waits in the listen backlog.
+/// - `maxConnections` (256): connections served at once.
+/// - `maxConnectionsPerClient` (64): connections one client address may hold.
+/// - A connection accepted while its client address or the server is at a bound first sheds
+///   an idle connection (one with no request under way: before its first request or between
+///   requests, oldest idle first; at the per-client bound only that client's own). A connection
+///   with part of a request received is never shed. With nothing to shed, the new connection is
+///   answered `503` with `Retry-After` (`retryAfterSeconds`, 5) as soon as it is accepted,
+///   before any of its request is read, and closed: nothing waits in the listen backlog, and
+///   nothing waits for a request to arrive.
 /// - `idleTimeoutMilliseconds` (10 s) with no byte received closes a connection;
 ///   `headerTimeoutMilliseconds` (10 s) for a whole head; `bodyTimeoutMilliseconds` (60 s)
 ///   for a whole body; `writeTimeoutMilliseconds` (10 s) for the client to read an answer.
@@ -27,14 +22,13 @@
 ///
 /// `serve` takes `serve.maxConnections` and `serve.maxConnectionsPerClient` from its configuration.
 public struct ServerLimits: Sendable {
-    /// Connections served at once in the general pool; past it, idle ones are shed, else `503`.
+    /// Connections served at once; past it, idle ones are shed, else a new connection gets `503` at once.
     public var maxConnections: Int
-    /// Connections one client address (the socket's peer) may hold at once, pending and reserved ones included.
+    /// Connections one client address (the socket's peer) may hold at once; past it, that client's idle
+    /// ones are shed, else its new connection gets `503` at once.
     /// Behind a reverse proxy every connection has the proxy's address: raise it to `maxConnections` there.
     public var maxConnectionsPerClient: Int
-    /// Slots above both bounds for each named pool that the server's reservation names from a request's head.
-    public var reservedConnections: [String: Int]
-    /// The `Retry-After` of a `503` for a connection over the bounds.
+    /// The `Retry-After` of a `503` for a connection over a bound.
     public var retryAfterSeconds: Int
     /// A connection that sends nothing for this long is closed (between requests, or in the middle of one).
     public var idleTimeoutMilliseconds: Int
@@ -52,14 +46,13 @@ public struct ServerLimits: Sendable {
     public var parser: ParserLimits
 
     public init(
-        maxBodyBytes: Int, maxConnections: Int = 256, maxConnectionsPerClient: Int = 64, reservedConnections: [String: Int] = [:],
+        maxBodyBytes: Int, maxConnections: Int = 256, maxConnectionsPerClient: Int = 64,
         retryAfterSeconds: Int = 5, idleTimeoutMilliseconds: Int = 10_000, headerTimeoutMilliseconds: Int = 10_000,
         bodyTimeoutMilliseconds: Int = 60_000, writeTimeoutMilliseconds: Int = 10_000, shutdownGraceMilliseconds: Int = 5_000,
         backlog: Int32 = 1024
     ) {
         self.maxConnections = maxConnections
         self.maxConnectionsPerClient = maxConnectionsPerClient
-        self.reservedConnections = reservedConnections
         self.retryAfterSeconds = retryAfterSeconds
         self.idleTimeoutMilliseconds = idleTimeoutMilliseconds
         self.headerTimeoutMilliseconds = headerTimeoutMilliseconds

@@ -10,26 +10,26 @@ import Glibc
 /// The connection bounds as decisions: who is admitted, who is shed, who gets 503.
 @Suite("Connection slots and accept back-off")
 struct ConnectionSlotsTests {
-    static func limits(total: Int, perClient: Int, reserved: [String: Int] = [:]) -> ServerLimits {
-        ServerLimits(maxBodyBytes: 1024, maxConnections: total, maxConnectionsPerClient: perClient, reservedConnections: reserved)
+    static func limits(total: Int, perClient: Int) -> ServerLimits {
+        ServerLimits(maxBodyBytes: 1024, maxConnections: total, maxConnectionsPerClient: perClient)
     }
 
     @Test("a client at its bound sheds its own oldest idle connection, never another client's")
     func perClientSheds() {
         var slots = ConnectionSlots(limits: Self.limits(total: 10, perClient: 2))
-        guard case .admit(let first, .general, nil) = slots.admit(peer: "a", fd: 10, now: 1),
-            case .admit(let second, .general, nil) = slots.admit(peer: "a", fd: 11, now: 2),
-            case .admit(_, .general, nil) = slots.admit(peer: "b", fd: 20, now: 0)
+        guard case .admit(let first, nil) = slots.admit(peer: "a", fd: 10, now: 1),
+            case .admit(let second, nil) = slots.admit(peer: "a", fd: 11, now: 2),
+            case .admit(_, nil) = slots.admit(peer: "b", fd: 20, now: 0)
         else { return #expect(Bool(false)) }
         // Both of a's connections are idle: the older one goes.
         let decision1 = slots.admit(peer: "a", fd: 12, now: 3)
-        #expect(decision1 == .admit(id: 4, tier: .general, shed: 10))
+        #expect(decision1 == .admit(id: 4, shed: 10))
         #expect(slots.slot(first) == nil)
         // The second is busy now, the third idle: the third goes.
         slots.markBusy(second)
         let decision2 = slots.admit(peer: "a", fd: 13, now: 4)
-        #expect(decision2 == .admit(id: 5, tier: .general, shed: 12))
-        // Both busy: refused (no reserve), b untouched.
+        #expect(decision2 == .admit(id: 5, shed: 12))
+        // Both busy: refused, b untouched (and not shed: it is another client's).
         slots.markBusy(5)
         let decision3 = slots.admit(peer: "a", fd: 14, now: 5)
         #expect(decision3 == .refuse)
@@ -43,76 +43,39 @@ struct ConnectionSlotsTests {
         for (index, peer) in ["a", "b", "c"].enumerated() { _ = slots.admit(peer: peer, fd: Int32(10 + index), now: UInt64(10 - index)) }
         // c is the oldest idle, but bytes are waiting on it: b goes.
         let decision4 = slots.admit(peer: "d", fd: 13, now: 20) { $0.fd != 12 }
-        #expect(decision4 == .admit(id: 4, tier: .general, shed: 11))
+        #expect(decision4 == .admit(id: 4, shed: 11))
         for id in [1, 3, 4] { slots.markBusy(id) }
         let decision5 = slots.admit(peer: "e", fd: 14, now: 21)
         #expect(decision5 == .refuse)
         // Idle again later: it is shed before anyone waits.
         slots.markIdle(1, now: 30)
         let decision6 = slots.admit(peer: "e", fd: 14, now: 31)
-        #expect(decision6 == .admit(id: 5, tier: .general, shed: 10))
+        #expect(decision6 == .admit(id: 5, shed: 10))
         let decision7 = slots.release(5)
         #expect(decision7)
         let releasedShed = slots.release(1)
         #expect(!releasedShed, "a shed connection's slot is gone already")
     }
 
-    @Test("over a bound with nothing to shed: a pending slot of the reserve; the head places it or refuses it")
-    func reserve() {
-        var slots = ConnectionSlots(limits: Self.limits(total: 2, perClient: 2, reserved: ["hook": 1, "auth": 1]))
+    @Test("at the total bound with nothing idle: refused at once; a busy connection is never shed, an idle one of any client is")
+    func totalRefuses() {
+        var slots = ConnectionSlots(limits: Self.limits(total: 2, perClient: 2))
         _ = slots.admit(peer: "a", fd: 10, now: 1)
-        _ = slots.admit(peer: "b", fd: 11, now: 1)
+        _ = slots.admit(peer: "b", fd: 11, now: 2)
+        // Both mid-request.
         slots.markBusy(1)
         slots.markBusy(2)
-        guard case .admit(let hook, .pending, nil) = slots.admit(peer: "x", fd: 20, now: 2),
-            case .admit(let auth, .pending, nil) = slots.admit(peer: "y", fd: 21, now: 2)
-        else { return #expect(Bool(false)) }
-        slots.markBusy(hook)
-        slots.markBusy(auth)
-        // The reserve holds two: a third over the bounds is refused.
-        let decision8 = slots.admit(peer: "z", fd: 22, now: 3)
-        #expect(decision8 == .refuse)
-        let decision9 = slots.place(hook, pool: "hook")
-        #expect(decision9 == .reserved("hook"))
-        let decision10 = slots.place(auth, pool: "auth")
-        #expect(decision10 == .reserved("auth"))
-        // The pools are full; a pending one that names none, or a full one, is refused.
-        slots.release(auth)
-        guard case .admit(let other, .pending, nil) = slots.admit(peer: "z", fd: 23, now: 4) else { return #expect(Bool(false)) }
-        let decision11 = slots.place(other, pool: "hook")
-        #expect(decision11 == .refused)
-        let decision12 = slots.place(other, pool: nil)
-        #expect(decision12 == .refused)
-        // Room in the general pool: a pending one goes there, whatever its head.
-        slots.release(other)
-        guard case .admit(let late, .pending, nil) = slots.admit(peer: "z", fd: 24, now: 5) else { return #expect(Bool(false)) }
-        slots.release(1)
-        let decision13 = slots.place(late, pool: nil)
-        #expect(decision13 == .general)
-    }
-
-    @Test("one client over its bound holds at most half the reserve; its idle pending ones are shed for it")
-    func reserveShare() {
-        var slots = ConnectionSlots(limits: Self.limits(total: 10, perClient: 1, reserved: ["hook": 2, "auth": 2]))
-        _ = slots.admit(peer: "a", fd: 10, now: 0)
-        slots.markBusy(1)
-        var pending: [Int] = []
-        for index in 0..<2 {
-            guard case .admit(let id, .pending, nil) = slots.admit(peer: "a", fd: Int32(11 + index), now: UInt64(1 + index)) else {
-                return #expect(Bool(false))
-            }
-            pending.append(id)
-        }
-        // At its share (2 of 4): its oldest idle pending one goes.
-        let decision14 = slots.admit(peer: "a", fd: 13, now: 5)
-        #expect(decision14 == .admit(id: 4, tier: .pending, shed: 11))
-        for id in [pending[1], 4] { slots.markBusy(id) }
-        let decision15 = slots.admit(peer: "a", fd: 14, now: 6)
-        #expect(decision15 == .refuse)
-        // Another client still has the rest of the reserve.
-        _ = slots.admit(peer: "b", fd: 30, now: 0)
-        slots.markBusy(5)
-        if case .admit(_, .pending, nil) = slots.admit(peer: "b", fd: 31, now: 7) {} else { Issue.record("b had no pending slot") }
+        let overTotal = slots.admit(peer: "c", fd: 12, now: 3)
+        #expect(overTotal == .refuse)
+        let overAgain = slots.admit(peer: "a", fd: 13, now: 3)
+        #expect(overAgain == .refuse)
+        #expect(slots.count == 2 && slots.idleCount == 0)
+        // b's request answered, b idle again: c takes its place.
+        slots.markIdle(2, now: 4)
+        #expect(slots.idleCount == 1)
+        let shedding = slots.admit(peer: "c", fd: 14, now: 5)
+        #expect(shedding == .admit(id: 3, shed: 11))
+        #expect(slots.count(peer: "b") == 0 && slots.count(peer: "c") == 1)
     }
 
     @Test("out of descriptors, accepting pauses 10 ms, doubling to 1 s, until an accept succeeds; other failures never pause")
@@ -222,9 +185,9 @@ final class RunningServer: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     var port: Int { server.address.port }
 
-    init(limits: ServerLimits, startThread: HTTPServer.ThreadStarter? = nil, reservation: @escaping HTTPServer.Reservation = { _, _ in nil }) throws {
+    init(limits: ServerLimits, startThread: HTTPServer.ThreadStarter? = nil) throws {
         server = try HTTPServer(
-            listen: ListenAddress(host: "127.0.0.1", port: 0), limits: limits, log: nil, reservation: reservation,
+            listen: ListenAddress(host: "127.0.0.1", port: 0), limits: limits, log: nil,
             handler: { request, _ in .json(200, Array(#"{"ok":true}"#.utf8)) })
         if let startThread { server.startThread = startThread }
         let thread = Thread { [self] in
@@ -257,7 +220,7 @@ final class RunningServer: @unchecked Sendable {
 }
 
 /// The bounds over real loopback sockets, the server alone.
-@Suite("HTTP server: connection bounds, reserve, thread failure, stopping")
+@Suite("HTTP server: connection bounds, thread failure, stopping")
 struct ConnectionBoundsTests {
     static let health = "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
 
@@ -286,59 +249,78 @@ struct ConnectionBoundsTests {
         }
     }
 
-    @Test("past every bound with nothing idle: 503 with Retry-After at once; the reserve serves the head it names, one request")
-    func boundsAndReserve() throws {
-        let limits = ServerLimits(maxBodyBytes: 1024, maxConnections: 4, maxConnectionsPerClient: 2, reservedConnections: ["hook": 1, "auth": 1])
-        let running = try RunningServer(
-            limits: limits,
-            reservation: { head, _ in
-                if head.path == "/hook" { return "hook" }
-                return head.field("authorization") != nil ? "auth" : nil
-            })
-        // Four busy connections (a head begun) from two addresses fill the general pool.
-        var busy: [LoopbackClient] = []
-        for source in ["127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"] {
-            let client = try #require(LoopbackClient(port: running.port, from: source))
-            client.send("GET /health HTTP/1.1\r\n")
-            busy.append(client)
+    /// Bounds whose timeouts are two minutes: an answer within seconds can only be the `503` given on accept.
+    static func slowLimits(total: Int, perClient: Int) -> ServerLimits {
+        ServerLimits(
+            maxBodyBytes: 1024, maxConnections: total, maxConnectionsPerClient: perClient, idleTimeoutMilliseconds: 120_000,
+            headerTimeoutMilliseconds: 120_000)
+    }
+
+    /// Whether `client` is answered `503` with `Retry-After` and then closed, each within `timeout` seconds.
+    static func refusedAtOnce(_ client: LoopbackClient, timeout: Double = 5) -> Bool {
+        let answer = client.head(timeout: timeout)
+        return answer?.status == 503 && answer?.fields["retry-after"] == "5" && client.closed(within: timeout)
+    }
+
+    @Test("a client at its bound with every connection mid-request: its next connection gets 503 with Retry-After at once, before it sends anything")
+    func perClientBoundSlowClients() throws {
+        let running = try RunningServer(limits: Self.slowLimits(total: 20, perClient: 4))
+        var slow: [LoopbackClient] = []
+        for _ in 0..<4 {
+            let client = try #require(LoopbackClient(port: running.port))
+            client.send("GET /health HTTP/1.1\r\n")  // a head begun, never finished: not idle
+            slow.append(client)
         }
         #expect(RunningServer.eventually { running.server.activeConnections == 4 })
-        // A fifth client address: a pending slot, and a head that names no pool gets 503 at once.
-        let plain = try #require(LoopbackClient(port: running.port, from: "127.0.0.4"))
-        plain.send(Self.health)
-        let refused = plain.head(timeout: 10)
-        #expect(refused?.status == 503)
-        #expect(refused?.fields["retry-after"] == "5")
-        #expect(plain.closed(within: 10))
-        // The webhook and a token holder are served, one request each.
-        let hook = try #require(LoopbackClient(port: running.port, from: "127.0.0.4"))
-        hook.send("POST /hook HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}")
-        let hooked = hook.head(timeout: 10)
-        #expect(hooked?.status == 200)
-        #expect(hooked?.fields["connection"] == "close")
-        let auth = try #require(LoopbackClient(port: running.port, from: "127.0.0.2"))
-        auth.send("GET /health HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer x\r\n\r\n")
-        #expect(auth.head(timeout: 10)?.status == 200)
-        #expect(hook.closed(within: 10) && auth.closed(within: 10))
-        #expect(RunningServer.eventually { running.server.activeConnections == 4 })
-        // With both reserved slots held by silent heads begun, the next is refused before it sends anything.
-        let holdHook = try #require(LoopbackClient(port: running.port, from: "127.0.0.5"))
-        holdHook.send("POST /hook HTTP/1.1\r\n")
-        let holdAuth = try #require(LoopbackClient(port: running.port, from: "127.0.0.6"))
-        holdAuth.send("GET /health HTTP/1.1\r\n")
-        #expect(RunningServer.eventually { running.server.activeConnections == 6 })
-        let over = try #require(LoopbackClient(port: running.port, from: "127.0.0.7"))
-        let answer = over.head(timeout: 10)
-        #expect(answer?.status == 503)
-        #expect(answer?.fields["retry-after"] == "5")
-        // A busy one finishing makes room in the general pool again.
-        busy[0].send("Host: t\r\n\r\n")
-        #expect(busy[0].head(timeout: 10)?.status == 200)
-        busy.removeFirst()
-        #expect(RunningServer.eventually { running.server.activeConnections == 5 })
-        let later = try #require(LoopbackClient(port: running.port, from: "127.0.0.8"))
-        later.send(Self.health)
-        #expect(later.head(timeout: 10)?.status == 200)
+        // Silent: nothing to read, so the answer can only come on accept.
+        let fifth = try #require(LoopbackClient(port: running.port))
+        #expect(Self.refusedAtOnce(fifth))
+        // None of the slow ones was shed for it, and another address is not held back.
+        #expect(running.server.activeConnections == 4)
+        let other = try #require(LoopbackClient(port: running.port, from: "127.0.0.2"))
+        other.send(Self.health)
+        #expect(other.head(timeout: 10)?.status == 200)
+        // A slow one finishing is served.
+        slow[0].send("Host: t\r\n\r\n")
+        #expect(slow[0].head(timeout: 10)?.status == 200)
+    }
+
+    @Test("the server at its total bound with every connection mid-request: each connection over it gets 503 with Retry-After at once")
+    func totalBoundSlowClients() throws {
+        let running = try RunningServer(limits: Self.slowLimits(total: 20, perClient: 4))
+        var admitted: [LoopbackClient] = []
+        var over: [LoopbackClient] = []
+        // 32 slow clients, four from each of 127.0.0.2 to 127.0.0.9: the first 20 fill the bound.
+        for index in 0..<32 {
+            let client = try #require(LoopbackClient(port: running.port, from: "127.0.0.\(2 + index / 4)"))
+            client.send("GET /health HTTP/1.1\r\n")
+            if index < 20 { admitted.append(client) } else { over.append(client) }
+        }
+        for client in over { #expect(Self.refusedAtOnce(client)) }
+        #expect(running.server.activeConnections == 20)
+        // The admitted ones are still being served: one finishing gets its answer.
+        admitted[19].send("Host: t\r\n\r\n")
+        #expect(admitted[19].head(timeout: 10)?.status == 200)
+    }
+
+    @Test("a client at its bound with its connections idle between requests: a new one sheds the oldest idle and is served")
+    func perClientBoundShedsIdle() throws {
+        let running = try RunningServer(limits: Self.slowLimits(total: 20, perClient: 4))
+        var kept: [LoopbackClient] = []
+        for count in 1...4 {
+            let client = try #require(LoopbackClient(port: running.port))
+            client.send(Self.health)
+            #expect(client.head(timeout: 10)?.status == 200)
+            kept.append(client)
+            // Answered and waiting for its next request (keep-alive), idle before the next one connects.
+            #expect(RunningServer.eventually { running.server.idleConnections == count })
+        }
+        let fifth = try #require(LoopbackClient(port: running.port))
+        fifth.send(Self.health)
+        #expect(fifth.head(timeout: 10)?.status == 200)
+        // The oldest idle one made room: the server closed it.
+        #expect(kept[0].closed(within: 10))
+        #expect(running.server.activeConnections == 4)
     }
 
     @Test("stop: idle connections close at once, a request still arriving gets the grace then 503, run() returns")

@@ -13,6 +13,8 @@ struct Arguments {
     var repeated: [String: [String]] = [:]
     var flags: Set<String> = []
     var positional: [String] = []
+    /// The valued flags that may be given more than once (each value kept in ``repeated``).
+    static let repeatable: Set<String> = ["--storefront"]
 
     /// - Parameters:
     ///   - valued: flags that take a value (`--db PATH`).
@@ -34,6 +36,11 @@ struct Arguments {
                     inline = String(argument[argument.index(after: equals)...])
                 }
                 if valued.contains(name) {
+                    // Given twice, a flag that takes one value is a mistake to say, not to settle
+                    // silently (`link --app-user-id a --app-user-id b`).
+                    if values[name] != nil, !Self.repeatable.contains(name) {
+                        throw UsageError(message: "\(name) is given more than once", command: command)
+                    }
                     if let inline {
                         values[name] = inline
                         repeated[name, default: []].append(inline)

@@ -32,6 +32,8 @@ import TestSupport
             (["query", "--config", config], "give exactly one of"),
             (["query", "--config", config, "--app-transaction-id", "1", "--at", "soon"], "--at expects milliseconds"),
             (["demo", "extra"], "demo takes no arguments"),
+            (["query", "--config", config, "--app-transaction-id", "1", "--app-transaction-id", "2"], "--app-transaction-id is given more than once"),
+            (["link", "--config", config, "--id", "l1", "--app-user-id", "a", "--app-user-id=b", "--app-transaction-id", "1"], "--app-user-id is given more than once"),
         ]
         for (arguments, expected) in cases {
             let run = try E2E.run(arguments, in: folder)

@@ -301,6 +301,12 @@ struct ReplayCustomer: Sendable {
 
     var key: CustomerKey
     var rows: [Row] = []
+    /// A customer gathered for the end (made of several keys), met here at its own key:
+    /// its row is written in key order with the previous generation's state, holding its
+    /// place in the table until its own state is written over it (see
+    /// ``ReplayScan``): written only at the end, a row numbered by its customer would go
+    /// into the middle of full leaves and split them.
+    var holdsPlace = false
 }
 
 /// Result slots that concurrent lanes fill, each slot written by one lane only.

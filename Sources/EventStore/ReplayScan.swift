@@ -52,6 +52,9 @@ final class ReplayScan {
     /// (events deleted behind the engine's back), which is a change the diff shows.
     private var passedOver: [(key: CustomerKey, active: [String])] = []
     private var finishedOutOfOrder: Set<CustomerKey> = []
+    /// Keys whose row was written in key order with the previous generation's state,
+    /// for a gathered customer's own state to be written over (``ReplayCustomer/holdsPlace``).
+    private var heldPlaces: [CustomerKey] = []
 
     // The lanes.
     private let facts: Statement
@@ -150,9 +153,15 @@ final class ReplayScan {
                 if key != currentKey {
                     currentKey = key
                     route = try identity.route(key)
-                    if case .alone = route {
+                    switch route {
+                    case .alone:
                         if chunk.events >= ReplayChunk.events { try handOver() }
                         chunk.customers.append(ReplayCustomer(key: key))
+                    case .byRow where EventStore.projectionRowNumber(of: key) != nil:
+                        // An appTransactionId other keys merge into: likely a gathered customer's own key.
+                        chunk.customers.append(ReplayCustomer(key: key, holdsPlace: true))
+                    case .whole, .byRow:
+                        break
                     }
                 }
             }
@@ -195,6 +204,10 @@ final class ReplayScan {
     /// comparison and the write (``compare(_:_:_:outOfOrder:)``).
     private func finish(_ chunk: ReplayChunk, _ results: [ReplayChunk.Outcome], outOfOrder: Bool = false) throws {
         for (customer, result) in zip(chunk.customers, results) {
+            if customer.holdsPlace {
+                try holdPlace(of: customer.key)
+                continue
+            }
             var counted = customer.rows.count
             var outcome: (Int64, [UInt8])? = nil
             switch result {
@@ -306,6 +319,18 @@ final class ReplayScan {
         if buffered.count >= chunkSize { try flush() }
     }
 
+    /// Writes, in key order, the previous generation's state of a customer gathered for the
+    /// end, where its own is written over it once reduced (``ReplayCustomer/holdsPlace``).
+    /// The join does not step past the row: the next customer passes over it, and the
+    /// customer's own comparison, out of order, looks it up.
+    private func holdPlace(of key: CustomerKey) throws {
+        while oldHasRow, let oldKey = oldInOrder.string(0), oldKey < key { try passOldRow() }
+        guard oldHasRow, oldInOrder.string(0) == key else { return }
+        heldPlaces.append(key)
+        buffered.append((key, oldInOrder.withBlob(1) { Array($0) }, 0))
+        if buffered.count >= chunkSize { try flush() }
+    }
+
     /// Steps past a row of the previous generation no customer of the scan matched (yet).
     private func passOldRow() throws {
         let key = oldInOrder.string(0) ?? ""
@@ -340,6 +365,10 @@ final class ReplayScan {
     private func complete() throws {
         try flush()
         try writer.finish()
+        // A place held for a key that no gathered customer turned out to be (its rows all
+        // went to others) is no customer's: taken away again.
+        let untaken = heldPlaces.filter { !finishedOutOfOrder.contains($0) }
+        if !untaken.isEmpty { try writer.remove(untaken) }
         progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
         // What is reported is the log's events, each once: those about no customer
         // (a TEST notification) have no facts, those filed under several keys several.
@@ -413,6 +442,15 @@ private final class ProjectionWriter: @unchecked Sendable {
                 self.failure = error
                 self.lock.unlock()
             }
+        }
+    }
+
+    /// Removes the rows of `keys` from the generation, in one transaction on this
+    /// thread (after ``finish()``: no batch is being written).
+    func remove(_ keys: [CustomerKey]) throws {
+        try store.connection.write(priority: .background) { () throws -> ((), Connection.Completion) in
+            for key in keys { try store.deleteProjection(key: key, generation: generation, table: .next) }
+            return ((), .commit)
         }
     }
 

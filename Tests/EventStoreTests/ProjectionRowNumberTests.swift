@@ -54,6 +54,13 @@ import Testing
         #expect(Set(below.values).count == below.count, comment)
     }
 
+    /// Every row numbered by its customer, `count` of them.
+    static func expectNumbering(_ store: EventStore, count: Int) throws {
+        let ids = try ProjectionRowsMigrationTests.rowIds(store)
+        #expect(ids.count == count)
+        #expect(ids.allSatisfy { $0.value == EventStore.projectionRowNumber(of: $0.key) })
+    }
+
     @Test("ingest numbers a customer number's row by it and every other below zero; a query finds the row by its number; a replay numbers alike")
     func ingestQueryAndReplay() throws {
         let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
@@ -172,5 +179,98 @@ import Testing
         let after = try ProjectionRowsMigrationTests.rowIds(migrated)
         #expect(after["704000000000000009"] == 704_000_000_000_000_009)
         #expect(after["app-9"] == (below.min() ?? 0) - 1)
+    }
+}
+
+/// A replay's customers made of several keys (gathered, reduced after the scan) under
+/// customer numbers: their rows hold their place in key order, so that the new generation
+/// is written at the end of its table as the others are, not into full leaves.
+@Suite struct ReplayHeldPlacesTests {
+    static let received: Int64 = 1_700_000_001_000
+
+    /// `count` numbered customers of eight monthly transactions each (a few dozen states to
+    /// a leaf); every fourth bought first without its
+    /// appTransactionId (an `otid:` customer), then was linked by a later transaction:
+    /// merged, gathered by a replay.
+    static func store(customers count: Int) throws -> EventStore {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        let month: Int64 = 30 * 86_400_000
+        var first: [VerifiedInput] = []
+        var second: [VerifiedInput] = []
+        for index in 0..<count {
+            let app = String(704_000_000_000_000_000 + index)
+            let original = String(9_000 + index)
+            for renewal in 0..<Int64(7) {
+                let purchase = 1_700_000_000_000 + renewal * month
+                first.append(
+                    StoreFixtures.transaction(
+                        id: "a\(index)-\(renewal)", original: original, app: index % 4 == 0 ? nil : app, purchase: purchase,
+                        expires: purchase + month, signed: purchase + 100))
+            }
+            let purchase = 1_700_000_000_000 + 7 * month
+            second.append(
+                StoreFixtures.transaction(
+                    id: "b\(index)", original: original, app: app, purchase: purchase, expires: purchase + month, signed: purchase + 100))
+        }
+        _ = try store.append(first.map { .verified($0) }, rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: received)
+        _ = try store.append(second.map { .verified($0) }, rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: received + 1)
+        return store
+    }
+
+    static func leaves(_ store: EventStore) throws -> Int64 {
+        try store.rawConnection.scalarInt("SELECT count(*) FROM dbstat WHERE name = 'projections' AND pagetype = 'leaf'") ?? 0
+    }
+
+    @Test("gathered customers' rows are written over the places they held; the new generation fills its leaves")
+    func heldPlaces() throws {
+        let count = 600
+        let store = try Self.store(customers: count)
+        let before = try ProjectionRowsMigrationTests.rows(store).map { $0.split(separator: " ", maxSplits: 1)[1] }
+        #expect(before.count == count)
+
+        // Twice: the first replay's previous generation was written by ingest, the second's by a replay.
+        for _ in 0..<2 {
+            let report = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: Self.received + 2, collectDiff: false)
+            #expect(report.changed == 0)
+            #expect(report.customers == count)
+            let after = try ProjectionRowsMigrationTests.rows(store).map { $0.split(separator: " ", maxSplits: 1)[1] }
+            #expect(after == before)
+            try ProjectionRowNumberTests.expectNumbering(store, count: count)
+        }
+        // The rows a leaf holds, written in key order: each leaf full but the last. With the
+        // gathered customers' rows written only at the end, one in four would have gone into
+        // full leaves and split them (18 leaves here instead of 16).
+        let rowsPerLeaf = try store.rawConnection.scalarInt(
+            "SELECT max(ncell) FROM dbstat WHERE name = 'projections' AND pagetype = 'leaf'") ?? 1
+        let packed = (Int64(count) + rowsPerLeaf - 1) / rowsPerLeaf
+        let leaves = try Self.leaves(store)
+        #expect(leaves <= packed + 1, "\(leaves) leaves for \(count) rows of \(rowsPerLeaf) a leaf")
+    }
+}
+
+extension ReplayHeldPlacesTests {
+    @Test("a place held for a key whose rows all went to another customer is taken away again")
+    func untakenPlaceRemoved() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        let first = "704000000000000100", second = "704000000000000200"
+        // The subscription is linked to the first appTransactionId, then, by a later-signed
+        // transaction, to the second: the first key's rows all belong to the second customer.
+        _ = try store.append(
+            [.verified(StoreFixtures.transaction(id: "t1", original: "5000", app: first, signed: 1_700_000_000_100))],
+            rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: Self.received)
+        _ = try store.append(
+            [.verified(StoreFixtures.transaction(id: "t2", original: "5000", app: second, signed: 1_700_000_000_200))],
+            rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: Self.received + 1)
+        // A previous generation that still holds the first key (as one written before the relink would).
+        try store.rawConnection.execute(
+            """
+            INSERT OR IGNORE INTO projections (row_id, generation, customer_key, rules_version, last_event_seq, state)
+                SELECT \(first), generation, '\(first)', rules_version, last_event_seq, state FROM projections WHERE customer_key = '\(second)'
+            """)
+        #expect(try store.rawConnection.scalarInt("SELECT count(*) FROM projections WHERE customer_key = '\(first)'") == 1)
+        let report = try store.replay(rules: StoreFixtures.rules, rulesJSON: "{}", now: Self.received + 2, collectDiff: true)
+        #expect(try store.rawConnection.scalarInt("SELECT count(*) FROM projections WHERE customer_key = '\(first)'") == 0)
+        #expect(report.diffs.contains { $0.customerKey == first && $0.removed }, "\(report.diffs)")
+        #expect(try store.projection(of: second)?.state.transactions.keys.sorted() == ["t1", "t2"])
     }
 }

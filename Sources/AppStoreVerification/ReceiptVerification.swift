@@ -61,7 +61,8 @@ public struct ReceiptVerifier: Sendable {
             throw .malformed("receipt of \(compact.count) base64 characters exceeds the limit of \(Self.maxReceiptBytes) bytes")
         }
         guard !compact.isEmpty, let der = compact.withUnsafeBufferPointer(Base64.decodeStandardPadded) else {
-            throw .malformed("receipt-data is not standard base64")
+            throw .malformed(
+                "not a receipt: a receipt is standard base64 (A-Z a-z 0-9 + /, padded with = to a multiple of 4 characters), and this is not; a bare line of those characters is read as a receipt, a JWS has two dots")
         }
         return try verify(der: der)
     }

@@ -78,6 +78,16 @@ struct ReceiptVerificationTests {
     @Test func rejections() throws {
         let verifier = try Self.verifier()
         func code(_ text: String) -> String? { Self.code { try verifier.verify(base64: text) } }
+        // Not base64 (a bare word, as a mistyped line is read): said without naming a field it had not.
+        for text in ["garbage", "abc=d", "===="] {
+            do {
+                _ = try verifier.verify(base64: text)
+                Issue.record("\(text) verified")
+            } catch {
+                #expect(error.code.rawValue == "MALFORMED_INPUT")
+                #expect(error.message.hasPrefix("not a receipt: a receipt is standard base64"), "\(error.message)")
+            }
+        }
         // Wrong OID on the leaf.
         let noOID = TestPKI(.init(leafHasAppleOID: false), sharingRootWith: Shared.pki)
         #expect(code(noOID.receiptBase64(Self.payload())) == "INVALID_CHAIN")

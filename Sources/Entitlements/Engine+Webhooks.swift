@@ -36,15 +36,20 @@ extension Engine {
 
     /// Sends `feed` to the endpoint at `url` again from after `cursor` (its failing line,
     /// if any, is forgotten): the deliverer takes it from there.
+    /// - Parameter feed: the feed; `nil`: the endpoint's one feed, or the lifecycle feed
+    ///   of an endpoint sent both.
+    /// - Returns: the feed sent again.
     /// - Throws: ``EngineError`` (`CONFIGURATION`) when no configured endpoint has that
     ///   URL and feed, or the cursor is from the future; a database code when it cannot be written.
-    public func redeliverWebhooks(url: String, feed: WebhookFeed, since cursor: Int64) throws(EngineError) {
+    @discardableResult
+    public func redeliverWebhooks(url: String, feed: WebhookFeed? = nil, since cursor: Int64) throws(EngineError) -> WebhookFeed {
         guard let endpoint = configuration.webhooks.first(where: { $0.url.absoluteString == url }) else {
             let known = configuration.webhooks.map(\.url.absoluteString)
             throw EngineError(
                 code: .configuration,
                 message: "no webhook endpoint has the URL \(url) (configured: \(known.isEmpty ? "none" : known.joined(separator: ", ")))")
         }
+        let feed = feed ?? (endpoint.feeds.count == 1 ? endpoint.feeds[0] : .lifecycle)
         guard endpoint.feeds.contains(feed) else {
             throw EngineError(code: .configuration, message: "the endpoint \(url) does not take the \(feed.rawValue) feed (its feeds: \(endpoint.feeds.map(\.rawValue).joined(separator: ", ")))")
         }
@@ -65,6 +70,7 @@ extension Engine {
                 position.lastError = nil
                 try store.saveWebhookPosition(position, at: Self.now())
             }
+            return feed
         } catch let error as EngineError {
             throw error
         } catch let error as StoreError {
@@ -85,7 +91,8 @@ extension Engine {
     }
 
     /// Sends a feed again from a cursor, on the engine's threads.
-    public func redeliverWebhooks(url: String, feed: WebhookFeed, since cursor: Int64) async throws(EngineError) {
+    @discardableResult
+    public func redeliverWebhooks(url: String, feed: WebhookFeed? = nil, since cursor: Int64) async throws(EngineError) -> WebhookFeed {
         try await onEngineThread { () throws(EngineError) in try self.redeliverWebhooks(url: url, feed: feed, since: cursor) }
     }
 }

@@ -109,7 +109,7 @@ enum WebhooksCommand {
         var redeliver: (url: String, feed: WebhookFeed?, since: Int64)? = nil
         if action == "redeliver" {
             guard let url = arguments.values["--url"] else { throw UsageError(message: "redeliver needs --url U", command: "webhooks") }
-            // Without --feed: the endpoint's one feed, or the lifecycle feed of one sent both.
+            // Without --feed the engine takes the endpoint's one feed, or the lifecycle feed of one sent both.
             var feed: WebhookFeed? = nil
             if let name = arguments.values["--feed"] {
                 guard let named = WebhookFeed(rawValue: name) else {
@@ -128,11 +128,7 @@ enum WebhooksCommand {
         guard let engine = loaded else { return code }
         do {
             if let redeliver {
-                let feed =
-                    redeliver.feed
-                    ?? engine.configuration.webhooks.first { $0.url.absoluteString == redeliver.url }.flatMap { $0.feeds.count == 1 ? $0.feeds[0] : nil }
-                    ?? .lifecycle
-                try engine.redeliverWebhooks(url: redeliver.url, feed: feed, since: redeliver.since)
+                let feed = try engine.redeliverWebhooks(url: redeliver.url, feed: redeliver.feed, since: redeliver.since)
                 Output.line(["url": .string(redeliver.url), "feed": .string(feed.rawValue), "deliveredCursor": .int(redeliver.since)])
             } else {
                 Output.lines(try engine.webhookStatus().map { $0.json() })

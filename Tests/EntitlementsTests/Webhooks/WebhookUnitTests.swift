@@ -139,7 +139,9 @@ import Testing
         #expect(status.map(\.feed) == [.lifecycle, .changes])
         #expect(status.allSatisfy { $0.deliveredCursor == 0 && $0.failedLines == 0 })
         #expect(status.allSatisfy { $0.lastCursor == 0 && $0.lag == 0 })
-        try await engine.redeliverWebhooks(url: "http://127.0.0.1:9/hook", feed: .changes, since: 0)
+        #expect(try await engine.redeliverWebhooks(url: "http://127.0.0.1:9/hook", feed: .changes, since: 0) == .changes)
+        // Without a feed: the lifecycle feed of an endpoint sent both.
+        #expect(try await engine.redeliverWebhooks(url: "http://127.0.0.1:9/hook", since: 0) == .lifecycle)
         await #expect(throws: EngineError.self) { try await engine.redeliverWebhooks(url: "http://127.0.0.1:9/other", feed: .changes, since: 0) }
     }
 

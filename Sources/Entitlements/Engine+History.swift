@@ -54,8 +54,9 @@ extension Engine {
                 }
                 if let key, let projection = try store.projection(of: key) {
                     let events = try store.events(of: key)
-                    let lines = CustomerHistory.timeline(
-                        state: projection.state, events: events, rules: try activeRules(store).rules, until: until)
+                    let rules = try activeRules(store).rules
+                    let lines = CustomerHistory.timeline(state: projection.state, events: events, rules: rules, until: until)
+                    noteProducts(projection.state, until: until, rules: rules)
                     return .lines(appTransactionId: projection.state.key, lines)
                 }
                 return .notFound("no customer holds \(described)")

@@ -118,6 +118,16 @@ extension Engine {
         if !messages.isEmpty { productWarnings.note(messages: messages) }
     }
 
+    /// Notes the products of a customer's transactions bought by `until`, the ones a
+    /// timeline meets (an Advanced Commerce purchase grants through its SKUs: its
+    /// product may grant nothing).
+    func noteProducts(_ state: CustomerState, until: Int64, rules: Rules) {
+        let products = state.transactions.values.lazy.map(\.facts)
+            .filter { $0.purchaseDate <= until && $0.extensions?.items == nil }
+            .map(\.productId)
+        productWarnings.note(products, rules: rules)
+    }
+
     /// Notes the products an answer shows.
     func noteProducts(_ view: CustomerView, rules: Rules) {
         // An Advanced Commerce subscription grants through its SKUs: its product may grant nothing.

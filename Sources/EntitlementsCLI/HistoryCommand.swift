@@ -34,6 +34,7 @@ extension Commands {
         }
         do {
             let answer = try engine.history(subject, until: until)
+            for warning in engine.takeProductWarnings() { Output.error(warning) }
             Output.lines(answer.json())
             if case .notFound = answer { return .rejected }
             return .success

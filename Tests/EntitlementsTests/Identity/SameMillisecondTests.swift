@@ -154,6 +154,10 @@ import TestSupport
         let query = try E2E.run(["query", "--db", db, "--config", config, "--original-transaction-id", "2000000000000500"])
         #expect(query.status == 0)
         #expect(query.stderr.contains(warning))
+        // A timeline meets the product too: a typo in the rules shows there as no access, so it says why.
+        let history = try E2E.run(["history", "--db", db, "--config", config, "--original-transaction-id", "2000000000000500"])
+        #expect(history.status == 0)
+        #expect(history.stderr.components(separatedBy: warning).count - 1 == 1, "\(history.stderr)")
         let known = try E2E.run(
             ["ingest", "--db", db, "--config", config],
             stdin: TestPayloads.body(signedTransactionInfo: E2E.pki.sign(version(revoked: false))) + "\n")

@@ -52,4 +52,24 @@ struct ReceiptHistoryTests {
         #expect(!lines.isEmpty)
         #expect(lines.allSatisfy { $0.cause?.kind == .receipt && $0.cause?.id == "1000000000000009" }, "\(lines)")
     }
+
+    /// A receipt's one-time entry whose product the rules give `durationDays` is a pass
+    /// (receipts do not say the type): its window's end is a moment of the timeline, as a
+    /// signed pass's is.
+    @Test func aReceiptPassEndsInTheTimeline() {
+        let history = History()
+        let entry = ReceiptInAppEntry(productId: Product.pass, transactionId: "1000000000000011", originalTransactionId: Self.otid, purchaseDate: Time.t0)
+        history.add(Self.receipt([entry], created: Time.day(1)))
+        let lines = CustomerHistory.timeline(
+            state: history.state("otid:" + Self.otid), events: history.events, rules: testRules, until: Time.day(400))
+        let cause = { (field: String) in HistoryCause(kind: .receipt, id: "1000000000000011", field: field) }
+        #expect(lines == [
+            HistoryLine(
+                at: Time.t0, change: .entitlement(name: "pro", active: true, expiresDate: Time.day(7), productId: Product.pass),
+                cause: cause("purchaseDate")),
+            HistoryLine(
+                at: Time.day(7), change: .entitlement(name: "pro", active: false, expiresDate: nil, productId: nil),
+                cause: cause("expiresDate")),
+        ])
+    }
 }

@@ -166,7 +166,8 @@ struct HistorySources {
         }
         // Pass windows: they move only when a pass is revoked, so the windows
         // standing just before and at each revocation, and at `until`, are all of them.
-        let passes = state.transactions.values.filter { $0.facts.type == .nonRenewing }
+        // Passes as evaluation types them: a receipt's one-time entry is one when its rule has `durationDays`.
+        let passes = state.transactions.values.filter { $0.facts.evaluatedType(rule: rules.products[$0.facts.productId]) == .nonRenewing }
         if !passes.isEmpty {
             var epochs: Set<Int64> = [until]
             for pass in passes {

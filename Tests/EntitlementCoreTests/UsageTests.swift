@@ -102,6 +102,27 @@ struct UsageTests {
         #expect(Self.share("3000000000000002", history, requestedAt: Time.day(7) + 7 * Time.day / 4)?.percentage == 25_000)
     }
 
+    /// A legacy receipt's one-time entries take the type their rules imply (receipts do
+    /// not say it): a coin pack answers its spent share and a pass its elapsed share, as
+    /// signed purchases do.
+    @Test func receiptEntriesShareAsTheirRulesTypeThem() {
+        let history = History()
+        let otid = ReceiptHistoryTests.otid
+        let key = "otid:" + otid
+        let pack = ReceiptInAppEntry(productId: Product.coins, transactionId: "1000000000000021", originalTransactionId: otid, purchaseDate: Time.day(1))
+        let pass = ReceiptInAppEntry(productId: Product.pass, transactionId: "1000000000000022", originalTransactionId: otid, purchaseDate: Time.day(0))
+        history.add(ReceiptHistoryTests.receipt([pack, pass], created: Time.day(2)))
+        history.use(UsageFacts(usageId: "u1", appTransactionId: key, at: Time.day(3), amount: .spend(currency: "coins", units: 40)))
+        let state = history.state(key)
+        #expect(Evaluation.evaluate(state, rules: testRules, at: Time.day(4)).balance("coins") == 60)
+        #expect(
+            Consumption.share(of: "1000000000000021", in: state, rules: testRules, now: Time.day(4), requestedAt: Time.day(4))
+                == ConsumptionShare(percentage: 40_000, basis: .units, unitsSpent: 40, units: 100))
+        #expect(
+            Consumption.share(of: "1000000000000022", in: state, rules: testRules, now: Time.day(4), requestedAt: Time.day(3) + 12 * Time.hour)
+                == ConsumptionShare(percentage: 50_000, basis: .window))
+    }
+
     /// A non-consumable answers the latest share recorded for it, else 0.
     @Test func aNonConsumableWithARecordedShare() {
         let history = History()

@@ -44,7 +44,7 @@ public enum Consumption {
     ) -> ConsumptionShare? {
         guard let transaction = state.transactions[transactionId]?.facts else { return nil }
         let rule = rules.products[transaction.productId]
-        switch transaction.type {
+        switch transaction.evaluatedType(rule: rule) {
         case .autoRenewable:
             return ConsumptionShare(percentage: nil, basis: .subscription)
         case .consumable:
@@ -83,7 +83,10 @@ public enum Consumption {
     /// The window of the pass `transaction` as evaluation at `at` stacks it.
     static func passWindow(of transaction: TransactionFacts, in state: CustomerState, rules: Rules, at: Int64) -> PassWindow? {
         let passes = state.transactions.values.lazy.map(\.facts)
-            .filter { $0.type == .nonRenewing && $0.productId == transaction.productId && $0.purchaseDate <= max(at, transaction.purchaseDate) }
+            .filter {
+                $0.productId == transaction.productId && $0.purchaseDate <= max(at, transaction.purchaseDate)
+                    && $0.evaluatedType(rule: rules.products[$0.productId]) == .nonRenewing
+            }
             .sorted(by: Evaluation.purchaseOrder)
         var stacker = PassStacker()
         for pass in passes {

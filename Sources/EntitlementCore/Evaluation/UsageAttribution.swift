@@ -24,8 +24,10 @@ public struct UsageAttribution: Sendable, Hashable {
         transactions: some Sequence<TransactionFacts>, usages: some Sequence<UsageFacts>, rules: Rules, at: Int64
     ) -> UsageAttribution {
         var purchasesByCurrency: [String: [TransactionFacts]] = [:]
-        for transaction in transactions where transaction.type == .consumable && transaction.purchaseDate <= at {
+        for transaction in transactions where transaction.purchaseDate <= at {
             let rule = rules.products[transaction.productId]
+            // Consumables as evaluation types them (a receipt's one-time entry is one when its rule names a currency).
+            guard transaction.evaluatedType(rule: rule) == .consumable else { continue }
             purchasesByCurrency[BalanceSheet.currency(of: transaction, rule: rule), default: []].append(transaction)
         }
         for currency in purchasesByCurrency.keys { purchasesByCurrency[currency]?.sort(by: Evaluation.purchaseOrder) }

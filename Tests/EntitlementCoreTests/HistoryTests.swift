@@ -102,6 +102,43 @@ struct HistoryTests {
         ])
     }
 
+    /// An upgrade in the second month: the renewed month was current until the upgrade
+    /// was bought, so the days between the renewal and the upgrade keep their access
+    /// (the first month does not become current again when the renewal is marked upgraded).
+    @Test func upgradeAfterARenewal() {
+        let history = NotificationTypeTests.subscribed()
+        let renewed = "2000000000000002"
+        let upgradeId = "2000000000000003"
+        history.notify(
+            "DID_RENEW", signed: Time.day(30),
+            transaction: transaction(renewed, original: Customer.otid, purchase: Time.day(30), expires: Time.day(60)),
+            renewal: renewal(signed: Time.day(30)))
+        history.notify(
+            "DID_CHANGE_RENEWAL_PREF", "UPGRADE", signed: Time.day(40),
+            transaction: transaction(upgradeId, original: Customer.otid, product: Product.premium, purchase: Time.day(40), expires: Time.day(70)),
+            renewal: renewal(product: Product.premium, signed: Time.day(40)))
+        history.add(transaction(renewed, original: Customer.otid, purchase: Time.day(30), expires: Time.day(60), signed: Time.day(40), upgraded: true))
+
+        let between = history.view(at: Time.day(35))
+        #expect(between.subscriptions.map(\.status) == [.active])
+        #expect(between.subscriptions.first?.currentTransactionId == renewed)
+        #expect(between.entitlement("pro") == EntitlementView(name: "pro", active: true, expiresDate: Time.day(60), productId: Product.monthly))
+
+        let initial = tx(Customer.otid, "purchaseDate", "SUBSCRIBED", "INITIAL_BUY")
+        let upgrade = tx(upgradeId, "purchaseDate", "DID_CHANGE_RENEWAL_PREF", "UPGRADE")
+        let lapse = tx(upgradeId, "expiresDate", "DID_CHANGE_RENEWAL_PREF", "UPGRADE")
+        #expect(lines(history) == [
+            pro(Time.t0, true, Time.day(30), Product.monthly, initial),
+            sub(Time.t0, .active, nil, initial),
+            pro(Time.day(30), true, Time.day(60), Product.monthly, tx(renewed, "purchaseDate", "DID_RENEW")),
+            HistoryLine(at: Time.day(40), change: .entitlement(name: "premium", active: true, expiresDate: Time.day(70), productId: Product.premium), cause: upgrade),
+            pro(Time.day(40), true, Time.day(70), Product.premium, upgrade),
+            HistoryLine(at: Time.day(70), change: .entitlement(name: "premium", active: false, expiresDate: nil, productId: nil), cause: lapse),
+            pro(Time.day(70), false, nil, nil, lapse),
+            sub(Time.day(70), .expired, .active, lapse),
+        ])
+    }
+
     /// A downgrade waits for the renewal: premium is lost as its period ends, pro goes on as basic.
     @Test func downgradeAtRenewal() {
         let history = NotificationTypeTests.subscribed(product: Product.premium)

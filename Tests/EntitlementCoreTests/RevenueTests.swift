@@ -282,6 +282,25 @@ struct RevenueTests {
         #expect(try Self.metrics(sandbox, from: start, to: start + Time.day, interval: .day)[0].activeSubscriptions == 0)
     }
 
+    /// A month renewed and then upgraded part-way: it stays active (and in the MRR) until
+    /// the upgrade is bought, though its later version is marked upgraded.
+    @Test func aRenewedMonthUpgradedLaterStaysActiveUntilTheUpgrade() throws {
+        let history = History()
+        let start = CivilTime.millis(year: 2026, month: 5, day: 1)
+        history.add(transaction("2000000000000701", original: Self.otid, purchase: start, expires: start + 30 * Time.day))
+        history.add(
+            transaction(
+                "2000000000000702", original: Self.otid, purchase: start + 30 * Time.day, expires: start + 60 * Time.day,
+                signed: start + 40 * Time.day, upgraded: true))
+        history.add(
+            transaction(
+                "2000000000000703", original: Self.otid, product: Product.premium, purchase: start + 40 * Time.day,
+                expires: start + 70 * Time.day, price: 19990))
+        let days = try Self.metrics(history, from: start + 29 * Time.day, to: start + 41 * Time.day, interval: .day)
+        #expect(days.map(\.activeSubscriptions) == Array(repeating: 1, count: 12))
+        #expect(days.map(\.mrr) == Array(repeating: 9990, count: 11) + [19990])
+    }
+
     @Test func factsSurviveTheirCodec() throws {
         let history = RevenueTests.subscriptionWithEverything()
         let facts = Self.facts(history)

@@ -64,24 +64,36 @@ enum SubscriptionEvaluation {
     }
 
     /// The current transaction: the latest `purchaseDate`, then latest
-    /// `expiresDate`, then greatest `transactionId`, among those not marked
-    /// `isUpgraded`.
+    /// `expiresDate`, then greatest `transactionId`, among those not passed over
+    /// for an upgrade.
     ///
-    /// When every counted transaction is marked `isUpgraded` (evaluating a
-    /// moment before the upgrade's new transaction was bought, with the
-    /// later-signed old version known now), the upgraded one was still the
-    /// current one then, so all counted transactions are candidates.
+    /// A transaction marked `isUpgraded` (by a version signed at the upgrade,
+    /// known now) is passed over only once its upgrade counts: another counted
+    /// transaction bought at or after it. Evaluating a moment before the
+    /// upgrade was bought, the upgraded transaction was still the current one,
+    /// so an earlier period does not become current again. When every counted
+    /// transaction is passed over, all are candidates.
     static func current(among transactions: [TransactionFacts]) -> TransactionFacts? {
-        var best: Int?
-        var bestUpgraded: Int?
-        for index in transactions.indices {
-            if transactions[index].isUpgraded {
-                if bestUpgraded.map({ precedes(transactions[$0], transactions[index]) }) ?? true { bestUpgraded = index }
-            } else {
-                if best.map({ precedes(transactions[$0], transactions[index]) }) ?? true { best = index }
+        // The latest purchase, and whether another transaction was bought in the same millisecond.
+        var latest = Int64.min
+        var sharedLatest = false
+        for t in transactions {
+            if t.purchaseDate > latest {
+                latest = t.purchaseDate
+                sharedLatest = false
+            } else if t.purchaseDate == latest {
+                sharedLatest = true
             }
         }
-        return (best ?? bestUpgraded).map { transactions[$0] }
+        var best: Int?
+        var bestOfAll: Int?
+        for index in transactions.indices {
+            if bestOfAll.map({ precedes(transactions[$0], transactions[index]) }) ?? true { bestOfAll = index }
+            let t = transactions[index]
+            if t.isUpgraded, t.purchaseDate < latest || sharedLatest { continue }
+            if best.map({ precedes(transactions[$0], transactions[index]) }) ?? true { best = index }
+        }
+        return (best ?? bestOfAll).map { transactions[$0] }
     }
 
     /// Whether `lhs` comes before `rhs` in the order that picks the current transaction.

@@ -1,7 +1,8 @@
 /// ``RevenueFacts`` in the engine's binary codec, as the store keeps them per customer.
 public enum RevenueFactsCodec {
-    /// The first byte of every encoding.
-    public static let formatVersion: UInt8 = 1
+    /// The first byte of every encoding. 2: a month marked upgraded stays in the active
+    /// spans until its upgrade is bought (facts kept under 1 are derived again).
+    public static let formatVersion: UInt8 = 2
 
     public static func encode(_ facts: RevenueFacts) -> [UInt8] {
         var writer = ByteWriter(capacity: 64 + facts.entries.count * 48 + facts.subscriptions.count * 64)

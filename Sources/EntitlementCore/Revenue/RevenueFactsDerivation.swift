@@ -219,8 +219,8 @@ private struct RevenueDerivation {
         let ordered = SubscriptionEvaluation.statusMoments(of: transactions, versions: versions)
         var spans: [ActiveSpan] = []
         // `transactions` are sorted by purchaseDate first: those bought by a moment are a prefix, and
-        // the current one among them (``SubscriptionEvaluation/current(among:)``) is the last of the
-        // prefix not marked upgraded, else its last.
+        // the current one among them (``SubscriptionEvaluation/current(among:)``) is the prefix's last,
+        // or when that one is upgraded and shares its purchaseDate, the last not marked upgraded.
         var bought = 0
         var lastNotUpgraded: Int? = nil
         // The renewal info standing at each moment (``SubscriptionEvaluation/renewalInfo(in:at:)``): moments ascend.
@@ -232,8 +232,11 @@ private struct RevenueDerivation {
             }
             while standing + 1 < versions.count, versions[standing + 1].facts.signedDate <= moment { standing += 1 }
             guard bought > 0 else { continue }
-            // Read in place: a copy of the facts retains every string in them.
-            let current = lastNotUpgraded ?? bought - 1
+            // Read in place: a copy of the facts retains every string in them. The last bought is
+            // current unless it is upgraded and another was bought in its millisecond (its upgrade).
+            let last = bought - 1
+            let sharesItsMillisecond = last > 0 && transactions[last - 1].purchaseDate == transactions[last].purchaseDate
+            let current = sharesItsMillisecond ? (lastNotUpgraded ?? last) : last
             let status = SubscriptionEvaluation.status(
                 of: transactions, current, renewals: versions, versions.isEmpty ? nil : standing, at: moment)
             guard status == .active || status == .gracePeriod, counts(transactions[current]) else { continue }

@@ -535,12 +535,14 @@ extension Engine {
     }
 
     /// Customers the engine already links `id` to: itself when it is a customer key, the
-    /// holders of it as an originalTransactionId.
+    /// holders of it as an originalTransactionId, the holder of it as a transactionId
+    /// (a renewal's, say).
     func customerKeys(forAnyId id: String) throws(EngineError) -> [CustomerKey] {
         do {
             return try store.withLock { store throws(StoreError) -> [CustomerKey] in
                 var keys = try store.customers(originalTransactionId: id)
                 if try store.projection(of: id) != nil { keys.insert(id, at: 0) }
+                if let holder = try store.customer(transactionId: id), !keys.contains(holder) { keys.append(holder) }
                 return keys
             }
         } catch {

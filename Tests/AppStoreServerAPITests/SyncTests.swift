@@ -381,6 +381,31 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         #expect(again.first?.items == 0)
     }
 
+    /// Asked by a renewal's transaction id (not the original), the sync starts from the
+    /// revision stored for the customer holding that transaction.
+    @Test func aRenewalsTransactionIdStartsFromTheCustomersRevision() throws {
+        let fixture = try SyncFixture()
+        fixture.serveCustomer()
+        let engine = try fixture.engine()
+        let first = try fixture.sync(engine).customer(SyncScenario.customerOriginal) { _ in }
+        #expect(first.failure == nil)
+
+        let renewal = "4000000000000024"
+        fixture.serveCustomer { request in
+            switch (request.method, request.path) {
+            case ("GET", "/inApps/v2/history/\(renewal)"): return .json(SyncScenario.historyPage(revision: request.query["revision"]))
+            case ("GET", "/inApps/v1/subscriptions/\(renewal)"): return .json(SyncScenario.statuses)
+            case ("GET", "/inApps/v1/transactions/appTransactions/\(renewal)"): return .json(SyncScenario.appTransaction)
+            default: return nil
+            }
+        }
+        var pages: [SyncPage] = []
+        let again = try fixture.sync(engine).customer(renewal) { pages.append($0) }
+        #expect(again.failure == nil)
+        #expect(pages.first?.request == "GET /inApps/v2/history/\(renewal)?revision=r2")
+        #expect(again.totals == SyncTotals(appended: 0, duplicate: 3, rejected: 0), "from revision r2: an empty history page, statuses, app transaction")
+    }
+
     /// The async twin runs on a thread of its own and answers the same.
     @Test func asyncTwin() async throws {
         let fixture = try SyncFixture()

@@ -135,6 +135,18 @@ struct UsageTests {
         #expect(history.view(at: Time.day(9)).balances.isEmpty)
     }
 
+    /// A share recorded with a date after the moment asked about has not happened yet,
+    /// as a spend dated later does not count either.
+    @Test func aRecordedShareDatedLaterDoesNotCountYet() {
+        let history = History()
+        history.add(transaction("3000000000000001", product: Product.lifetime, purchase: Time.day(0)))
+        history.use(Self.consumed("c1", "3000000000000001", 30_000, at: Time.day(2)))
+        history.use(Self.consumed("c2", "3000000000000001", 90_000, at: Time.day(20)))
+        #expect(Self.share("3000000000000001", history, now: Time.day(10)) == ConsumptionShare(percentage: 30_000, basis: .recorded))
+        #expect(Self.share("3000000000000001", history, now: Time.day(1)) == ConsumptionShare(percentage: 0, basis: .none))
+        #expect(Self.share("3000000000000001", history, now: Time.day(20)) == ConsumptionShare(percentage: 90_000, basis: .recorded))
+    }
+
     @Test func anAutoRenewableLeavesThePercentageToApple() {
         let history = History()
         history.add(transaction(Customer.otid, purchase: Time.day(0), expires: Time.day(30)))

@@ -37,7 +37,8 @@ public enum Consumption {
     ///   share of its window at `requestedAt` (the CONSUMPTION_REQUEST's
     ///   `signedDate`), floor, 0 before the window, 100000 after it;
     /// - another product (a non-consumable, a pass without a duration): the
-    ///   latest `consumed` usage record for it (by `at`, then `usageId`), else 0;
+    ///   latest `consumed` usage record for it dated up to `now` (by `at`, then
+    ///   `usageId`), else 0;
     /// - an auto-renewable subscription: `nil` percentage (omitted from the body).
     public static func share(
         of transactionId: String, in state: CustomerState, rules: Rules, now: Int64, requestedAt: Int64
@@ -60,17 +61,18 @@ public enum Consumption {
             if rule?.durationDays != nil, let window = passWindow(of: transaction, in: state, rules: rules, at: requestedAt) {
                 return ConsumptionShare(percentage: elapsedShare(of: window, at: requestedAt), basis: .window)
             }
-            return recorded(transactionId, in: state)
+            return recorded(transactionId, in: state, now: now)
         case .nonConsumable, .unknown:
-            return recorded(transactionId, in: state)
+            return recorded(transactionId, in: state, now: now)
         }
     }
 
-    /// The latest `consumed` record for `transactionId`, else 0.
-    static func recorded(_ transactionId: String, in state: CustomerState) -> ConsumptionShare {
+    /// The latest `consumed` record for `transactionId` dated up to `now` (one dated
+    /// later has not happened yet, as a spend dated later does not count), else 0.
+    static func recorded(_ transactionId: String, in state: CustomerState, now: Int64) -> ConsumptionShare {
         var latest: UsageFacts? = nil
         for usage in state.usages.values {
-            guard case .consumed(let id, _) = usage.amount, id == transactionId else { continue }
+            guard case .consumed(let id, _) = usage.amount, id == transactionId, usage.at <= now else { continue }
             if let current = latest, !(current.at < usage.at || (current.at == usage.at && current.usageId.utf8Precedes(usage.usageId))) {
                 continue
             }

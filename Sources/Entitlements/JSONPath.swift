@@ -28,6 +28,24 @@ struct JSONPath: Hashable, CustomStringConvertible {
         return text
     }
 
+    /// The value at this position in `root`, if there is one.
+    func value(in root: JSONValue) -> JSONValue? {
+        var current = root
+        for component in components {
+            switch (component, current) {
+            case (.key(let key), .object(let object)):
+                guard let member = object[key] else { return nil }
+                current = member
+            case (.index(let index), .array(let elements)):
+                guard elements.indices.contains(index) else { return nil }
+                current = elements[index]
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+
     /// Whether `key` reads unambiguously after a `.`: ASCII letters, digits, `_` and `-`
     /// (Apple's `receipt-data`, say), not empty.
     static func isPlainName(_ key: String) -> Bool {

@@ -3,13 +3,16 @@ import EntitlementCore
 /// Signed data a document carries where the engine does not read it.
 ///
 /// Signed data is never dropped silently (specification section 3): a document
-/// holding a JWS anywhere but at the positions the forms of section 1 ingest is
-/// rejected whole, `MALFORMED_INPUT`, naming where the JWS sits — a top-level member
-/// beside a history page, a `signedFoo` beside a subscription status's transaction,
-/// a JWS inside `sendAttempts` or inside any object or array nobody reads.
+/// holding a JWS or a legacy app receipt anywhere but at the positions the forms of
+/// section 1 ingest is rejected whole, `MALFORMED_INPUT`, naming where it sits — a
+/// top-level member beside a history page, a `signedFoo` beside a subscription
+/// status's transaction, a JWS inside `sendAttempts`, a receipt beside
+/// `receipt-data` or beside a transaction, or either inside any object or array
+/// nobody reads.
 ///
 /// The search walks the document already parsed and tests only the strings it meets
-/// outside the ingested positions, each with ``JWSShape/matches(_:)``.
+/// outside the ingested positions, each with ``JWSShape/matches(_:)`` and
+/// ``ReceiptShape/matches(_:)``.
 enum StraySignedData {
     /// Where in a document the engine ingests signed data.
     indirect enum Positions: Sendable {
@@ -43,26 +46,30 @@ enum StraySignedData {
             ])),
     ])
 
-    /// The rejection of `object`, a document's root, when it holds a JWS the engine
-    /// would not ingest, else `nil`.
+    /// The rejection of `object`, a document's root, when it holds a JWS or a receipt
+    /// the engine would not ingest, else `nil`.
     static func rejection(_ object: JSONObject) -> MalformedInput? {
         guard let path = firstPath(in: .object(object), at: ingested) else { return nil }
+        if case .string(let text)? = path.value(in: .object(object)), !JWSShape.matches(text) {
+            return MalformedInput(
+                "\(path) holds signed data (an app receipt) the engine does not ingest; the document is rejected whole so that nothing signed is dropped silently: send that receipt in a document of its own, {\"receipt-data\": \"<base64>\"}")
+        }
         return MalformedInput(
             "\(path) holds signed data (a JWS) the engine does not ingest; the document is rejected whole so that nothing signed is dropped silently: send that JWS in a document of its own, one of the input forms of specification section 1")
     }
 
-    /// Where the first JWS outside the ingested positions sits in `value`, in document order.
+    /// Where the first JWS or receipt outside the ingested positions sits in `value`, in document order.
     static func firstPath(in value: JSONValue, at positions: Positions?) -> JSONPath? {
         strayPath(value, positions).map { JSONPath(components: $0.reversed()) }
     }
 
-    /// The path to the first stray JWS in `value`, innermost step first (built only once
-    /// one is found); `positions` is `nil` where nothing below is ingested.
+    /// The path to the first stray JWS or receipt in `value`, innermost step first (built
+    /// only once one is found); `positions` is `nil` where nothing below is ingested.
     private static func strayPath(_ value: JSONValue, _ positions: Positions?) -> [JSONPath.Component]? {
         switch value {
         case .string(let text):
             if case .ingested? = positions { return nil }
-            return JWSShape.matches(text) ? [] : nil
+            return JWSShape.matches(text) || ReceiptShape.matches(text) ? [] : nil
         case .array(let elements):
             let inner: Positions? = if case .array(let each)? = positions { each } else { nil }
             for (index, element) in elements.enumerated() {

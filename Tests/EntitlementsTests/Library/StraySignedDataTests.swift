@@ -86,6 +86,59 @@ import TestSupport
         }
     }
 
+    /// A legacy app receipt is signed data too (specification section 16): one beside
+    /// `receipt-data`, beside a transaction or inside a history page is not dropped
+    /// silently either.
+    @Test func anAppReceiptWhereNothingReadsItRejectsTheDocumentWhole() throws {
+        let receipt = Scenario.pki.receiptBase64(
+            TestReceipts.payload(
+                bundleId: TestPayloads.bundleId, creationDate: Self.t0 + 20,
+                entries: [TestReceiptEntry(productId: "com.example.lifetime", transactionId: "5000", purchaseDate: Self.t0)]))
+        var wrapped = ""
+        for (index, character) in receipt.enumerated() {
+            if index > 0 && index % 76 == 0 { wrapped += "\r\n" }
+            wrapped.append(character)
+        }
+        #expect(ReceiptShape.matches(receipt))
+        #expect(ReceiptShape.matches(wrapped))
+        let tx = JSONValue.string(E2E.pki.sign(Self.transaction))
+        let cases: [(JSONValue, String)] = [
+            (["signedTransactionInfo": tx, "appReceipt": .string(receipt)], "appReceipt"),
+            (["receipt-data": .string(receipt), "password": "0123456789abcdef", "latest_receipt": .string(wrapped)], "latest_receipt"),
+            (["signedTransactions": [tx], "hasMore": false, "receipts": [.string(wrapped)]], "receipts[0]"),
+        ]
+        let path = E2E.folder().appendingPathComponent("stray-receipt.sqlite").path
+        let engine = try E2E.engine(path: path)
+        for (document, position) in cases {
+            let results = try engine.ingest([InputBytes(JSONWriter.string(document))])
+            #expect(results.map(\.outcome) == [.rejected], "\(position)")
+            #expect(results.first?.errorCode == "MALFORMED_INPUT")
+            let message = results.first?.errorMessage ?? ""
+            #expect(message.hasPrefix(position + " holds signed data (an app receipt) the engine does not ingest"), "\(message)")
+        }
+        let probe = try Probe(path)
+        #expect(try probe.eventCount() == 0)
+        #expect(try probe.quarantineCount() == Int64(cases.count))
+    }
+
+    /// Every generation of Apple's receipts (long-form and indefinite lengths) has the
+    /// shape; other base64 (a certificate, a token, a short string) has not.
+    @Test func theReceiptShapeTestKnowsReceiptsFromOtherBase64() throws {
+        let fixtures = Scenario.packageRoot.appendingPathComponent("Fixtures/receipts")
+        for name in ["receipt-sandbox-g5.json", "receipt-sandbox-legacy.json", "receipt-xcode.json"] {
+            let text = try String(contentsOf: fixtures.appendingPathComponent(name), encoding: .utf8)
+            guard case .object(let object) = try JSONParser().parse(text), case .string(let base64)? = object["receipt-data"] else {
+                Issue.record("\(name) has no receipt-data")
+                continue
+            }
+            #expect(ReceiptShape.matches(base64), "\(name)")
+        }
+        let certificate = Base64.encodeStandardPadded(E2E.pki.rootDER)
+        for text in [certificate, "", "MIIB", "2000000000000701", "Sandbox", String(repeating: "M", count: 64), "0123456789abcdef0123456789abcdef"] {
+            #expect(!ReceiptShape.matches(text), "\(text)")
+        }
+    }
+
     @Test func ingestOnTheCommandLineExitsOneAndQuarantinesTheDocument() throws {
         let folder = E2E.folder()
         let config = try E2E.writeConfig(in: folder)

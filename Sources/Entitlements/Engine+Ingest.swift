@@ -20,7 +20,7 @@ extension Engine {
     /// Appends a verified batch in one transaction; one result per item, in order.
     private func append(_ documents: [InputBytes], verified: VerifiedBatch, receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
         let outcomes = try appendRetryingBusy(verified.items, receivedAt: receivedAt ?? Self.now())
-        return Self.results(outcomes, documents: documents, counts: verified.counts)
+        return Self.results(outcomes, documents: documents, counts: verified.counts, items: verified.items)
     }
 
     /// Ingests a stream of batches, each in one transaction, handing each
@@ -84,8 +84,9 @@ extension Engine {
     }
 
     /// One result per item, each with its document's number, and one `empty` result for
-    /// a document that held no item.
-    static func results(_ outcomes: [AppendOutcome], documents: [InputBytes], counts: [Int]) -> [IngestResult] {
+    /// a document that held no item; a receipt's result names its original transaction id
+    /// (`items`, when given, are the appended items, one per outcome).
+    static func results(_ outcomes: [AppendOutcome], documents: [InputBytes], counts: [Int], items: [AppendItem] = []) -> [IngestResult] {
         var results: [IngestResult] = []
         results.reserveCapacity(outcomes.count)
         var next = 0
@@ -95,9 +96,12 @@ extension Engine {
                 results.append(IngestResult(outcome: .empty, input: input))
                 continue
             }
-            for outcome in outcomes[next..<(next + count)] {
-                var result = Self.result(outcome)
+            for index in next..<(next + count) {
+                var result = Self.result(outcomes[index])
                 result.input = input
+                if items.indices.contains(index), case .verified(.receipt(let part)) = items[index] {
+                    result.originalTransactionId = part.originalTransactionId
+                }
                 results.append(result)
             }
             next += count

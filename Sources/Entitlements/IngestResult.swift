@@ -21,6 +21,10 @@ public struct IngestResult: Sendable, Hashable, JSONRepresentable {
     /// The 1-based number of the input document the item came from: for NDJSON, its line
     /// number (blank lines counted); else its position in the batch handed to the engine.
     public var input: Int?
+    /// For a receipt event: the original transaction id of its entries, which
+    /// `appTransactionId` stops naming once signed data links it to an appTransactionId
+    /// (specification section 16). Not printed.
+    public var originalTransactionId: String?
 
     public init(
         outcome: Outcome, kind: EventKind? = nil, eventId: String? = nil, appTransactionId: String? = nil,

@@ -72,8 +72,11 @@ enum MigrateReceiptsCommand {
                 case .rejected: totals.rejected += 1
                 default: break
                 }
-                if result.kind == .receipt, let key = result.appTransactionId {
-                    let id = key.hasPrefix("otid:") ? String(key.dropFirst(5)) : key
+                // The receipt's own original transaction id: its customer may already answer
+                // as the appTransactionId signed data linked it to.
+                if result.kind == .receipt, result.outcome == .appended || result.outcome == .duplicate,
+                    let id = result.originalTransactionId ?? result.appTransactionId.flatMap({ $0.hasPrefix("otid:") ? String($0.dropFirst(5)) : nil })
+                {
                     if seen.insert(id).inserted { originals.append(id) }
                 }
             }

@@ -60,6 +60,32 @@ import TestSupport
         #expect(audit.status == 0, "\(audit.stdout) \(audit.stderr)")
     }
 
+    /// Run again once signed data linked the receipt's customer to its appTransactionId,
+    /// it still syncs the receipt's original transaction id (from the revision reached).
+    @Test func aSecondRunSyncsTheReceiptsOriginalTransactionIdNotTheLinkedCustomer() throws {
+        let fixture = try fixture()
+        let otid = SyncScenario.customerOriginal
+        let entry = TestReceiptEntry(
+            productId: "com.example.pro.monthly", transactionId: "3999", originalTransactionId: otid,
+            purchaseDate: TestPayloads.january2025 - 40 * 86_400_000, expiresDate: TestPayloads.january2025 - 10 * 86_400_000)
+        let receipt = SyncScenario.pki.receiptBase64(
+            TestReceipts.payload(bundleId: TestPayloads.bundleId, creationDate: TestPayloads.january2025 - 20 * 86_400_000, entries: [entry]))
+        try Data((receipt + "\n").utf8).write(to: fixture.folder.appendingPathComponent("receipts.ndjson"))
+        let arguments = ["migrate-receipts", "--config", fixture.configPath, "--db", "migrated.sqlite", "receipts.ndjson"]
+        let first = try Tool.entitlements(arguments, in: fixture.folder)
+        #expect(first.status == 0, "\(first.stderr)")
+
+        let again = try Tool.entitlements(arguments, in: fixture.folder)
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        let output = lines(again)
+        #expect(output.count == 3)
+        #expect(output.first?["result"] == "duplicate" && output.first?["appTransactionId"] == "704000000000099999")
+        #expect(output.dropFirst().first?["originalTransactionId"] == .string(otid), "\(again.stdout)")
+        #expect(output.last?["synced"] == 1 && output.last?["syncFailed"] == 0)
+        #expect(fixture.mock.requests.contains { $0.path == "/inApps/v2/history/\(otid)" && $0.query["revision"] == "r2" })
+        #expect(!fixture.mock.requests.contains { $0.path.hasSuffix("/704000000000099999") })
+    }
+
     @Test func aV1NotificationIsRejectedAndItsOriginalTransactionIdSynced() throws {
         let fixture = try fixture()
         let otid = SyncScenario.customerOriginal

@@ -97,8 +97,11 @@ enum SyncCommand {
         let arguments = try Arguments(
             args, command: command, valued: ["--db", "--config", "--original-transaction-id", "--app-account-token", "--environment"], switches: [])
         if let extra = arguments.positional.first { throw UsageError(message: "unexpected argument \"\(extra)\"", command: command) }
-        guard let original = arguments.values["--original-transaction-id"], !original.isEmpty, !original.contains("/") else {
+        guard let original = arguments.values["--original-transaction-id"] else {
             throw UsageError(message: "--original-transaction-id ID is required", command: command)
+        }
+        guard !original.isEmpty, !original.contains("/") else {
+            throw UsageError(message: "--original-transaction-id expects an original transaction id, got \"\(original)\"", command: command)
         }
         guard let tokenText = arguments.values["--app-account-token"] else {
             throw UsageError(message: "--app-account-token UUID is required", command: command)

@@ -107,6 +107,19 @@ import TestPKI
         #expect(!FileManager.default.fileExists(atPath: fixture.folder.appendingPathComponent("entitlements.sqlite").path))
     }
 
+    /// An id that cannot be one is named as such, not reported missing.
+    @Test func aMalformedOriginalTransactionIdIsNamed() throws {
+        let fixture = try SyncFixture()
+        for id in ["", "../1"] {
+            let run = try Tool.entitlements(
+                ["set-account-token", "--config", fixture.configPath, "--original-transaction-id", id, "--app-account-token",
+                 "7E3FB20B-4CDB-47CC-936D-99D65F608138"], in: fixture.folder)
+            #expect(run.status == 2)
+            #expect(run.stderr.contains("--original-transaction-id expects an original transaction id, got \"\(id)\""), "\(run.stderr)")
+        }
+        #expect(fixture.mock.requests.isEmpty)
+    }
+
     /// A production server that also accepts Sandbox syncs each environment separately:
     /// each keeps its own resume points.
     @Test func eachEnvironmentResumesOnItsOwn() throws {

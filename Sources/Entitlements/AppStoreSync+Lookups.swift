@@ -48,7 +48,10 @@ extension AppStoreSync {
             }
             for case .string(let jws) in signed { if let payload = Self.decodedPayload(jws) { refunds.append(payload) } }
             pages += 1
-            guard json["hasMore"] == .bool(true) else { break }
+            guard let more = Self.hasMore(json) else {
+                return (SyncOutcome(totals: totals, failure: .malformed(request, response, Self.hasMoreNeitherTrueNorFalse(json))), refunds)
+            }
+            guard more else { break }
             guard case .string(let next)? = json["revision"], !next.isEmpty else {
                 return (SyncOutcome(totals: totals, failure: .malformed(request, response, "says hasMore but carries no revision")), refunds)
             }

@@ -187,7 +187,10 @@ public final class AppStoreSync: Sendable {
                 return SyncOutcome(totals: totals, failure: failure)
             }
             pages += 1
-            guard response.json?["hasMore"] == .bool(true) else { break }
+            guard let more = Self.hasMore(response.json) else {
+                return SyncOutcome(totals: totals, failure: .malformed(request, response, Self.hasMoreNeitherTrueNorFalse(response.json)))
+            }
+            guard more else { break }
             guard case .string(let next)? = response.json?["paginationToken"], !next.isEmpty else {
                 return SyncOutcome(totals: totals, failure: .malformed(request, response, "says hasMore but carries no paginationToken"))
             }
@@ -249,7 +252,10 @@ public final class AppStoreSync: Sendable {
                 let keys = [idKey] + customers.map { "history:\(environmentName):customer:\($0)" }
                 do { try engine.setSyncState(reached, keys: keys) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
             }
-            guard json["hasMore"] == .bool(true) else { break }
+            guard let more = Self.hasMore(json) else {
+                return SyncOutcome(totals: totals, failure: .malformed(request, response, Self.hasMoreNeitherTrueNorFalse(json)))
+            }
+            guard more else { break }
             guard let reached else {
                 return SyncOutcome(totals: totals, failure: .malformed(request, response, "says hasMore but carries no revision"))
             }
@@ -294,6 +300,22 @@ public final class AppStoreSync: Sendable {
             page(SyncPage(request: appTransaction.description, status: status, items: 0, results: []))
         }
         return SyncOutcome(totals: totals, failure: nil)
+    }
+
+    /// Whether a page says more pages follow: its `hasMore`, false when absent; `nil` when
+    /// it is neither true nor false (such a page is not taken for the last one: a resume
+    /// point never moves past pages not fetched).
+    static func hasMore(_ json: JSONValue?) -> Bool? {
+        switch json?["hasMore"] {
+        case .bool(let more)?: return more
+        case nil, .null?: return false
+        default: return nil
+        }
+    }
+
+    /// The end of the message for a page whose `hasMore` is neither true nor false.
+    static func hasMoreNeitherTrueNorFalse(_ json: JSONValue?) -> String {
+        "says hasMore \(json?["hasMore"].map(JSONWriter.string) ?? "null"), neither true nor false"
     }
 
     /// Apple's AppTransactionDoesNotExistError.

@@ -123,6 +123,46 @@ import TestPKI
         #expect(fixture.mock.requests.count == 2)
     }
 
+    /// A page whose `hasMore` is neither true nor false is not taken for the last page: the
+    /// sync stops (malformed) and the next one starts where this one did.
+    @Test func aHasMoreNeitherTrueNorFalseIsMalformedAndKeepsTheResumePoint() throws {
+        let fixture = try SyncFixture()
+        fixture.mock.handle { _ in
+            guard case .object(var page) = SyncScenario.notificationPage(0) else { return .json(SyncScenario.notificationPage(0)) }
+            page["hasMore"] = "true"
+            return .json(.object(page))
+        }
+        let engine = try fixture.engine()
+        let now = Engine.now()
+        let outcome = try fixture.sync(engine, clock: { now }).notifications(start: nil, onlyFailures: false) { _ in }
+        guard case .api(let error)? = outcome.failure else {
+            Issue.record("expected an API failure, got \(String(describing: outcome.failure))")
+            return
+        }
+        #expect(error.code == .malformedResponse)
+        #expect(error.message.contains(#"hasMore "true""#), "\(error.message)")
+        #expect(outcome.totals == SyncTotals(appended: 20, duplicate: 0, rejected: 0), "the page is kept")
+
+        fixture.serveNotifications()
+        let later = now + 3_600_000
+        _ = try fixture.sync(engine, clock: { later }).notifications(start: nil, onlyFailures: false) { _ in }
+        #expect(
+            fixture.mock.requests.dropFirst().first?.json?["startDate"] == .int(later - AppStoreSync.historyWindow + AppStoreSync.historyWindowMargin),
+            "not past the pages never fetched")
+
+        let otid = SyncScenario.customerOriginal
+        fixture.serveCustomer { request in
+            guard request.path == "/inApps/v2/history/\(otid)" else { return nil }
+            return .json(["revision": "r1", "hasMore": 1, "signedTransactions": []])
+        }
+        let customer = try fixture.sync(engine).customer(otid) { _ in }
+        guard case .api(let customerError)? = customer.failure else {
+            Issue.record("expected an API failure, got \(String(describing: customer.failure))")
+            return
+        }
+        #expect(customerError.code == .malformedResponse)
+    }
+
     @Test func maxPagesIsValidated() throws {
         let fixture = try SyncFixture()
         #expect(fixture.configuration.appStoreServerAPI?.maxPages == 10_000, "the default")

@@ -27,8 +27,11 @@ public struct APIRequest: Sendable, CustomStringConvertible {
     /// `METHOD /path?query`, as the `sync` lines print it.
     public var description: String { method + " " + target }
 
-    /// Percent-encodes everything but RFC 3986's unreserved characters.
+    /// Percent-encodes everything but RFC 3986's unreserved characters; a whole `.` or
+    /// `..` is encoded too, so that an id used as a path segment never reads as a dot
+    /// segment (`/inApps/v2/history/..` would name another path once normalized).
     public static func encode(_ text: String) -> String {
+        if text == "." || text == ".." { return String(repeating: "%2E", count: text.utf8.count) }
         var out = ""
         for byte in text.utf8 {
             switch byte {

@@ -51,6 +51,10 @@ import Testing
 
     @Test func requestsEncodeTheirVariableParts() {
         #expect(APIRequest.transactionHistory(transactionId: "2000/1", revision: "a+b=").description == "GET /inApps/v2/history/2000%2F1?revision=a%2Bb%3D")
+        // An id that is a dot segment names no other path.
+        #expect(APIRequest.transactionHistory(transactionId: "..", revision: nil).description == "GET /inApps/v2/history/%2E%2E")
+        #expect(APIRequest.transactionInfo(transactionId: ".").description == "GET /inApps/v1/transactions/%2E")
+        #expect(APIRequest.transactionInfo(transactionId: "...").description == "GET /inApps/v1/transactions/...")
         let history = APIRequest.notificationHistory(startDate: 1, endDate: 2, onlyFailures: false, paginationToken: nil)
         #expect(history.body == ["startDate": 1, "endDate": 2])
         #expect(history.description == "POST /inApps/v1/notifications/history")

@@ -77,7 +77,12 @@ enum UsageCommand {
                 throw UsageError(message: "give --currency C --units N (units spent) or --transaction-id T --consumed S", command: "usage")
             }
             guard let units = Int64(unitsText) else {
-                throw UsageError(message: "--units expects a whole number above 0 (got \"\(unitsText)\")", command: "usage")
+                let digits = !unitsText.isEmpty && unitsText.utf8.allSatisfy { (0x30...0x39).contains($0) }
+                throw UsageError(
+                    message: digits
+                        ? "--units \(unitsText) is too large: at most \(Int64.max)"
+                        : "--units expects a whole number above 0 (got \"\(unitsText)\")",
+                    command: "usage")
             }
             let all = selectors + (values["--transaction-id"] != nil ? ["--transaction-id"] : [])
             guard all.count == 1 else {

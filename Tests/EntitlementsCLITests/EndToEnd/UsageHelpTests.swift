@@ -23,4 +23,14 @@ import TestSupport
         #expect(run.status == 2, "\(run.stdout) \(run.stderr)")
         #expect((run.stdout + run.stderr).contains("INVALID_USAGE"), "\(run.stdout) \(run.stderr)")
     }
+
+    @Test("usage --units past Int64 says it is too large, not that it is no whole number")
+    func unitsTooLarge() throws {
+        let workspace = try Workspace(name: "usage-units-large")
+        let run = try workspace.cli(
+            "usage", db: "db.sqlite", ["--id", "u1", "--app-transaction-id", "704200000000000093", "--currency", "coins", "--units", "99999999999999999999"],
+            timeout: 60)
+        #expect(run.status == 2, "\(run.stdout) \(run.stderr)")
+        #expect(run.stderr.contains("--units 99999999999999999999 is too large: at most 9223372036854775807"), "\(run.stderr)")
+    }
 }

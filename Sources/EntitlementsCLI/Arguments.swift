@@ -80,9 +80,22 @@ struct Arguments {
 
     func integer(_ name: String) throws(UsageError) -> Int64? {
         guard let text = values[name] else { return nil }
-        guard let value = Int64(text) else {
-            throw UsageError(message: "\(name) expects an integer, got \"\(text)\"", command: nil)
+        return try Self.wholeNumber(text, flag: name, expects: "expects an integer, got \"\(text)\"", command: nil)
+    }
+
+    /// `text` as a whole number of `flag`. What is no whole number is refused with
+    /// `flag` and `expects`; a whole number past what 64 bits hold is refused as too
+    /// large (or too small), not as no number.
+    static func wholeNumber(_ text: String, flag: String, expects: String, command: String?) throws(UsageError) -> Int64 {
+        if let value = Int64(text) { return value }
+        let digits = text.utf8.drop { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "+") }
+        let sign = text.utf8.count - digits.count
+        if sign <= 1, !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }) {
+            let negative = text.hasPrefix("-")
+            throw UsageError(
+                message: "\(flag) \(text) is too \(negative ? "small" : "large"): at \(negative ? "least \(Int64.min)" : "most \(Int64.max)")",
+                command: command)
         }
-        return value
+        throw UsageError(message: "\(flag) \(expects)", command: command)
     }
 }

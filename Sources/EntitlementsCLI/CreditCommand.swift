@@ -30,9 +30,8 @@ enum CreditCommand {
         let target = try OperatorOptions.target(arguments, command: command)
         guard let currency = arguments.values["--currency"] else { throw UsageError(message: "--currency C is required", command: command) }
         guard let text = arguments.values["--units"] else { throw UsageError(message: "--units N is required", command: command) }
-        guard let units = Int64(text) else {
-            throw UsageError(message: "--units expects a whole number, above 0 to add or below 0 to take (got \"\(text)\")", command: command)
-        }
+        let units = try Arguments.wholeNumber(
+            text, flag: "--units", expects: "expects a whole number, above 0 to add or below 0 to take (got \"\(text)\")", command: command)
         let (loaded, code) = try Commands.loadEngine(arguments, command: command)
         guard let engine = loaded else { return code }
         do {

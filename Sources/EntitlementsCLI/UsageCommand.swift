@@ -60,9 +60,8 @@ enum UsageCommand {
             guard let transactionId = values["--transaction-id"] else {
                 throw UsageError(message: "--consumed needs --transaction-id T (the purchase consumed)", command: "usage")
             }
-            guard let share = Int64(consumed) else {
-                throw UsageError(message: "--consumed expects thousandths of a percent, 0 to 100000 (got \"\(consumed)\")", command: "usage")
-            }
+            let share = try Arguments.wholeNumber(
+                consumed, flag: "--consumed", expects: "expects thousandths of a percent, 0 to 100000 (got \"\(consumed)\")", command: "usage")
             guard selectors.count <= 1 else {
                 throw UsageError(message: "give at most one of --app-transaction-id, --original-transaction-id", command: "usage")
             }
@@ -76,14 +75,8 @@ enum UsageCommand {
             guard let currency = values["--currency"], let unitsText = values["--units"] else {
                 throw UsageError(message: "give --currency C --units N (units spent) or --transaction-id T --consumed S", command: "usage")
             }
-            guard let units = Int64(unitsText) else {
-                let digits = !unitsText.isEmpty && unitsText.utf8.allSatisfy { (0x30...0x39).contains($0) }
-                throw UsageError(
-                    message: digits
-                        ? "--units \(unitsText) is too large: at most \(Int64.max)"
-                        : "--units expects a whole number above 0 (got \"\(unitsText)\")",
-                    command: "usage")
-            }
+            let units = try Arguments.wholeNumber(
+                unitsText, flag: "--units", expects: "expects a whole number above 0 (got \"\(unitsText)\")", command: "usage")
             let all = selectors + (values["--transaction-id"] != nil ? ["--transaction-id"] : [])
             guard all.count == 1 else {
                 throw UsageError(

@@ -24,7 +24,7 @@ import TestSupport
         #expect((run.stdout + run.stderr).contains("INVALID_USAGE"), "\(run.stdout) \(run.stderr)")
     }
 
-    @Test("usage --units past Int64 says it is too large, not that it is no whole number")
+    @Test("a whole number past 64 bits (usage, credit) is too large or too small, not no whole number")
     func unitsTooLarge() throws {
         let workspace = try Workspace(name: "usage-units-large")
         let run = try workspace.cli(
@@ -32,5 +32,13 @@ import TestSupport
             timeout: 60)
         #expect(run.status == 2, "\(run.stdout) \(run.stderr)")
         #expect(run.stderr.contains("--units 99999999999999999999 is too large: at most 9223372036854775807"), "\(run.stderr)")
+        let credit = try workspace.cli(
+            "credit", db: "db.sqlite", ["--id", "c1", "--app-transaction-id", "704200000000000093", "--currency", "coins", "--units", "-99999999999999999999"],
+            timeout: 60)
+        #expect(credit.status == 2, "\(credit.stdout) \(credit.stderr)")
+        #expect(credit.stderr.contains("--units -99999999999999999999 is too small: at least -9223372036854775808"), "\(credit.stderr)")
+        let word = try workspace.cli(
+            "credit", db: "db.sqlite", ["--id", "c1", "--app-transaction-id", "704200000000000093", "--currency", "coins", "--units", "ten"], timeout: 60)
+        #expect(word.status == 2 && word.stderr.contains("--units expects a whole number"), "\(word.stderr)")
     }
 }

@@ -107,7 +107,7 @@ enum MigrateReceiptsCommand {
                     try? engine.checkpoint()
                     return .storage
                 }
-                Output.error("entitlements \(command): \(index + 1)/\(originals.count) original transaction ids synced")
+                Output.error("entitlements \(command): \(index + 1)/\(originals.count) original transaction ids done (\(synced) synced, \(syncFailed) failed)")
             }
             if syncFailed > 0 { anyFailed = true }
         }
@@ -138,8 +138,10 @@ enum MigrateReceiptsCommand {
 
     /// The line on standard error that reports the sync of a V1 notification's original transaction id.
     static func v1SyncLine(_ id: String, _ outcome: SyncOutcome, command: String) -> String {
-        var text = "entitlements \(command): V1 notification: synced original transaction id \(id): \(JSONWriter.string(outcome.totals.json()))"
-        if let failure = outcome.failure { text += ", stopped: \(JSONWriter.string(failure.json()))" }
-        return text
+        let totals = JSONWriter.string(outcome.totals.json())
+        guard let failure = outcome.failure else {
+            return "entitlements \(command): V1 notification: synced original transaction id \(id): \(totals)"
+        }
+        return "entitlements \(command): V1 notification: the sync of original transaction id \(id) failed: \(JSONWriter.string(failure.json())) (before it stopped: \(totals))"
     }
 }

@@ -48,7 +48,7 @@ import TestSupport
             output[3] == [
                 "receipts": 2, "appended": 1, "duplicate": 1, "rejected": 0, "originalTransactionIds": 1, "synced": 1, "syncFailed": 0,
             ])
-        #expect(run.stderr.contains("2/2 receipts ingested") && run.stderr.contains("1/1 original transaction ids synced"))
+        #expect(run.stderr.contains("2/2 receipts ingested") && run.stderr.contains("1/1 original transaction ids done (1 synced, 0 failed)"))
 
         // The signed history linked the receipt's customer to its appTransactionId; the receipt's purchase stays.
         let query = try Tool.entitlements(
@@ -98,6 +98,19 @@ import TestSupport
         let query = try Tool.entitlements(
             ["query", "--config", fixture.configPath, "--db", "v1.sqlite", "--original-transaction-id", otid], in: fixture.folder)
         #expect(query.status == 0, "\(query.stderr)")
+    }
+
+    /// A V1 notification naming an original transaction id Apple does not know: the line
+    /// on standard error says the sync failed, and why.
+    @Test func aV1NotificationWhoseSyncFailsSaysSo() throws {
+        let fixture = try fixture()
+        let unknown = "2000009999999999"
+        let v1 = #"{"notification_type": "DID_RENEW", "password": "x", "unified_receipt": {"status": 0, "latest_receipt_info": [{"original_transaction_id": ""# + unknown + "\"}]}}\n"
+        try Data(v1.utf8).write(to: fixture.folder.appendingPathComponent("v1.json"))
+        let run = try Tool.entitlements(["ingest", "--config", fixture.configPath, "--db", "v1.sqlite", "v1.json"], in: fixture.folder)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("V1 notification: the sync of original transaction id \(unknown) failed: {"), "\(run.stderr)")
+        #expect(!run.stderr.contains("synced original transaction id \(unknown)"), "\(run.stderr)")
     }
 
     /// `serve` answers a V1 notification `UNVERIFIABLE_V1` at once, and syncs the original

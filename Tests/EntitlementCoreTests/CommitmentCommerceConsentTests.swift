@@ -216,6 +216,26 @@ struct CommitmentCommerceConsentTests {
         #expect(unknown == ["com.example.unlisted"])
     }
 
+    @Test("history names the REFUND notification that revoked an Advanced Commerce item, not the one that sold it")
+    func itemRevocationCause() throws {
+        let history = History()
+        let refunded = Time.day(10)
+        let first = Commerce.otid
+        history.notify(
+            "SUBSCRIBED", "INITIAL_BUY", signed: Time.t0,
+            transaction: Commerce.transaction(first, purchase: Time.t0, items: [Commerce.item("SKU-ALPHA"), Commerce.item("SKU-BETA")]))
+        history.notify(
+            "REFUND", signed: refunded,
+            transaction: Commerce.transaction(
+                first, purchase: Time.t0, signed: refunded, items: [Commerce.item("SKU-ALPHA"), Commerce.item("SKU-BETA", revoked: refunded)]))
+        let rules = Commerce.rules
+        let lines = CustomerHistory.timeline(state: history.state(rules: rules), events: history.events, rules: rules, until: Time.day(20))
+        let lost = try #require(lines.first { $0.at == refunded })
+        #expect(lost.cause?.field == "advancedCommerceInfo.items.revocationDate")
+        #expect(lost.cause?.notificationType == "REFUND")
+        #expect(lost.cause?.subtype == nil)
+    }
+
     @Test("a rescinded consent shows in the view; with consentRescindedRevokesAccess the entitlements end then")
     func rescindedConsent() throws {
         let history = History()

@@ -326,6 +326,8 @@ struct NotificationCarriers {
             case "purchaseDate": return version.facts.purchaseDate == value
             case "expiresDate": return version.facts.expiresDate == value
             case "revocationDate": return version.facts.revocationDate == value
+            case "advancedCommerceInfo.items.revocationDate":
+                return version.facts.extensions?.items?.contains { $0.revocationDate == value } ?? false
             default: return true
             }
         }

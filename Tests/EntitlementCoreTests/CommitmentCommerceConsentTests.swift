@@ -183,6 +183,19 @@ struct CommitmentCommerceConsentTests {
         #expect(json.contains(#""billingPlanType":"QUARTERLY_SOMEDAY""#))
     }
 
+    @Test("an Advanced Commerce item revoked with no refund listed: its REFUND's refundedAmount is the item's price")
+    func itemRevokedWithoutRefundsRefundsItsPrice() throws {
+        let history = History()
+        let item = object([("SKU", json("SKU-ALPHA")), ("price", json(4990)), ("revocationDate", json(Time.day(3)))])
+        history.add(Commerce.transaction("2000000000000812", purchase: Time.t0, items: [item, Commerce.item("SKU-BETA", price: 5000)]))
+        let state = history.state(rules: Commerce.rules)
+        let refunds = LifecycleEvents.all(state: state, events: history.events, rules: Commerce.rules).filter { $0.type == .refund }
+        #expect(refunds.count == 1)
+        #expect(refunds.first?.extra["sku"] == .string("SKU-ALPHA"))
+        #expect(refunds.first?.extra["refundedAmount"] == .int(4990))
+        #expect(refunds.first?.extra["revocationType"] == .null)
+    }
+
     @Test("rules read skus and consentRescindedRevokesAccess; rules without them keep their canonical text")
     func rulesParsing() throws {
         let text = #"{"version":"1","products":{},"skus":{"SKU-PRO":{"entitlements":["pro"]}},"consentRescindedRevokesAccess":true}"#

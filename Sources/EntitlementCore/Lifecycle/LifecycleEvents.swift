@@ -513,7 +513,8 @@ private struct Derivation {
     }
 
     /// REFUND of each refund of an Advanced Commerce item (with its `sku`), and of an
-    /// item revoked without a refund listed: one item refunded leaves the others granting.
+    /// item revoked without a refund listed (its price refunded): one item refunded
+    /// leaves the others granting.
     mutating func itemRefunds() {
         for version in state.transactions.values {
             let t = version.facts
@@ -524,7 +525,9 @@ private struct Derivation {
                 var moments: [(at: Int64, refund: AdvancedCommerceRefund)] = item.refunds.compactMap { refund in
                     refund.refundDate.map { ($0, refund) }
                 }
-                if moments.isEmpty, let revoked = item.revocationDate { moments.append((revoked, AdvancedCommerceRefund())) }
+                // Revoked with no refund listed: a full one, as a transaction revoked without
+                // a revocationType is; what was refunded is the item's price.
+                if moments.isEmpty, let revoked = item.revocationDate { moments.append((revoked, AdvancedCommerceRefund(refundAmount: item.price))) }
                 for (moment, refund) in moments {
                     guard
                         wants(at: moment, {

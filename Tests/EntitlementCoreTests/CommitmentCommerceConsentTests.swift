@@ -194,6 +194,9 @@ struct CommitmentCommerceConsentTests {
         #expect(refunds.first?.extra["sku"] == .string("SKU-ALPHA"))
         #expect(refunds.first?.extra["refundedAmount"] == .int(4990))
         #expect(refunds.first?.extra["revocationType"] == .null)
+        // What the refund took away: the item's SKU's entitlements, not its product's.
+        #expect(refunds.first?.entitlements(under: Commerce.rules) == Commerce.rules.skus["SKU-ALPHA"]?.entitlements)
+        #expect(refunds.first?.entitlements(under: Commerce.rules).isEmpty == false)
     }
 
     @Test("rules read skus and consentRescindedRevokesAccess; rules without them keep their canonical text")

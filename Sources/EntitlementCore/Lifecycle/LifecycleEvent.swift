@@ -62,9 +62,12 @@ public struct LifecycleEvent: Sendable, Hashable {
         self.effectiveAt = effectiveAt
     }
 
-    /// The entitlements the rules give the event's product (none without a product).
+    /// The entitlements the rules give the event's product (none without a product); for
+    /// the refund of an Advanced Commerce item, those its `sku` grants (`rules.skus`):
+    /// what that refund took away.
     public func entitlements(under rules: Rules) -> [String] {
         if let grantedEntitlements { return grantedEntitlements }
+        if case .string(let sku)? = extra["sku"] { return rules.skus[sku]?.entitlements ?? [] }
         return productId.flatMap { rules.products[$0]?.entitlements } ?? []
     }
 

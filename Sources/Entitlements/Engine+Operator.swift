@@ -108,7 +108,12 @@ extension Engine {
                 return .refused(OperatorRefusal(code: "INVALID_GRANT", message: "--days must be a whole number from 1 to 36500 (got \(count))"))
             }
             days = count * 86_400_000
-            until = from + count * 86_400_000
+            let (end, overflow) = from.addingReportingOverflow(count * 86_400_000)
+            guard !overflow else {
+                return .refused(OperatorRefusal(
+                    code: "INVALID_GRANT", message: "from (\(from)) plus \(count) days is past the largest time: give an earlier from"))
+            }
+            until = end
         }
         if let refusal = OperatorCheck.grantRefusal(
             entitlement: request.entitlement, from: from, until: until, rules: (try? activeRules()) ?? configuration.rules, force: request.force)

@@ -1,0 +1,32 @@
+import EntitlementCore
+import Entitlements
+import Foundation
+import TestPKI
+import Testing
+import TestSupport
+
+/// Operator's and usage records at the edges: numbers past 64 bits are refused with a
+/// precise code, and every record that appends moves the head record beside the
+/// database, as a batch of Apple's data does (specification sections 3, 11 and 13).
+@Suite struct OperatorRecordBoundsTests {
+    let t0 = TestPayloads.january2025
+    let app = "704000000000000001"
+
+    func coins() -> InputBytes {
+        InputBytes(
+            TestPayloads.body(
+                signedTransactionInfo: E2E.pki.sign(
+                    TestPayloads.transaction(
+                        transactionId: "2000000000000801", appTransactionId: app, productId: "com.example.coins.100",
+                        type: "Consumable", purchaseDate: t0, expiresDate: nil))))
+    }
+
+    @Test func aGrantWhoseDaysEndPastTheLargestTimeIsRefusedNotACrash() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins()])
+        let answer = try await engine.grant(
+            GrantRequest(id: "far", target: .appUser("acct-1"), entitlement: "pro", from: Int64.max - 1000, length: .days(1)))
+        #expect(answer.json()["error"]?["code"] == "INVALID_GRANT")
+        #expect(try await engine.audit().events == 1)
+    }
+}

@@ -71,11 +71,16 @@ public enum OperatorCheck {
     }
 
     /// `nil` when adding `units` of `currency` at `at` keeps the balance `balance` (the
-    /// target's, at `at`) at zero or above, else why not.
+    /// target's, at `at`) at zero or above and within a whole number of 64 bits, else why not.
     public static func creditRefusal(currency: String, units: Int64, balance: Int64) -> OperatorRefusal? {
         if currency.isEmpty { return OperatorRefusal(code: "INVALID_CREDIT", message: "the currency is empty") }
         if units == 0 { return OperatorRefusal(code: "INVALID_CREDIT", message: "--units 0 changes nothing: give a number above or below 0") }
         let (after, overflow) = balance.addingReportingOverflow(units)
+        if overflow && units > 0 {
+            return OperatorRefusal(
+                code: "INVALID_CREDIT",
+                message: "the balance of \(currency) is \(balance); adding \(units) would pass the largest whole number (\(Int64.max))")
+        }
         if overflow || after < 0 {
             return OperatorRefusal(
                 code: "INSUFFICIENT_BALANCE",

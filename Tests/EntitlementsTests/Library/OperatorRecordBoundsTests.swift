@@ -29,4 +29,17 @@ import TestSupport
         #expect(answer.json()["error"]?["code"] == "INVALID_GRANT")
         #expect(try await engine.audit().events == 1)
     }
+
+    @Test func aCreditPastTheLargestBalanceIsInvalidNotInsufficient() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins()])
+        let answer = try await engine.credit(id: "big", target: .customer(.appTransactionId(app)), currency: "coins", units: Int64.max)
+        #expect(answer.json()["error"]?["code"] == "INVALID_CREDIT")
+        let message = answer.json()["error"]?["message"]
+        #expect(message == .string("the balance of coins is 100; adding \(Int64.max) would pass the largest whole number (\(Int64.max))"))
+        // Up to the largest whole number is a credit like any other.
+        #expect(try await engine.credit(id: "most", target: .customer(.appTransactionId(app)), currency: "coins", units: Int64.max - 100)
+            .json() == ["result": "appended", "id": "most"])
+        #expect(OperatorCheck.creditRefusal(currency: "coins", units: -1, balance: Int64.min)?.code == "INSUFFICIENT_BALANCE")
+    }
 }

@@ -27,7 +27,8 @@ extension EventStore {
         _ record: OperatorRecord, given: OperatorCheck.GivenMoments, conflictCode: String, rules: Rules, receivedAt: Int64,
         check: (CustomerState, EventStore) throws -> OperatorRefusal?
     ) throws(StoreError) -> OperatorAppendOutcome {
-        try mapped {
+        var head: LogHead? = nil
+        let outcome = try mapped {
             try connection.write { () throws -> (OperatorAppendOutcome, Connection.Completion) in
                 var record = record
                 let identity = record.identity
@@ -68,7 +69,7 @@ extension EventStore {
                 let before = stored?.state ?? CustomerState(key: key)
                 if let refusal = try check(before, self) { return (.refused(refusal), .rollback) }
 
-                let event = try insertOperatorEvent(
+                let (event, appendedHead) = try insertOperatorEvent(
                     OperatorEventRow(
                         identity: identity, kind: record.kind.rawValue, eventId: record.id, customerKey: key,
                         appTransactionId: record.appTransactionId, originalTransactionId: record.originalTransactionId,
@@ -88,9 +89,13 @@ extension EventStore {
                 try apply(event, to: &state, rules: rules)
                 try recordChanges(of: key, state: state, rules: rules, now: receivedAt, cause: .event)
                 try recordLifecycle(of: key, state: state, rules: rules, now: receivedAt)
+                head = appendedHead
                 return (.appended(seq: seq, record: record, state: state), .commit)
             }
         }
+        // After the commit, never before: the record never names a head the log may not reach.
+        if case .appended = outcome, let head { recordHead(head) }
+        return outcome
     }
 
     /// The operator record logged under `identity`, and its seq.

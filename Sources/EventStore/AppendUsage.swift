@@ -23,7 +23,8 @@ extension EventStore {
     /// The event's raw is the record's canonical JSON (hash-chained like a JWS;
     /// `"source": "operator"`), its `signed_date` the record's `at`.
     public func appendUsage(_ usage: UsageFacts, atGiven: Bool, rules: Rules, receivedAt: Int64) throws(StoreError) -> UsageAppendOutcome {
-        try mapped {
+        var head: LogHead? = nil
+        let outcome = try mapped {
             try connection.write { () throws -> (UsageAppendOutcome, Connection.Completion) in
                 let identity = Self.usageIdentity(usage.usageId)
                 let find = try connection.cached("SELECT seq, raw FROM events WHERE identity = ?")
@@ -54,7 +55,7 @@ extension EventStore {
                     return (.refused(refusal), .rollback)
                 }
 
-                let event = try insertOperatorEvent(
+                let (event, appendedHead) = try insertOperatorEvent(
                     OperatorEventRow(
                         identity: identity, kind: OperatorKind.usage.rawValue, eventId: usage.usageId, customerKey: key,
                         appTransactionId: usage.appTransactionId, originalTransactionId: usage.originalTransactionId,
@@ -67,8 +68,12 @@ extension EventStore {
                 var state = stored.state
                 try apply(event, to: &state, rules: rules)
                 try recordLifecycle(of: key, state: state, rules: rules, now: receivedAt)
+                head = appendedHead
                 return (.appended(seq: seq, state: state), .commit)
             }
         }
+        // After the commit, never before: the record never names a head the log may not reach.
+        if case .appended = outcome, let head { recordHead(head) }
+        return outcome
     }
 }

@@ -42,4 +42,35 @@ import TestSupport
             .json() == ["result": "appended", "id": "most"])
         #expect(OperatorCheck.creditRefusal(currency: "coins", units: -1, balance: Int64.min)?.code == "INSUFFICIENT_BALANCE")
     }
+
+    @Test func operatorAndUsageRecordsMoveTheHeadRecord() async throws {
+        let path = E2E.folder().appendingPathComponent("head.sqlite").path
+        let engine = try E2E.engine(path: path)
+        _ = try await engine.ingest([coins()])
+        func recorded() throws -> String {
+            try String(contentsOfFile: path + "-head", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        /// The record names the log's head, at `seq`.
+        func expectHead(at seq: Int64, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let audit = try await engine.audit()
+            #expect(audit.firstMismatch == nil && audit.headSeq == seq, sourceLocation: sourceLocation)
+            #expect(try recorded() == "\(audit.headSeq):\(audit.headHash)", sourceLocation: sourceLocation)
+        }
+        try await expectHead(at: 1)
+
+        _ = try await engine.grant(GrantRequest(id: "g1", target: .customer(.appTransactionId(app)), entitlement: "pro", length: .days(3)))
+        try await expectHead(at: 2)
+        _ = try await engine.credit(id: "c1", target: .appUser("acct-1"), currency: "coins", units: 5)
+        try await expectHead(at: 3)
+        _ = try await engine.link(id: "l1", appUserId: "acct-1", customer: .appTransactionId(app))
+        try await expectHead(at: 4)
+        _ = try await engine.revokeGrant(id: "g1")
+        try await expectHead(at: 5)
+        let usage = try await engine.usage(UsageRequest(id: "u1", customer: .appTransactionId(app), amount: .spend(currency: "coins", units: 1)))
+        #expect(usage.json()["result"] == "appended")
+        try await expectHead(at: 6)
+        // A duplicate appends nothing and leaves the record where it was.
+        _ = try await engine.credit(id: "c1", target: .appUser("acct-1"), currency: "coins", units: 5)
+        try await expectHead(at: 6)
+    }
 }

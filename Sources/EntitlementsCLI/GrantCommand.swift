@@ -51,7 +51,7 @@ enum GrantCommand {
         }
         let force = arguments.flags.contains("--force")
 
-        let (loaded, code) = try Commands.loadEngine(arguments, command: command)
+        let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .existing)
         guard let engine = loaded else { return code }
         if let warning = OperatorCheck.unknownEntitlementWarning(entitlement, rules: engine.configuration.rules), force {
             Output.error(warning)

@@ -33,7 +33,7 @@ enum LinkCommand {
         guard let customer = try OperatorOptions.customer(arguments, command: command) else {
             throw UsageError(message: "name the customer: one of " + OperatorOptions.selectors.joined(separator: ", "), command: command)
         }
-        let (loaded, code) = try Commands.loadEngine(arguments, command: command)
+        let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .existing)
         guard let engine = loaded else { return code }
         do {
             let answer = try engine.link(id: id, appUserId: appUserId, customer: customer, context: OperatorOptions.context(arguments))

@@ -63,7 +63,8 @@ enum OperatorOptions {
 
     /// The text the help of every operator command ends with.
     static let commonHelp = """
-          --db PATH         database (default entitlements.sqlite; created if missing)
+          --db PATH         an existing database (default entitlements.sqlite; DATABASE_NOT_FOUND,
+                            exit 3, when missing)
           --config PATH     configuration file (required)
           --id ID           the action's id, chosen by the caller: the same again is harmless
           --operator NAME   who does it (recorded with the event)

@@ -25,7 +25,7 @@ enum RevokeGrantCommand {
         try OperatorOptions.noPositional(arguments, command: command)
         let id = try OperatorOptions.id(arguments, command: command)
         let at = try arguments.time("--at", command: command)
-        let (loaded, code) = try Commands.loadEngine(arguments, command: command)
+        let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .existing)
         guard let engine = loaded else { return code }
         do {
             return OperatorOptions.finish(try engine.revokeGrant(id: id, at: at, context: OperatorOptions.context(arguments)), engine: engine)

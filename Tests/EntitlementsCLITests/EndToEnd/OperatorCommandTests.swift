@@ -225,6 +225,23 @@ import TestSupport
         #expect(try E2E.run(["query", "--help"]).stdout.contains("--app-user-id U"))
     }
 
+    @Test func operatorCommandsNeverCreateADatabase() throws {
+        let folder = E2E.folder()
+        let config = try E2E.writeConfig(in: folder)
+        let commands: [[String]] = [
+            ["grant", "--id", "g1", "--app-user-id", "acct-1", "--entitlement", "pro", "--days", "1"],
+            ["credit", "--id", "c1", "--app-user-id", "acct-1", "--currency", "coins", "--units", "5"],
+            ["link", "--id", "l1", "--app-user-id", "acct-1", "--app-transaction-id", Self.customer],
+            ["revoke-grant", "--id", "g1"],
+        ]
+        for arguments in commands {
+            let run = try E2E.run(arguments + ["--db", "typo.sqlite", "--config", config], in: folder)
+            #expect(run.status == 3, "\(arguments): \(run.stdout) \(run.stderr)")
+            #expect(run.stdout.isEmpty && run.stderr.contains("DATABASE_NOT_FOUND"), "\(arguments)")
+            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("typo.sqlite").path), "\(arguments)")
+        }
+    }
+
     static func configWith(_ appUsers: JSONValue, in folder: URL) throws -> String {
         let path = try E2E.writeConfig(in: folder)
         guard case .object(var object) = try JSONParser().parse(Array(try Data(contentsOf: URL(fileURLWithPath: path)))) else {

@@ -53,14 +53,17 @@ enum GrantCommand {
 
         let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .existing)
         guard let engine = loaded else { return code }
-        if let warning = OperatorCheck.unknownEntitlementWarning(entitlement, rules: engine.configuration.rules), force {
-            Output.error(warning)
-        }
         do {
             let answer = try engine.grant(
                 GrantRequest(
                     id: id, target: target, entitlement: entitlement, from: from, length: length, force: force,
                     context: OperatorOptions.context(arguments)))
+            // Only for what was granted, and against the rules the grant was checked under.
+            if force, case .recorded(.appended, _) = answer,
+                let warning = OperatorCheck.unknownEntitlementWarning(entitlement, rules: try engine.activeRules())
+            {
+                Output.error(warning)
+            }
             return OperatorOptions.finish(answer, engine: engine)
         } catch {
             return Commands.storageFailure(command, error)

@@ -242,6 +242,29 @@ import TestSupport
         }
     }
 
+    @Test func theForcedGrantWarningFollowsTheDatabasesRulesAndOnlyWhatWasGranted() throws {
+        let (folder, config) = try Self.workspace()
+        func run(_ arguments: [String], config: String = config) throws -> E2E.Run { try E2E.run(arguments + ["--config", config], in: folder) }
+        // A refused grant grants nothing "anyway".
+        let refused = try run(["grant", "--id", "f0", "--app-transaction-id", Self.customer, "--entitlement", "prro", "--days", "0", "--force"])
+        #expect(refused.status == 1 && refused.lines.first?["error"]?["code"] == "INVALID_GRANT")
+        #expect(!refused.stderr.contains("warning: entitlement prro"), "\(refused.stderr)")
+
+        // A configuration whose rules give "plus" while the database's active rules do not.
+        let other = folder.appendingPathComponent("v2")
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        let rules = JSONWriter.string(E2E.rules.canonicalJSON)
+            .replacingOccurrences(of: #""version":"\#(E2E.rules.version)""#, with: #""version":"with-plus""#)
+            .replacingOccurrences(of: #""entitlements":["pro"]"#, with: #""entitlements":["plus","pro"]"#)
+        let v2 = try E2E.writeConfig(in: other, rules: try JSONParser().parse(Array(rules.utf8)))
+        let unknown = try run(["grant", "--id", "p1", "--app-transaction-id", Self.customer, "--entitlement", "plus", "--days", "1"], config: v2)
+        #expect(unknown.lines.first?["error"]?["code"] == "UNKNOWN_ENTITLEMENT", "\(unknown.stdout)")
+        let forced = try run(["grant", "--id", "p1", "--app-transaction-id", Self.customer, "--entitlement", "plus", "--days", "1", "--force"], config: v2)
+        #expect(forced.status == 0 && forced.lines.first?["result"] == "appended")
+        #expect(forced.stderr.contains("warning: the configuration's rules \"with-plus\""), "\(forced.stderr)")
+        #expect(forced.stderr.contains("warning: entitlement plus is not given by any product"), "\(forced.stderr)")
+    }
+
     static func configWith(_ appUsers: JSONValue, in folder: URL) throws -> String {
         let path = try E2E.writeConfig(in: folder)
         guard case .object(var object) = try JSONParser().parse(Array(try Data(contentsOf: URL(fileURLWithPath: path)))) else {

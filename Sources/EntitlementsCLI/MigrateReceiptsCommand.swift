@@ -45,7 +45,6 @@ enum MigrateReceiptsCommand {
         }
         let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .create)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
 
         var documents: [InputBytes] = []
         var number = 0

@@ -19,7 +19,6 @@ extension Commands {
         }
         let (loaded, code) = try loadEngine(arguments, command: "revenue", mode: .readOnly)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
         do {
             let answer = try engine.revenue(from: from, to: to)
             for warning in engine.exchangeRateWarnings(answer.currenciesWithoutRate) { Output.error(warning) }
@@ -60,7 +59,6 @@ extension Commands {
         }
         let (loaded, code) = try loadEngine(arguments, command: "metrics", mode: .readOnly)
         guard let engine = loaded else { return code }
-        if let warning = engine.rulesWarning() { Output.error(warning) }
         do {
             let answer = try engine.metrics(from: from, to: to, interval: interval)
             for warning in engine.exchangeRateWarnings(answer.currenciesWithoutRate) { Output.error(warning) }

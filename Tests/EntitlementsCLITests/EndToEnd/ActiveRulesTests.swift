@@ -85,6 +85,27 @@ import TestSupport
         #expect(same.stderr.contains("differ in content"), "\(same.stderr)")
     }
 
+    @Test("each command says once that the rules differ")
+    func theWarningIsSaidOnce() throws {
+        let root = E2E.folder()
+        let database = root.appendingPathComponent("once.sqlite").path
+        let v1 = try Self.config(root, "v1", rules: Self.rules("v1", [Self.lifetime: ["entitlements": ["pro"]]]))
+        let v2 = try Self.config(root, "v2", rules: Self.rules("v2", [Self.lifetime: ["entitlements": ["pro", "support"]]]))
+        #expect(try E2E.run(["ingest", "--db", database, "--config", v1], stdin: Self.purchase() + "\n").status == 0)
+        let empty = root.appendingPathComponent("receipts.ndjson")
+        try Data().write(to: empty)
+        let commands: [[String]] = [
+            ["query", "--app-transaction-id", Self.customer],
+            ["revenue"],
+            ["metrics", "--from", "2025-01-01T00:00:00Z", "--to", "2025-02-01T00:00:00Z"],
+            ["migrate-receipts", empty.path],
+        ]
+        for arguments in commands {
+            let run = try E2E.run(arguments + ["--db", database, "--config", v2])
+            #expect(run.stderr.components(separatedBy: "answering under the database's rules").count == 2, "\(arguments): \(run.stderr)")
+        }
+    }
+
     @Test("one database, one answer: engines opened with different rules answer alike, and follow another's replay")
     func oneAnswerWhicheverProcessAsks() throws {
         let path = E2E.folder().appendingPathComponent("shared.sqlite").path

@@ -31,6 +31,11 @@ extension ServeAPI {
     /// Answers an operator's request.
     func admin(_ request: ServerRequest, route: Route) -> ServerResponse {
         let label = adminLabel(request.head.field("authorization"))
+        if case .appUser = route {
+        } else if let query = request.head.query, !query.isEmpty {
+            // A field sent in the query string (`?at=...`) would otherwise be ignored unseen.
+            return Self.badRequest("this endpoint takes its fields in the JSON body, not in the query string (found \"\(query.prefix(40))\")")
+        }
         do {
             switch route {
             case .appUser(let appUserId): return try appUser(appUserId, request)
@@ -133,9 +138,13 @@ struct AdminBody {
             object = JSONObject()
             return
         }
-        guard let json = try? JSONParser().parse(request.body), case .object(let object) = json else {
-            throw Refusal("the body is not a JSON object")
+        let json: JSONValue
+        do {
+            json = try JSONParser().parse(request.body)
+        } catch {
+            throw Refusal("the body is not a JSON object: \(String(describing: error).prefix(200))")
         }
+        guard case .object(let object) = json else { throw Refusal("the body is not a JSON object") }
         self.object = object
     }
 

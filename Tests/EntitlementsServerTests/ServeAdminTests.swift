@@ -106,6 +106,28 @@ struct ServeAdminTests {
         let replay = try server.engine.replay()
         #expect(replay.changed == 0)
     }
+
+    @Test func aFieldInTheQueryStringOrARepeatedMemberIsRefusedByName() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        func post(_ path: String, _ body: String) throws -> (Int, String?) {
+            let response = try server.exchange("POST", path, body: body, headers: Self.admin)
+            guard case .string(let message)? = response.json?["error"]?["message"] else { return (response.status, nil) }
+            return (response.status, message)
+        }
+        #expect(try post("/grants", #"{"id":"g1","appUserId":"user-1","entitlement":"pro","days":3}"#).0 == 200)
+        // ?at= on a revocation is not where the revocation reads its moment: refused, not ignored.
+        var (status, message) = try post("/grants/g1/revoke?at=2030-01-01T00:00:00Z", "")
+        #expect(status == 400 && message?.contains("not in the query string") == true, "\(message ?? "")")
+        (status, message) = try post("/credits?units=5", #"{"id":"c1","appUserId":"user-1","currency":"coins","units":1}"#)
+        #expect(status == 400 && message?.contains("not in the query string") == true, "\(message ?? "")")
+        // A member given twice is named, not reported as "not a JSON object".
+        (status, message) = try post("/grants", #"{"id":"g2","appUserId":"user-1","entitlement":"pro","days":3,"id":"g3"}"#)
+        #expect(status == 400 && message?.contains(#"duplicate key "id""#) == true, "\(message ?? "")")
+        // Nothing but the first grant was recorded; the revocation still takes a body.
+        #expect(try server.engine.audit().events == 2)
+        #expect(try post("/grants/g1/revoke", #"{"at":"2030-01-01T00:00:00Z"}"#).0 == 200)
+    }
 }
 
 extension JSONValue {

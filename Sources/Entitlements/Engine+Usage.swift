@@ -157,6 +157,8 @@ extension Engine {
     static func customerKey(_ customer: UsageCustomer, store: EventStore) throws(StoreError) -> CustomerKey? {
         switch customer {
         case .appTransactionId(let id):
+            // What is given to an app user itself is kept under `user:<U>`: no customer, named by `--app-user-id`.
+            guard OperatorRecord.appUser(ofKey: id) == nil else { return nil }
             let key = try store.resolveCustomer(id)
             return try store.projection(of: key) != nil ? key : nil
         case .originalTransactionId(let otid):

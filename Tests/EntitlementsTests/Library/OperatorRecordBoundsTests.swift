@@ -73,4 +73,27 @@ import TestSupport
         _ = try await engine.credit(id: "c1", target: .appUser("acct-1"), currency: "coins", units: 5)
         try await expectHead(at: 6)
     }
+
+    @Test func anAppUsersOwnKeyIsNoCustomerToActOn() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins()])
+        #expect(try await engine.credit(id: "c1", target: .appUser("acct-1"), currency: "coins", units: 5).json()["result"] == "appended")
+        let own = CustomerQuery.appTransactionId("user:acct-1")
+        let answers = [
+            try await engine.grant(GrantRequest(id: "g1", target: .customer(own), entitlement: "pro", length: .days(1))).json(),
+            try await engine.credit(id: "c2", target: .customer(own), currency: "coins", units: 1).json(),
+            try await engine.link(id: "l1", appUserId: "acct-1", customer: own).json(),
+            try await engine.usage(UsageRequest(id: "u1", customer: .appTransactionId("user:acct-1"), amount: .spend(currency: "coins", units: 1))).json(),
+        ]
+        for answer in answers {
+            #expect(answer["error"]?["code"] == "NOT_FOUND", "\(answer)")
+            #expect(answer["error"]?["message"] == "no customer for appTransactionId user:acct-1", "\(answer)")
+        }
+        #expect(try await engine.audit().events == 2)
+        guard case .appUser(let user) = try await engine.query(appUserId: "acct-1") else {
+            Issue.record("no app user")
+            return
+        }
+        #expect(user.customers.isEmpty && user.balances == [CurrencyBalance(currency: "coins", amount: 5)])
+    }
 }

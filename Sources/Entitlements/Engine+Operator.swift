@@ -105,7 +105,7 @@ extension Engine {
         case .until(let end): until = end
         case .days(let count):
             guard count > 0, count <= 36_500 else {
-                return .refused(OperatorRefusal(code: "INVALID_GRANT", message: "--days must be a whole number from 1 to 36500 (got \(count))"))
+                return .refused(OperatorRefusal(code: "INVALID_GRANT", message: "days must be a whole number from 1 to 36500 (got \(count))"))
             }
             days = count * 86_400_000
             let (end, overflow) = from.addingReportingOverflow(count * 86_400_000)

@@ -128,6 +128,19 @@ struct ServeAdminTests {
         #expect(try server.engine.audit().events == 2)
         #expect(try post("/grants/g1/revoke", #"{"at":"2030-01-01T00:00:00Z"}"#).0 == 200)
     }
+
+    @Test func refusalsNameTheFieldsOfTheBodyNotOnlyTheCommandLinesFlags() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        func message(_ path: String, _ body: String) throws -> String {
+            let response = try server.exchange("POST", path, body: body, headers: Self.admin)
+            guard case .string(let message)? = response.json?["error"]?["message"] else { return "" }
+            return message
+        }
+        #expect(try message("/grants", #"{"id":"g1","appUserId":"u","entitlement":"vipp","days":3}"#).contains(#""force": true"#))
+        #expect(try message("/grants", #"{"id":"g1","appUserId":"u","entitlement":"pro","days":0}"#).hasPrefix("days must be"))
+        #expect(try message("/credits", #"{"id":"c1","appUserId":"u","currency":"coins","units":0}"#).hasPrefix("0 units"))
+    }
 }
 
 extension JSONValue {

@@ -58,7 +58,7 @@ public enum OperatorCheck {
     public static func unknownEntitlementMessage(_ entitlement: String, rules: Rules) -> String {
         let known = knownEntitlements(rules)
         let listed = known.isEmpty ? "no product gives any entitlement" : "known: " + known.joined(separator: ", ")
-        return "entitlement \(entitlement) is not given by any product in rules.products (\(listed)); pass --force to grant it anyway"
+        return "entitlement \(entitlement) is not given by any product in rules.products (\(listed)); pass --force (over HTTP \"force\": true) to grant it anyway"
     }
 
     /// `nil` when the entitlement is known to the rules, else the warning to print when
@@ -74,7 +74,7 @@ public enum OperatorCheck {
     /// target's, at `at`) at zero or above and within a whole number of 64 bits, else why not.
     public static func creditRefusal(currency: String, units: Int64, balance: Int64) -> OperatorRefusal? {
         if currency.isEmpty { return OperatorRefusal(code: "INVALID_CREDIT", message: "the currency is empty") }
-        if units == 0 { return OperatorRefusal(code: "INVALID_CREDIT", message: "--units 0 changes nothing: give a number above or below 0") }
+        if units == 0 { return OperatorRefusal(code: "INVALID_CREDIT", message: "0 units change nothing: give a number above or below 0") }
         let (after, overflow) = balance.addingReportingOverflow(units)
         if overflow && units > 0 {
             return OperatorRefusal(

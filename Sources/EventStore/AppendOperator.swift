@@ -44,9 +44,14 @@ extension EventStore {
                         record.appUserId = linkedUser
                     }
                     guard OperatorCheck.sameContent(existing, record, given: given) else {
+                        // A revocation's id is its grant's: there is no other id to use.
+                        let advice =
+                            record.kind == .grantRevoked
+                            ? "grant \(record.id) is revoked once; that revocation stands"
+                            : "use a new id for a new \(record.kind.rawValue)"
                         let refusal = OperatorRefusal(
                             code: conflictCode,
-                            message: "id \(record.id) was recorded at seq \(seq) with other content (\(JSONWriter.string(existing.canonicalJSON))); use a new id for a new \(record.kind.rawValue)")
+                            message: "id \(record.id) was recorded at seq \(seq) with other content (\(JSONWriter.string(existing.canonicalJSON))); \(advice)")
                         return (.refused(refusal), .rollback)
                     }
                     let key = try resolveCustomer(existing.customerKey)

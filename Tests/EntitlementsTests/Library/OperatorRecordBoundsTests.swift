@@ -96,4 +96,19 @@ import TestSupport
         }
         #expect(user.customers.isEmpty && user.balances == [CurrencyBalance(currency: "coins", amount: 5)])
     }
+
+    @Test func aSecondRevocationAtAnotherMomentSaysTheFirstStands() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins()])
+        _ = try await engine.grant(GrantRequest(id: "g1", target: .appUser("acct-1"), entitlement: "pro", from: t0, length: .days(30)))
+        #expect(try await engine.revokeGrant(id: "g1", at: t0 + 86_400_000).json()["result"] == "appended")
+        let again = try await engine.revokeGrant(id: "g1", at: t0 + 2 * 86_400_000).json()
+        #expect(again["error"]?["code"] == "ID_CONFLICT")
+        guard case .string(let message)? = again["error"]?["message"] else {
+            Issue.record("no message")
+            return
+        }
+        #expect(message.hasSuffix("grant g1 is revoked once; that revocation stands"), "\(message)")
+        #expect(!message.contains("use a new id"))
+    }
 }

@@ -167,13 +167,14 @@ extension Engine {
         let appUsers = configuration.appUsers
         return try appendOperator(record, target: target, given: OperatorCheck.GivenMoments(), conflictCode: "ID_CONFLICT", now: recordedAt) {
             state, store in
-            var balance = Evaluation.evaluate(state, rules: rules, at: recordedAt).balance(currency)
+            // Summed exactly, then clamped to 64 bits as the app user's view clamps it: never wrapped.
+            var balance = Int128(Evaluation.evaluate(state, rules: rules, at: recordedAt).balance(currency))
             if let appUserId = OperatorRecord.appUser(ofKey: state.key) {
                 for customer in try Self.appUserCustomers(appUserId, store: store, appUsers: appUsers) {
-                    balance &+= Evaluation.evaluate(customer, rules: rules, at: recordedAt).balance(currency)
+                    balance += Int128(Evaluation.evaluate(customer, rules: rules, at: recordedAt).balance(currency))
                 }
             }
-            return OperatorCheck.creditRefusal(currency: currency, units: units, balance: balance)
+            return OperatorCheck.creditRefusal(currency: currency, units: units, balance: Int64(clamping: balance))
         }
     }
 

@@ -111,4 +111,31 @@ import TestSupport
         #expect(message.hasSuffix("grant g1 is revoked once; that revocation stands"), "\(message)")
         #expect(!message.contains("use a new id"))
     }
+
+    @Test func anAppUsersBalanceSumsWithoutWrapping() async throws {
+        let engine = try E2E.engine()
+        let other = "704000000000000002"
+        _ = try await engine.ingest([
+            coins(),
+            InputBytes(
+                TestPayloads.body(
+                    signedTransactionInfo: E2E.pki.sign(
+                        TestPayloads.transaction(
+                            transactionId: "2000000000000802", appTransactionId: other, productId: "com.example.coins.100",
+                            type: "Consumable", purchaseDate: t0, expiresDate: nil)))),
+        ])
+        for (id, customer) in [("a", app), ("b", other)] {
+            #expect(try await engine.credit(id: id, target: .customer(.appTransactionId(customer)), currency: "coins", units: Int64.max - 100)
+                .json()["result"] == "appended")
+            #expect(try await engine.link(id: "l" + id, appUserId: "acct-1", customer: .appTransactionId(customer)).json()["result"] == "appended")
+        }
+        guard case .appUser(let user) = try await engine.query(appUserId: "acct-1") else {
+            Issue.record("no app user")
+            return
+        }
+        #expect(user.customers.count == 2)
+        #expect(user.balances == [CurrencyBalance(currency: "coins", amount: Int64.max)])
+        // Taking some from that balance is no attempt to go below zero.
+        #expect(try await engine.credit(id: "take", target: .appUser("acct-1"), currency: "coins", units: -5).json()["result"] == "appended")
+    }
 }

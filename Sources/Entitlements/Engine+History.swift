@@ -41,6 +41,8 @@ extension Engine {
                 let described: String
                 switch subject {
                 case .appTransactionId(let id):
+                    // What was given to an app user itself is no customer, as in `query`.
+                    guard OperatorRecord.appUser(ofKey: id) == nil else { return .notFound("no customer has appTransactionId \(id)") }
                     key = try store.resolveCustomer(id)
                     described = "appTransactionId \(id)"
                 case .originalTransactionId(let otid):

@@ -90,6 +90,11 @@ import TestSupport
             #expect(answer["error"]?["message"] == "no customer for appTransactionId user:acct-1", "\(answer)")
         }
         #expect(try await engine.audit().events == 2)
+        // Nor is it one to read: query and history answer NOT_FOUND alike.
+        guard case .notFound = try await engine.query(own), case .notFound = try await engine.history(own) else {
+            Issue.record("an app user's own key answered as a customer")
+            return
+        }
         guard case .appUser(let user) = try await engine.query(appUserId: "acct-1") else {
             Issue.record("no app user")
             return

@@ -111,7 +111,7 @@ extension Engine {
             let (end, overflow) = from.addingReportingOverflow(count * 86_400_000)
             guard !overflow else {
                 return .refused(OperatorRefusal(
-                    code: "INVALID_GRANT", message: "from (\(from)) plus \(count) days is past the largest time: give an earlier from"))
+                    code: "INVALID_GRANT", message: "from (\(from)) plus \(count) day\(count == 1 ? "" : "s") is past the largest time: give an earlier from"))
             }
             until = end
         }

@@ -24,14 +24,20 @@ import TestSupport
         return fixture
     }
 
+    /// A receipt, base64, of one monthly subscription's transaction 3999 of the sync
+    /// scenario's customer, before its signed history begins.
+    static func receipt() -> String {
+        let entry = TestReceiptEntry(
+            productId: "com.example.pro.monthly", transactionId: "3999", originalTransactionId: SyncScenario.customerOriginal,
+            purchaseDate: TestPayloads.january2025 - 40 * 86_400_000, expiresDate: TestPayloads.january2025 - 10 * 86_400_000)
+        return SyncScenario.pki.receiptBase64(
+            TestReceipts.payload(bundleId: TestPayloads.bundleId, creationDate: TestPayloads.january2025 - 20 * 86_400_000, entries: [entry]))
+    }
+
     @Test func migrateReceiptsIngestsThenSyncsEachOriginalTransactionId() throws {
         let fixture = try fixture()
         let otid = SyncScenario.customerOriginal
-        let entry = TestReceiptEntry(
-            productId: "com.example.pro.monthly", transactionId: "3999", originalTransactionId: otid,
-            purchaseDate: TestPayloads.january2025 - 40 * 86_400_000, expiresDate: TestPayloads.january2025 - 10 * 86_400_000)
-        let receipt = SyncScenario.pki.receiptBase64(
-            TestReceipts.payload(bundleId: TestPayloads.bundleId, creationDate: TestPayloads.january2025 - 20 * 86_400_000, entries: [entry]))
+        let receipt = Self.receipt()
         let file = #"{"receipt-data": ""# + receipt + "\"}\n\n" + receipt + "\n"
         try Data(file.utf8).write(to: fixture.folder.appendingPathComponent("receipts.ndjson"))
 
@@ -65,11 +71,7 @@ import TestSupport
     @Test func aSecondRunSyncsTheReceiptsOriginalTransactionIdNotTheLinkedCustomer() throws {
         let fixture = try fixture()
         let otid = SyncScenario.customerOriginal
-        let entry = TestReceiptEntry(
-            productId: "com.example.pro.monthly", transactionId: "3999", originalTransactionId: otid,
-            purchaseDate: TestPayloads.january2025 - 40 * 86_400_000, expiresDate: TestPayloads.january2025 - 10 * 86_400_000)
-        let receipt = SyncScenario.pki.receiptBase64(
-            TestReceipts.payload(bundleId: TestPayloads.bundleId, creationDate: TestPayloads.january2025 - 20 * 86_400_000, entries: [entry]))
+        let receipt = Self.receipt()
         try Data((receipt + "\n").utf8).write(to: fixture.folder.appendingPathComponent("receipts.ndjson"))
         let arguments = ["migrate-receipts", "--config", fixture.configPath, "--db", "migrated.sqlite", "receipts.ndjson"]
         let first = try Tool.entitlements(arguments, in: fixture.folder)

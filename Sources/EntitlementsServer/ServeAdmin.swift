@@ -31,9 +31,10 @@ extension ServeAPI {
     /// Answers an operator's request.
     func admin(_ request: ServerRequest, route: Route) -> ServerResponse {
         let label = adminLabel(request.head.field("authorization"))
-        if case .appUser = route {
-        } else if let query = request.head.query, !query.isEmpty {
-            // A field sent in the query string (`?at=...`) would otherwise be ignored unseen.
+        // The POST endpoints take their fields in the body: one sent in the query string
+        // (`?at=...`) would be ignored unseen.
+        let takesQuery: Bool = if case .appUser = route { true } else { false }
+        if !takesQuery, let query = request.head.query, !query.isEmpty {
             return Self.badRequest("this endpoint takes its fields in the JSON body, not in the query string (found \"\(query.prefix(40))\")")
         }
         do {

@@ -85,15 +85,17 @@ struct Arguments {
 
     /// `text` as a whole number of `flag`. What is no whole number is refused with
     /// `flag` and `expects`; a whole number past what 64 bits hold is refused as too
-    /// large (or too small), not as no number.
-    static func wholeNumber(_ text: String, flag: String, expects: String, command: String?) throws(UsageError) -> Int64 {
+    /// large (or too small), naming `bounds` (the flag's own, when it has narrower ones).
+    static func wholeNumber(
+        _ text: String, flag: String, expects: String, bounds: ClosedRange<Int64> = Int64.min...Int64.max, command: String?
+    ) throws(UsageError) -> Int64 {
         if let value = Int64(text) { return value }
         let digits = text.utf8.drop { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "+") }
         let sign = text.utf8.count - digits.count
         if sign <= 1, !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }) {
             let negative = text.hasPrefix("-")
             throw UsageError(
-                message: "\(flag) \(text) is too \(negative ? "small" : "large"): at \(negative ? "least \(Int64.min)" : "most \(Int64.max)")",
+                message: "\(flag) \(text) is too \(negative ? "small" : "large"): at \(negative ? "least \(bounds.lowerBound)" : "most \(bounds.upperBound)")",
                 command: command)
         }
         throw UsageError(message: "\(flag) \(expects)", command: command)

@@ -44,7 +44,8 @@ enum GrantCommand {
         switch (try arguments.time("--until", command: command), arguments.values["--days"]) {
         case (let until?, nil): length = .until(until)
         case (nil, let text?):
-            let days = try Arguments.wholeNumber(text, flag: "--days", expects: "expects a whole number of days (got \"\(text)\")", command: command)
+            let days = try Arguments.wholeNumber(
+                text, flag: "--days", expects: "expects a whole number of days (got \"\(text)\")", bounds: 1...36_500, command: command)
             length = .days(days)
         case (_?, _?): throw UsageError(message: "give --until TIME or --days N, not both", command: command)
         case (nil, nil): throw UsageError(message: "give --until TIME or --days N: how long the grant lasts", command: command)

@@ -61,7 +61,8 @@ enum UsageCommand {
                 throw UsageError(message: "--consumed needs --transaction-id T (the purchase consumed)", command: "usage")
             }
             let share = try Arguments.wholeNumber(
-                consumed, flag: "--consumed", expects: "expects thousandths of a percent, 0 to 100000 (got \"\(consumed)\")", command: "usage")
+                consumed, flag: "--consumed", expects: "expects thousandths of a percent, 0 to 100000 (got \"\(consumed)\")", bounds: 0...100_000,
+                command: "usage")
             guard selectors.count <= 1 else {
                 throw UsageError(message: "give at most one of --app-transaction-id, --original-transaction-id", command: "usage")
             }

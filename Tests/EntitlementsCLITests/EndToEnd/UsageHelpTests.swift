@@ -40,5 +40,9 @@ import TestSupport
         let word = try workspace.cli(
             "credit", db: "db.sqlite", ["--id", "c1", "--app-transaction-id", "704200000000000093", "--currency", "coins", "--units", "ten"], timeout: 60)
         #expect(word.status == 2 && word.stderr.contains("--units expects a whole number"), "\(word.stderr)")
+        // A flag with narrower bounds names its own.
+        let days = try workspace.cli(
+            "grant", db: "db.sqlite", ["--id", "g1", "--app-user-id", "u1", "--entitlement", "pro", "--days", "99999999999999999999"], timeout: 60)
+        #expect(days.status == 2 && days.stderr.contains("--days 99999999999999999999 is too large: at most 36500"), "\(days.stderr)")
     }
 }

@@ -119,6 +119,13 @@ extension SignedDataVerifier {
             throw .malformed(
                 "the payload is not a notification, transaction, renewal info or AppTransaction: it has none of notificationType, receiptType, transactionId, originalTransactionId")
         }
+        // A payload that names itself another kind (a transaction, with its transactionId,
+        // where renewal info is expected) is not taken as the kind its place names: it would
+        // enter the log as what it is not.
+        if let expected, let actual = classify(object), actual != expected, identifyingRank(actual) < identifyingRank(expected) {
+            throw .malformed(
+                "\(kindName(expected)) payload: it has \(identifyingField(actual)), so it is a \(kindName(actual)), not \(kindName(expected))")
+        }
         let dateField = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
         do {
             let date = try FieldReader(payload).requiredDate(dateField)
@@ -139,6 +146,28 @@ extension SignedDataVerifier {
         if has("transactionId") { return .transaction }
         if has("originalTransactionId") { return .renewalInfo }
         return nil
+    }
+
+    /// The field that tells `kind` apart, in the order ``classify(_:)`` asks for them.
+    static func identifyingField(_ kind: SignedKind) -> String {
+        switch kind {
+        case .notification: return "notificationType"
+        case .appTransaction: return "receiptType"
+        case .transaction: return "transactionId"
+        case .renewalInfo: return "originalTransactionId"
+        case .receipt: return "receipt"
+        }
+    }
+
+    /// Where `kind` comes in the order of ``classify(_:)``.
+    static func identifyingRank(_ kind: SignedKind) -> Int {
+        switch kind {
+        case .notification: return 0
+        case .appTransaction: return 1
+        case .transaction: return 2
+        case .renewalInfo: return 3
+        case .receipt: return 4
+        }
     }
 
     static func kindName(_ kind: SignedKind) -> String {

@@ -75,8 +75,15 @@ struct PayloadRejectionTests {
         #expect(code { try verifier.verifyTransaction(renewal) } == "MALFORMED_INPUT")
         #expect(code { try verifier.verifyNotification(renewal) } == "MALFORMED_INPUT")
         #expect(code { try verifier.verifyAppTransaction(renewal) } == "MALFORMED_INPUT")
+        // A transaction has originalTransactionId and signedDate too, but its transactionId
+        // says what it is: taken as renewal info it would enter the log as what it is not.
         let transaction = pki.sign(TestPayloads.transaction())
-        #expect(code { try verifier.verifyRenewalInfo(transaction) } == "OK")  // a transaction has originalTransactionId and signedDate too
+        let error = verificationError { try verifier.verifyRenewalInfo(transaction) }
+        #expect(error?.code == .malformedInput)
+        #expect(error?.message == "renewal info payload: it has transactionId, so it is a transaction, not renewal info")
+        #expect(code { try verifier.verifyAppTransaction(pki.sign(TestPayloads.notification())) } == "MALFORMED_INPUT")
+        #expect(code { try verifier.verifyTransaction(pki.sign(TestPayloads.appTransaction())) } == "MALFORMED_INPUT")
+        #expect(code { try verifier.verifyRenewalInfo(pki.sign(TestPayloads.renewalInfo())) } == "OK")
     }
 
     @Test func unclassifiablePayloadIsMalformed() {

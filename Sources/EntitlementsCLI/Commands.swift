@@ -38,7 +38,7 @@ enum Commands {
         }
         let configuration: EngineConfiguration
         do {
-            configuration = try EngineConfiguration.load(path: configPath)
+            configuration = try EngineConfiguration.loadChecked(path: configPath)
         } catch {
             Output.error("entitlements \(command): \(error.description)")
             return (nil, .usage)

@@ -132,7 +132,7 @@ enum SignCommand {
             throw UsageError(message: "--config PATH is required", command: command)
         }
         do {
-            return try EngineConfiguration.load(path: path)
+            return try EngineConfiguration.loadChecked(path: path)
         } catch {
             Output.error("entitlements \(command): \(error.description)")
             return nil

@@ -14,7 +14,7 @@ extension Commands {
             throw UsageError(message: "--config PATH is required", command: "verify")
         }
         let configuration: EngineConfiguration
-        do { configuration = try EngineConfiguration.load(path: configPath) } catch {
+        do { configuration = try EngineConfiguration.loadChecked(path: configPath) } catch {
             Output.error("entitlements verify: \(error.description)")
             return .usage
         }

@@ -5,7 +5,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// The `serve` section's field names, checked by every command that reads the configuration.
+/// The `serve` section's field names and values, checked by every command that reads the configuration.
 @Suite struct ServeFieldNamesTests {
     @Test("a serve field unknown to serve is a configuration error naming it in every command, exit 2")
     func unknownServeField() throws {
@@ -25,5 +25,33 @@ import TestSupport
         // The same file, the same answer everywhere.
         #expect(Set(answers).count == 1, "\(answers)")
         #expect(!FileManager.default.fileExists(atPath: workspace.path("db.sqlite")))
+    }
+
+    @Test("a serve value of the wrong type or out of range is a configuration error naming it in every command, exit 2")
+    func badServeValue() throws {
+        let text = Workspace.configText()
+        let cases: [(section: String, field: String)] = [
+            (#"{"listen":5}"#, "serve.listen"),
+            (#"{"listen":"nope"}"#, "serve.listen"),
+            (#"{"maxConnections":"many"}"#, "serve.maxConnections"),
+            (#"{"token":""}"#, "serve.token"),
+        ]
+        for (section, field) in cases {
+            let workspace = try Workspace(name: "serve-value")
+            try Data(("{\"serve\":" + section + "," + text.dropFirst()).utf8).write(to: workspace.configURL)
+            var answers: [String] = []
+            for arguments in [["query", "--app-transaction-id", "1"], ["ingest"], ["verify"], ["serve"], ["audit"]] {
+                let run = arguments[0] == "verify"
+                    ? try Tool.run(["verify", "--config", workspace.configPath, "/dev/null"], in: workspace.folder, timeout: 60)
+                    : try workspace.cli(arguments[0], db: "db.sqlite", Array(arguments.dropFirst()), timeout: 60)
+                #expect(run.status == 2, "\(section) \(arguments[0]): \(run.status) \(run.stderr)")
+                #expect(run.stderr.contains(field), "\(section) \(arguments[0]): \(run.stderr)")
+                if let line = run.stderr.split(separator: "\n").first(where: { $0.contains(field) }) {
+                    answers.append(String(line.drop { $0 != ":" }))
+                }
+            }
+            #expect(Set(answers).count == 1, "\(answers)")
+            #expect(!FileManager.default.fileExists(atPath: workspace.path("db.sqlite")))
+        }
     }
 }

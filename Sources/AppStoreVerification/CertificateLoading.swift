@@ -5,7 +5,8 @@ internal import EntitlementCore
 ///
 /// - Parameter bytes: the file's contents.
 /// - Returns: the certificate's DER encoding, checked to parse as X.509.
-/// - Throws: ``VerificationError`` with code `INVALID_CERTIFICATE` when the bytes hold neither.
+/// - Throws: ``VerificationError`` with code `INVALID_CERTIFICATE` when the bytes hold neither,
+///   or a PEM file holds more than one certificate.
 public func loadCertificate(from bytes: some Collection<UInt8>) throws(VerificationError) -> [UInt8] {
     let data = Array(bytes)
     let begin = Array("-----BEGIN CERTIFICATE-----".utf8)
@@ -17,6 +18,10 @@ public func loadCertificate(from bytes: some Collection<UInt8>) throws(Verificat
         }
         guard let decoded = Base64.decodePEMBody(data[start.upperBound..<stop.lowerBound]), !decoded.isEmpty else {
             throw .invalidCertificate("PEM certificate body is not base64")
+        }
+        // One file, one certificate: the others of a bundle would be dropped without a word.
+        guard firstRange(of: begin, in: data, from: stop.upperBound) == nil else {
+            throw .invalidCertificate("the file holds more than one certificate: list each root as a file of its own")
         }
         der = decoded
     } else {

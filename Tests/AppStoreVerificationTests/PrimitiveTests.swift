@@ -133,6 +133,20 @@ struct PrimitiveTests {
         }
     }
 
+    /// A PEM bundle is one file of several roots: only the first was read, the others
+    /// dropped without a word, so a bundle that opens with another certificate trusted
+    /// nothing it meant to.
+    @Test func loadCertificateRefusesSeveralCertificatesInOneFile() throws {
+        let pem = Shared.pki.rootPEM
+        let pemG3 = "-----BEGIN CERTIFICATE-----\n" + Base64Encoding.standard(AppleRootCertificate.g3DER) + "\n-----END CERTIFICATE-----\n"
+        for text in [pem + pemG3, pemG3 + "\n" + pem] {
+            let error = verificationError { try loadCertificate(from: Array(text.utf8)) }
+            #expect(error?.code == .invalidCertificate)
+            #expect(error?.message.contains("more than one certificate") == true, "\(String(describing: error))")
+        }
+        #expect(try loadCertificate(from: Array((pem + "\n# end\n").utf8)) == Shared.pki.rootDER)
+    }
+
     @Test func errorDescriptionAndCodes() {
         let error = VerificationError(.invalidChainLength, "x5c holds 2 certificates")
         #expect(error.description == "INVALID_CHAIN_LENGTH: x5c holds 2 certificates")

@@ -12,7 +12,16 @@ extension TrustStore {
     func verify(
         _ presented: PresentedChain, atMillis millis: Int64, dateField: String, keyTableAfter: Int? = nil
     ) throws(VerificationError) -> VerifiedChain {
-        let chain = try verify(leaf: presented.leaf, intermediate: presented.intermediate, atMillis: millis, dateField: dateField)
+        let chain: [X509Certificate]
+        do {
+            chain = try verify(leaf: presented.leaf, intermediate: presented.intermediate, atMillis: millis, dateField: dateField)
+        } catch {
+            // OpenSSL names only the certificate it could not place; say why, when the
+            // root the JWS presents is none of those trusted.
+            guard !rootsDER.contains(presented.rootDER) else { throw error }
+            let root = X509Certificate.parse(presented.rootDER).map { " (\($0.subject))" } ?? ""
+            throw .invalidChain("\(error.message); x5c[2]\(root) is none of the configured trusted roots")
+        }
         guard chain.count == 3 else {
             throw .invalidChain(
                 "the chain verified through \(chain.count) certificates; App Store chains are exactly leaf, intermediate, root")

@@ -91,6 +91,13 @@ public struct EngineConfiguration: Sendable {
         guard case .string(let bundleId)? = object["bundleId"], !bundleId.isEmpty else {
             throw ConfigurationError(field: "bundleId", message: "required: the app's bundle identifier, e.g. \"com.example.app\"")
         }
+        // A slip that no payload can match: every input would be INVALID_APP_IDENTIFIER and a
+        // new database bound to it.
+        guard !bundleId.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) else {
+            throw ConfigurationError(
+                field: "bundleId",
+                message: "\(JSONWriter.string(.string(bundleId))) holds whitespace or control characters; a bundle identifier is letters, digits, hyphens and periods")
+        }
         let environments = try Self.environments(object["environment"])
         let environment = environments[0]
         var appAppleId: Int64? = nil

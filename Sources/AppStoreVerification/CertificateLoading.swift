@@ -1,3 +1,4 @@
+internal import COpenSSL
 internal import EntitlementCore
 
 /// Reads one X.509 certificate from DER bytes or PEM text (`-----BEGIN CERTIFICATE-----`),
@@ -45,3 +46,16 @@ private func firstRange(of needle: [UInt8], in haystack: [UInt8], from start: In
     }
     return nil
 }
+
+/// Why the DER certificate `der` can never be the trust anchor of a chain, or `nil`: a
+/// root is self-issued (its subject its issuer, its key the one it is signed with), so a
+/// leaf or an intermediate configured as a trusted root would leave every chain unverified.
+public func trustAnchorProblem(_ der: [UInt8]) -> String? {
+    guard let certificate = X509Certificate.parse(der) else { return "not a DER X.509 certificate" }
+    guard X509_check_issued(certificate.pointer, certificate.pointer) == X509_V_OK else {
+        ERR_clear_error()
+        return "\(certificate.subject) is not a root certificate (it is issued by another): trust the root its chain ends in"
+    }
+    return nil
+}
+

@@ -176,6 +176,9 @@ extension EngineConfiguration {
                     throw ConfigurationError(
                         field: "\(field)[\(index)]", message: "\(url.path) is not a DER or PEM certificate: \(error.message)")
                 }
+                if let problem = trustAnchorProblem(loaded[loaded.count - 1]) {
+                    throw ConfigurationError(field: "\(field)[\(index)]", message: "\(url.path): \(problem)")
+                }
             }
             return loaded
         case let other?:

@@ -42,6 +42,7 @@ extension Engine {
     /// that the immutability triggers are the schema's, and that the log reaches
     /// the head recorded beside the database at the last commit and `expectedHead`.
     public func audit(expectedHead: LogHead? = nil, progress: (Int64) -> Void = { _ in }) throws(EngineError) -> AuditReport {
+        let verifier = try auditVerifier()
         do {
             // On a reader's connection (read-only) and snapshot: an audit never holds the
             // write path, and ingests carry on meanwhile.
@@ -49,12 +50,31 @@ extension Engine {
                 // The JWS re-verified a batch at a time on every core; the chain checked in order.
                 let lanes = ProcessInfo.processInfo.activeProcessorCount
                 return try store.audit(
-                    reverifyBatch: { items in documentVerifier.reverify(items, lanes: lanes) },
+                    reverifyBatch: { items in verifier.reverify(items, lanes: lanes) },
                     batchSize: DocumentVerifier.auditBatchSize, expectedHead: expectedHead, progress: progress)
             }
         } catch {
             throw EngineError(error)
         }
+    }
+}
+
+extension Engine {
+    /// The verifier the audit re-checks the log with: the configuration's, accepting every
+    /// environment the database has been configured with (its binding records them). Moving
+    /// between Production and Sandbox is allowed (specification section 2), so what was
+    /// taken under the other one is no sign of tampering.
+    func auditVerifier() throws(EngineError) -> DocumentVerifier {
+        let binding: AppBinding?
+        do { binding = try readers.withReader { store throws(StoreError) in try store.appBinding() } } catch { throw EngineError(error) }
+        let bound = (binding?.environments ?? []).compactMap(AppStoreEnvironment.init(rawValue:))
+        let added = bound.filter { environment in
+            !configuration.environments.contains(environment) && environment.isLocal == configuration.environment.isLocal
+        }
+        guard !added.isEmpty else { return documentVerifier }
+        var widened = configuration
+        widened.environments += added
+        return try DocumentVerifier(configuration: widened)
     }
 }
 

@@ -110,6 +110,30 @@ import TestSupport
         #expect(try store.eventCount() == 1)
     }
 
+    /// Switching from Sandbox to Production is allowed (section 2): what the database took
+    /// under Sandbox is no tampering, and the audit re-verifies it under the environments
+    /// the database has been configured with, not only today's.
+    @Test func anAuditAfterTheEnvironmentNarrowedFindsNothingAltered() throws {
+        let path = E2E.folder().appendingPathComponent("narrowed.sqlite").path
+        let sandbox = try Engine(configuration: configuration([.sandbox]), databasePath: path)
+        let results = try sandbox.ingest([
+            InputBytes(TestPayloads.body(signedTransactionInfo: E2E.pki.sign(TestPayloads.transaction(signedDate: t0))))
+        ])
+        #expect(results.map(\.outcome) == [.appended])
+        #expect(try sandbox.audit().firstMismatch == nil)
+        let production = try Engine(configuration: configuration([.production]), databasePath: path)
+        let report = try production.audit()
+        #expect(report.firstMismatch == nil, "\(String(describing: report.firstMismatch))")
+        #expect(report.events == 1)
+        // New data is still held to the configured environment.
+        let late = TestPayloads.transaction(transactionId: "2000000000000611", originalTransactionId: "2000000000000611", signedDate: t0 + 1)
+        let rejected = try production.ingest([InputBytes(TestPayloads.body(signedTransactionInfo: E2E.pki.sign(late)))])
+        #expect(rejected.first?.errorCode == "INVALID_ENVIRONMENT")
+        // A read-only audit, which records nothing, reads the same record of environments.
+        let readOnly = try Engine(configuration: configuration([.production]), databasePath: path, mode: .readOnly)
+        #expect(try readOnly.audit().firstMismatch == nil)
+    }
+
     @Test func aDatabaseMadeByThePreviousSchemaIsBoundByItsFirstCommand() throws {
         let path = E2E.folder().appendingPathComponent("old.sqlite").path
         do {

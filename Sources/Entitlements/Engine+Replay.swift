@@ -68,8 +68,10 @@ extension Engine {
         let binding: AppBinding?
         do { binding = try readers.withReader { store throws(StoreError) in try store.appBinding() } } catch { throw EngineError(error) }
         let bound = (binding?.environments ?? []).compactMap(AppStoreEnvironment.init(rawValue:))
+        // Production data is checked against appAppleId: without one configured, it stays out.
         let added = bound.filter { environment in
             !configuration.environments.contains(environment) && environment.isLocal == configuration.environment.isLocal
+                && (environment != .production || configuration.appAppleId != nil)
         }
         guard !added.isEmpty else { return documentVerifier }
         var widened = configuration

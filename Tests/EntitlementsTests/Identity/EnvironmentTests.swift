@@ -132,6 +132,11 @@ import TestSupport
         // A read-only audit, which records nothing, reads the same record of environments.
         let readOnly = try Engine(configuration: configuration([.production]), databasePath: path, mode: .readOnly)
         #expect(try readOnly.audit().firstMismatch == nil)
+        // Back to Sandbox without an appAppleId: Production, once configured, cannot be
+        // checked and stays out, and the audit still runs.
+        var sandboxOnly = configuration([.sandbox])
+        sandboxOnly.appAppleId = nil
+        #expect(try Engine(configuration: sandboxOnly, databasePath: path).audit().firstMismatch == nil)
     }
 
     @Test func aDatabaseMadeByThePreviousSchemaIsBoundByItsFirstCommand() throws {

@@ -19,7 +19,7 @@ enum LinkCommand {
 
         OPTIONS
           --app-user-id U   the team's account id (1 to 256 bytes)
-        \(OperatorOptions.commonHelp)
+        \(OperatorOptions.commonHelp(createsDatabase: false))
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {

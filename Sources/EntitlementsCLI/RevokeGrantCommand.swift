@@ -15,7 +15,7 @@ enum RevokeGrantCommand {
 
         OPTIONS
           --at TIME         when it ends: milliseconds since 1970 or ISO 8601 UTC (default now)
-        \(OperatorOptions.commonHelp)
+        \(OperatorOptions.commonHelp(createsDatabase: false))
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {

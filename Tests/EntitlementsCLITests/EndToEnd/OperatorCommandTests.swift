@@ -225,12 +225,13 @@ import TestSupport
         #expect(try E2E.run(["query", "--help"]).stdout.contains("--app-user-id U"))
     }
 
-    @Test func operatorCommandsNeverCreateADatabase() throws {
+    /// `link` and `revoke-grant` act on what a database holds: on a missing file (a typo)
+    /// they create nothing. `grant` and `credit` give an app user what needs no Apple data
+    /// first, on a database they create when missing.
+    @Test func linkAndRevokeGrantNeverCreateADatabaseGrantAndCreditDo() throws {
         let folder = E2E.folder()
         let config = try E2E.writeConfig(in: folder)
         let commands: [[String]] = [
-            ["grant", "--id", "g1", "--app-user-id", "acct-1", "--entitlement", "pro", "--days", "1"],
-            ["credit", "--id", "c1", "--app-user-id", "acct-1", "--currency", "coins", "--units", "5"],
             ["link", "--id", "l1", "--app-user-id", "acct-1", "--app-transaction-id", Self.customer],
             ["revoke-grant", "--id", "g1"],
         ]
@@ -240,6 +241,14 @@ import TestSupport
             #expect(run.stdout.isEmpty && run.stderr.contains("DATABASE_NOT_FOUND"), "\(arguments)")
             #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("typo.sqlite").path), "\(arguments)")
         }
+        let grant = try E2E.run(
+            ["grant", "--id", "g1", "--app-user-id", "acct-1", "--entitlement", "pro", "--days", "1", "--db", "fresh.sqlite", "--config", config], in: folder)
+        #expect(grant.status == 0 && grant.stdout.contains(#""result":"appended""#), "\(grant.stdout) \(grant.stderr)")
+        let credit = try E2E.run(
+            ["credit", "--id", "c1", "--app-user-id", "acct-2", "--currency", "coins", "--units", "5", "--db", "fresh2.sqlite", "--config", config], in: folder)
+        #expect(credit.status == 0 && credit.stdout.contains(#""result":"appended""#), "\(credit.stdout) \(credit.stderr)")
+        let query = try E2E.run(["query", "--app-user-id", "acct-1", "--db", "fresh.sqlite", "--config", config], in: folder)
+        #expect(query.status == 0 && query.stdout.contains(#""pro""#), "\(query.stdout) \(query.stderr)")
     }
 
     @Test func theForcedGrantWarningFollowsTheDatabasesRulesAndOnlyWhatWasGranted() throws {

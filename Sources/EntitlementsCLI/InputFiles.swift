@@ -38,7 +38,17 @@ extension Commands {
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 throw UsageError(message: "input \(file) is a folder, not a file (give the files in it)", command: command)
             }
-            // Without waiting for a writer, should it be a named pipe.
+            if (info.st_mode & S_IFMT) == S_IFIFO {
+                // A named pipe is not opened to be checked: opening it, even without waiting,
+                // would let in a writer that waits for its reader, and closing it again would
+                // leave that writer writing to a pipe nobody reads (SIGPIPE: its lines lost).
+                guard faccessat(AT_FDCWD, file, R_OK, AT_EACCESS) == 0 else {
+                    let reason = errno
+                    let why = reason == EACCES || reason == EPERM ? "permission denied" : String(cString: strerror(reason))
+                    throw UsageError(message: "cannot read input file \(file): \(why)", command: command)
+                }
+                continue
+            }
             let fd = open(file, O_RDONLY | O_NONBLOCK)
             guard fd >= 0 else {
                 let reason = errno

@@ -94,6 +94,50 @@ extension Reliability {
             }
         }
 
+        @Test("ingest of a named pipe whose writer already waits for its reader: every line ingested, the writer not cut off",
+              arguments: ["ingest", "verify"])
+        func namedPipeWithWaitingWriter(command: String) throws {
+            let workspace = try Workspace(name: "fifo-\(command)")
+            let history = History.generate(lines: 12, seed: 0xF1F0)
+            let accepted = history.lines.filter { $0.items.allSatisfy { if case .event = $0 { return true } else { return false } } }
+            let good = try workspace.write(lines: accepted.map(\.text), to: "good.ndjson")
+            let pipePath = workspace.path("input.pipe")
+            #expect(mkfifo(pipePath, 0o600) == 0)
+            // The writer opens the pipe first, as a producer started before the engine does,
+            // and waits in open() for a reader.
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+            writer.arguments = ["-c", "exec cat \"$0\" > \"$1\"", good.path, pipePath]
+            try writer.run()
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                let channel = String(decoding: Tool.read("/proc/\(writer.processIdentifier)/wchan"), as: UTF8.self)
+                if channel == "wait_for_partner" || channel == "fifo_open" { break }
+                usleep(1_000)
+            }
+            let arguments = command == "ingest"
+                ? ["ingest", "--db", workspace.path("fifo.sqlite"), "--config", workspace.configPath, pipePath]
+                : ["verify", "--config", workspace.configPath, pipePath]
+            let outcome = try Tool.start(arguments, in: workspace.folder, label: "fifo").wait(timeout: 120)
+            if writer.isRunning { writer.terminate() }
+            writer.waitUntilExit()
+            #expect(!outcome.signaled && outcome.status == 0, "\(command): exit \(outcome.status) \(outcome.stderr)")
+            #expect(writer.terminationReason == .exit && writer.terminationStatus == 0,
+                    "the writer ended with \(writer.terminationStatus) (\(writer.terminationReason == .uncaughtSignal ? "signal" : "exit"))")
+            // As many answers as the same lines read from a regular file give.
+            let fromFile = try Tool.run(
+                command == "ingest"
+                    ? ["ingest", "--db", workspace.path("file.sqlite"), "--config", workspace.configPath, good.path]
+                    : ["verify", "--config", workspace.configPath, good.path],
+                in: workspace.folder)
+            #expect(fromFile.status == 0 && !outputObjects(fromFile.stdout).isEmpty, "\(fromFile.stderr)")
+            #expect(outputObjects(outcome.stdout).count == outputObjects(fromFile.stdout).count,
+                    "\(command): \(outcome.stdout.prefix(300)) \(outcome.stderr)")
+            if command == "ingest" {
+                #expect(try Probe(workspace.path("fifo.sqlite")).eventCount() == Int64(Set(accepted.flatMap(\.items)).count))
+            }
+        }
+
         @Test("ingest a.ndjson missing.ndjson (or a folder): usage error naming it, exit 2, nothing committed, no database created")
         func everyInputFileIsCheckedFirst() throws {
             let workspace = try Workspace(name: "missing-input")

@@ -53,6 +53,13 @@ public final class Server: Sendable {
         }
         let api = ServeAPI(engine: engine, token: settings.token, adminTokens: settings.adminTokens, bound: options.quarantine)
         self.api = api
+        // A read replica's own answers to requests it could not take carry its head too.
+        let headFields: HTTPServer<Route>.ErrorFields? =
+            engine.mode == .readOnly
+            ? { @Sendable () -> [HTTPField] in
+                guard let head = api.currentHead() else { return [] }
+                return [HTTPField(name: ServeAPI.logHeadField, value: String(head.seq))]
+            } : nil
         http = try HTTPServer(
             listen: settings.listen, limits: options.limits, log: log,
             preflight: { head, client in
@@ -74,7 +81,8 @@ public final class Server: Sendable {
                     route: route.label, method: request.head.method, status: response.status,
                     seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
                 return response
-            })
+            },
+            errorFields: headFields)
     }
 
     /// Serves until stopped; then commits what is pending and checkpoints.

@@ -26,6 +26,9 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     public typealias Preflight = @Sendable (RequestHead, ClientInfo) -> HeadDecision<Context>
     /// Answers a complete request, with what its preflight learned.
     public typealias Handler = @Sendable (ServerRequest, Context, ClientInfo) -> ServerResponse
+    /// Header fields added to the answers the server makes on its own, to a request it
+    /// could not take (malformed, too large, too slow, or cut off by a stop).
+    public typealias ErrorFields = @Sendable () -> [HTTPField]
     /// Starts a thread running the closure; `false` when the system could not.
     typealias ThreadStarter = @Sendable (@escaping @Sendable () -> Void) -> Bool
 
@@ -40,6 +43,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     private let log: AccessLog?
     private let preflight: Preflight
     private let handler: Handler
+    private let errorFields: ErrorFields?
     private let lock = NSLock()
     private var slots: ConnectionSlots
     /// Set once when the server stops accepting; read by every connection at each request, without a lock.
@@ -49,14 +53,17 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
 
     /// Binds and listens.
     /// - Throws: ``ServerError`` when the address cannot be bound (in use, not local, not permitted).
+    /// - Parameter errorFields: fields for the answers the server makes on its own (``ErrorFields``).
     public init(
-        listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight, handler: @escaping Handler
+        listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight, handler: @escaping Handler,
+        errorFields: ErrorFields? = nil
     ) throws(ServerError) {
         signal(SIGPIPE, SIG_IGN)
         self.limits = limits
         self.log = log
         self.preflight = preflight
         self.handler = handler
+        self.errorFields = errorFields
         slots = ConnectionSlots(limits: limits)
         let (fd, bound) = try Self.bind(listen, backlog: limits.backlog)
         listenFD = fd
@@ -283,6 +290,11 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// `response` with the ``ErrorFields`` the server was given.
+    func addErrorFields(_ response: inout ServerResponse) {
+        if let errorFields { response.fields.append(contentsOf: errorFields()) }
+    }
+
     /// A connection's end: its slot freed (unless it was shed) before its descriptor is closed.
     private func finish(id: Int, fd: Int32) {
         lock.lock()
@@ -452,7 +464,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
                     let close = !request.head.keepAlive || response.closesConnection || stopSeen || server.isStopping
                     guard respond(response, close: close), !close else { return }
                 case .failure(let error):
-                    let response = ServerResponse.error(error.status, code: Self.code(error.status), message: error.message, closesConnection: true)
+                    var response = ServerResponse.error(error.status, code: Self.code(error.status), message: error.message, closesConnection: true)
+                    server.addErrorFields(&response)
                     _ = respond(response, close: true)
                     shutdown(fd, Int32(SHUT_WR))
                     return
@@ -462,8 +475,9 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
 
         /// The grace after a stop is over and the request has not arrived whole: `503`, closed.
         mutating func shutDown() {
-            let response = ServerResponse.error(
+            var response = ServerResponse.error(
                 503, code: "SHUTTING_DOWN", message: "the server is stopping; the request did not arrive in time", closesConnection: true)
+            server.addErrorFields(&response)
             _ = respond(response, close: true)
         }
 
@@ -488,7 +502,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         /// A client silent past a limit: mid-request it gets a 408, between requests the connection just closes.
         mutating func timedOut() {
             guard parser.hasPartialRequest else { return }
-            let response = ServerResponse.error(408, code: "REQUEST_TIMEOUT", message: "the request did not arrive in time", closesConnection: true)
+            var response = ServerResponse.error(408, code: "REQUEST_TIMEOUT", message: "the request did not arrive in time", closesConnection: true)
+            server.addErrorFields(&response)
             _ = respond(response, close: true)
         }
 

@@ -88,6 +88,18 @@ extension Reliability {
                 expectHead(write, "POST \(target)")
             }
 
+            // The answers the HTTP layer makes on its own, to requests it could not take, carry the head too.
+            let tooLarge = try RawClient.exchange(port: port, "POST", "/notifications", headers: ["Content-Length: 999999999"])
+            #expect(tooLarge.status == 413, "\(tooLarge.text)")
+            expectHead(tooLarge, "a body over the limit")
+            for (what, bytes) in [("a malformed request line", "NONSENSE\r\n\r\n"), ("HTTP/9.9", "GET /health HTTP/9.9\r\nHost: test\r\n\r\n")] {
+                let client = try RawClient(port: port)
+                client.send(bytes)
+                let answer = try #require(client.response(), "no answer to \(what)")
+                #expect(answer.status == 400 || answer.status == 505, "\(what): \(answer.status) \(answer.text)")
+                expectHead(answer, what)
+            }
+
             kill(running.pid, SIGTERM)
             let outcome = running.wait(timeout: 60)
             stopped = true

@@ -20,6 +20,8 @@ struct LitestreamControl: Sendable {
     /// Why one request did not confirm.
     struct Failure: Error, CustomStringConvertible {
         var description: String
+        /// The deadline passed before Litestream answered: says less than an answer it gave.
+        var deadlinePassed = false
     }
 
     /// Asks Litestream to sync the database to its replica and wait for it.
@@ -111,7 +113,7 @@ struct LitestreamControl: Sendable {
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
-            guard milliseconds > 0 else { throw Failure(description: "Litestream did not answer in time") }
+            guard milliseconds > 0 else { throw Failure(description: "Litestream did not answer in time", deadlinePassed: true) }
             var entry = pollfd(fd: fd, events: events, revents: 0)
             let ready = poll(&entry, 1, Int32(clamping: milliseconds))
             if ready > 0 { return }

@@ -47,7 +47,7 @@ final class ReplicationGate: @unchecked Sendable {
     func confirm(ticket: UInt64) throws(EngineError) {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         condition.lock()
-        var lastFailure = "no answer"
+        var lastFailure: LitestreamControl.Failure?
         while confirmed < ticket {
             if !requestUnderWay {
                 requestUnderWay = true
@@ -57,7 +57,13 @@ final class ReplicationGate: @unchecked Sendable {
                 let outcome = send(deadline: deadline)
                 condition.lock()
                 requestUnderWay = false
-                if case .failure(let failure) = outcome { lastFailure = failure.description } else { confirmed = max(confirmed, covers) }
+                if case .failure(let failure) = outcome {
+                    // An answer Litestream gave (the database is not one it replicates, say) is
+                    // kept over the deadline that the attempts after it ran into.
+                    if !failure.deadlinePassed || lastFailure?.deadlinePassed != false { lastFailure = failure }
+                } else {
+                    confirmed = max(confirmed, covers)
+                }
                 condition.broadcast()
                 if confirmed < ticket && ContinuousClock.now >= deadline { break }
             } else {
@@ -72,7 +78,7 @@ final class ReplicationGate: @unchecked Sendable {
             throw EngineError(
                 code: .replicationTimeout,
                 message:
-                    "committed locally, but Litestream did not confirm within \(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000) ms that it reached the replica (\(lastFailure)); send it again: it is a duplicate once replicated"
+                    "committed locally, but Litestream did not confirm within \(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000) ms that it reached the replica (\(lastFailure?.description ?? "no answer")); send it again: it is a duplicate once replicated"
             )
         }
     }
@@ -80,11 +86,15 @@ final class ReplicationGate: @unchecked Sendable {
     /// One request, tried again (every 50 ms) while the socket cannot be reached or Litestream
     /// answers that the replica is behind, until `deadline`.
     private func send(deadline: ContinuousClock.Instant) -> Result<UInt64, LitestreamControl.Failure> {
+        var answered: LitestreamControl.Failure?
         while true {
             do throws(LitestreamControl.Failure) {
                 return .success(try control.syncAndWait(deadline: deadline))
             } catch {
-                if ContinuousClock.now.advanced(by: .milliseconds(50)) >= deadline { return .failure(error) }
+                if !error.deadlinePassed { answered = error }
+                if ContinuousClock.now.advanced(by: .milliseconds(50)) >= deadline {
+                    return .failure(error.deadlinePassed ? answered ?? error : error)
+                }
                 Thread.sleep(forTimeInterval: 0.05)
             }
         }

@@ -74,6 +74,26 @@ struct ReplicatedIngestTests {
         }
     }
 
+    @Test("a database Litestream does not replicate: REPLICATION_TIMEOUT says what Litestream answered, not that it was silent",
+          .enabled(if: Litestream.available))
+    func databaseLitestreamDoesNotReplicate() throws {
+        let workspace = try Workspace(name: "not-replicated-here")
+        let empty = try workspace.write(lines: [], to: "empty.ndjson")
+        _ = try workspace.cli("ingest", db: "watched.sqlite", [empty.path])
+        let litestream = try Litestream(database: workspace.path("watched.sqlite"), in: workspace.folder)
+        try litestream.start()
+        defer { litestream.stop() }
+        try workspace.addReplication(litestream.replicationSection(timeoutMs: 500))
+
+        // --db names another file than litestream.yml's path (a typo, a relative path resolved elsewhere).
+        let history = History.generate(lines: 5, seed: 0x404)
+        let file = try workspace.write(lines: history.lines.map(\.text), to: "inputs.ndjson")
+        let run = try workspace.cli("ingest", db: "elsewhere.sqlite", [file.path])
+        #expect(run.status == 3, "stdout: \(run.stdout) stderr: \(run.stderr)")
+        #expect(run.stderr.contains("REPLICATION_TIMEOUT") && run.stderr.contains("database not found"), "\(run.stderr)")
+        #expect(!run.stderr.contains("did not answer in time"), "\(run.stderr)")
+    }
+
     @Test("a bad replication section is a configuration error naming the field, exit 2")
     func badReplicationConfiguration() throws {
         let workspace = try Workspace(name: "replication-config")

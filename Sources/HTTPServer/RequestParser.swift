@@ -281,6 +281,9 @@ public struct RequestParser: Sendable {
             let codings = Self.commaList(encodings)
             if codings == ["chunked"] {
                 framed.framing = .chunked
+            } else if codings.filter({ $0 == "chunked" }).count > 1 {
+                // A sender never applies chunked twice (RFC 9112, 6.1): a request that does is malformed.
+                return fail(400, "Transfer-Encoding names chunked more than once")
             } else if codings.last == "chunked" {
                 return fail(501, "transfer coding \(codings.dropLast().joined(separator: ", ")) is not supported (only chunked)")
             } else {

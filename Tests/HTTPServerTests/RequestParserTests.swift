@@ -121,6 +121,8 @@ struct RequestParserTests {
             ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 65\r\n\r\n", 413),  // over the body limit, refused at the head
             ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
             ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400),
+            ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400),  // chunked twice
+            ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400),
             ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", 400),
             ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
             ("POST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n", 417),

@@ -26,6 +26,14 @@ public enum InputDocument {
             guard let text = String(validating: trimmed, as: UTF8.self) else {
                 return .failure(MalformedInput("input is not valid UTF-8"))
             }
+            // A JSON number, true, false or null is neither a JWS (two dots) nor a receipt
+            // (which opens with "MI"): say what it is.
+            if Array("-0123456789tfn".utf8).contains(first), let scalar = try? JSONParser().parse(trimmed) {
+                return .failure(
+                    MalformedInput(
+                        "a JSON \(scalar.typeName) is no input: give a JSON object of specification section 1, a JWS string or a base64 receipt"
+                    ))
+            }
             return .success([InputItem(jws: text, expected: bareKind(text))])
         }
         if let jws = compactNotificationBody(trimmed) {

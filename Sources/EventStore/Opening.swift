@@ -57,7 +57,7 @@ extension EventStore {
             if stat(path, &info) != 0 && errno == ENOENT {
                 throw StoreError(
                     code: .notFound,
-                    message: "no database at \(path): nothing was created there (check --db; only ingest, usage, serve and sync create a database)")
+                    message: "no database at \(path): nothing was created there (check --db; this command reads or changes a database and never creates one: ingest or sync create it)")
             }
         }
         if mode != .readOnly, let problem = unwritable(path) {

@@ -116,4 +116,38 @@ struct DashboardOperatorTests {
         // Nothing is wider than the 360 px screen but the tables, which scroll inside their region.
         #expect(try page.evaluate("document.documentElement.scrollWidth <= 360") == true)
     }
+    @Test("a page left while it loads draws nothing into the page opened after it")
+    func leftPageDrawsNothing() throws {
+        let server = try TestServer()
+        let customer = ServeSamples.customer(1)
+        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(1)).json?["result"] == "appended")
+        let page = try ChromiumSession()
+        try page.navigate("http://127.0.0.1:\(server.port)/#/webhooks")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready'"))
+        // The customer's history is held back until the test lets it through; the lifecycle
+        // feed, read after the timeline is drawn, is counted.
+        try page.evaluate("""
+            (() => {
+              const real = window.fetch;
+              window.heldRequests = [];
+              window.lifecycleReads = 0;
+              window.fetch = (url, init) => {
+                if (String(url).includes('/history')) return new Promise((resolve) => window.heldRequests.push(() => resolve(real(url, init))));
+                if (String(url).startsWith('/lifecycle')) window.lifecycleReads += 1;
+                return real(url, init);
+              };
+              return true;
+            })()
+            """)
+        try page.evaluate("location.hash = '#/customer/\(customer)'")
+        #expect(try page.wait(until: "window.heldRequests.length === 1"))
+        // Left for the rejections before its history came.
+        try page.evaluate("location.hash = '#/rejections'")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('#view h2').textContent === 'Rejected inputs'"))
+        try page.evaluate("window.heldRequests.forEach((release) => release())")
+        #expect(try page.wait(until: "window.lifecycleReads > 0"))
+        #expect(try page.evaluate("Array.from(document.querySelectorAll('#view h2')).map((h) => h.textContent).join('|')") == "Rejected inputs")
+        #expect(try page.evaluate("document.querySelectorAll('#view [data-timeline], #view [data-field=appTransactionId]').length") == 0)
+        #expect(try page.evaluate("location.hash") == "#/rejections")
+    }
 }

@@ -8,7 +8,10 @@
   const TOKEN_KEY = "entitlements.token";
   const SVG_NS = document.getElementById("svg-namespace").namespaceURI;
   const DAY = 86400000;
-  const view = document.getElementById("view");
+  // Each render draws into a container of its own inside `viewRoot` (the page functions'
+  // `view`): one overtaken by a newer render goes on drawing into a container no longer
+  // in the page, never into the newer page.
+  const viewRoot = document.getElementById("view");
   const statusLine = document.getElementById("status");
   const tokenPanel = document.getElementById("token-panel");
   const tokenForm = document.getElementById("token-form");
@@ -270,7 +273,7 @@
   }
 
   /** The overview as of `at` (milliseconds or ISO 8601; now when absent): the intervals end there. */
-  async function overview(at) {
+  async function overview(view, at) {
     const given = at ? (/^\d+$/.test(at) ? Number(at) : Date.parse(at)) : NaN;
     const now = isNaN(given) ? Date.now() : given;
     const page = el("div", {}, el("h2", { tabindex: "-1" }, "Overview", isNaN(given) ? "" : " as of " + date(now)));
@@ -358,12 +361,12 @@
     ], rows, { "data-table": "rejections" }, (r) => ({ "data-rejection": r.id })));
   }
 
-  async function webhooksPage() {
+  async function webhooksPage(view) {
     view.appendChild(el("h2", { tabindex: "-1" }, "Webhooks"));
     view.appendChild(await webhooksCard());
   }
 
-  async function rejectionsPage() {
+  async function rejectionsPage(view) {
     view.appendChild(el("h2", { tabindex: "-1" }, "Rejected inputs"));
     view.appendChild(await rejectionsCard(200));
   }
@@ -374,7 +377,7 @@
   const ORDER_ID = /^[A-Z0-9]{6,20}$/;
 
   /** Tries the id as each kind of id an endpoint answers for, in turn. */
-  async function find(id) {
+  async function find(view, id) {
     view.appendChild(el("h2", { tabindex: "-1" }, "Finding ", el("span", { class: "mono" }, id)));
     const enc = encodeURIComponent(id);
     const tries = [
@@ -390,6 +393,8 @@
     for (const [kind, path] of tries) {
       // Only the admin token reads app users: a 401 there is no reason to ask for a token.
       const answer = await api(path, kind === "app user id" ? { quiet: true } : undefined);
+      // Left for another page meanwhile: open nothing.
+      if (!view.isConnected) return;
       if (answer.status === 200 && answer.json) {
         if (kind === "app user id") return route("#/user/" + enc, true);
         if (answer.json.appTransactionIds) {
@@ -408,7 +413,7 @@
 
   // MARK: A customer
 
-  async function customerPage(id) {
+  async function customerPage(view, id) {
     const enc = encodeURIComponent(id);
     const answer = await api("/customers/" + enc);
     if (answer.status !== 200 || !answer.json) {
@@ -426,7 +431,7 @@
     view.appendChild(balancesCard(customer.balances || {}));
     const history = await api("/customers/" + encodeURIComponent(customer.appTransactionId) + "/history");
     view.appendChild(history.status === 200 && Array.isArray(history.json)
-      ? timelineCard(history.json, customer)
+      ? timelineCard(history.json, customer, view)
       : card("Timeline", el("p", { class: "error" }, errorText(history))));
     const feed = await lifecycleFeed(100000);
     const own = new Set([customer.appTransactionId]);
@@ -499,7 +504,7 @@
    * The history drawn over time: a bar per entitlement while active, a band per
    * subscription coloured by status, a step line per balance.
    */
-  function timelineCard(history, customer) {
+  function timelineCard(history, customer, view) {
     if (!history.length) return card("Timeline", el("p", { class: "note" }, "No history."));
     const now = Date.now();
     const times = history.map((h) => h.at);
@@ -678,7 +683,7 @@
 
   // MARK: An app user
 
-  async function userPage(id) {
+  async function userPage(view, id) {
     view.appendChild(el("h2", { tabindex: "-1" }, "App user ", el("span", { class: "mono", "data-field": "appUserId" }, id)));
     const answer = await api("/users/" + encodeURIComponent(id));
     if (answer.status !== 200 || !answer.json) {
@@ -720,7 +725,9 @@
   async function render() {
     const current = ++renderCount;
     document.body.setAttribute("data-state", "loading");
-    clear(view);
+    clear(viewRoot);
+    const view = el("div", { class: "page" });
+    viewRoot.appendChild(view);
     setStatus("Loading…");
     const hash = location.hash || "#/";
     const parts = hash.slice(2).split("/");
@@ -732,12 +739,12 @@
       else link.removeAttribute("aria-current");
     }
     try {
-      if (name === "customer" && arg) await customerPage(arg);
-      else if (name === "user" && arg) await userPage(arg);
-      else if (name === "find" && arg) await find(arg);
-      else if (name === "webhooks") await webhooksPage();
-      else if (name === "rejections") await rejectionsPage();
-      else await overview(name === "overview" ? arg : "");
+      if (name === "customer" && arg) await customerPage(view, arg);
+      else if (name === "user" && arg) await userPage(view, arg);
+      else if (name === "find" && arg) await find(view, arg);
+      else if (name === "webhooks") await webhooksPage(view);
+      else if (name === "rejections") await rejectionsPage(view);
+      else await overview(view, name === "overview" ? arg : "");
       if (current !== renderCount) return;
       setStatus("");
     } catch (error) {

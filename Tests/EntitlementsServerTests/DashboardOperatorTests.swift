@@ -116,6 +116,23 @@ struct DashboardOperatorTests {
         // Nothing is wider than the 360 px screen but the tables, which scroll inside their region.
         #expect(try page.evaluate("document.documentElement.scrollWidth <= 360") == true)
     }
+    @Test("the skip link moves the focus to the content and leaves the page, and its address, as they were")
+    func skipLinkStaysOnThePage() throws {
+        let server = try TestServer()
+        let customer = ServeSamples.customer(1)
+        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(1)).json?["result"] == "appended")
+        let page = try ChromiumSession()
+        try page.navigate("http://127.0.0.1:\(server.port)/#/customer/\(customer)")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-field=appTransactionId]')"))
+        try page.evaluate("document.querySelector('a.skip').focus()")
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.activeElement.id === 'main'"))
+        // Following the link's "#main" would have made the address name no page, and the page gone to the overview.
+        #expect(try page.evaluate("location.hash") == .string("#/customer/\(customer)"))
+        #expect(try page.evaluate("document.body.dataset.state") == "ready")
+        #expect(try page.evaluate("document.querySelector('#view h2').textContent") == .string("Customer \(customer)"))
+    }
+
     @Test("a page left while it loads draws nothing into the page opened after it")
     func leftPageDrawsNothing() throws {
         let server = try TestServer()

@@ -757,6 +757,11 @@
     if (heading && document.activeElement !== tokenInput) heading.focus({ preventScroll: true });
   }
 
+  // The skip link moves the focus only: following its "#main" would change the address and leave the page.
+  document.querySelector("a.skip").addEventListener("click", (event) => {
+    event.preventDefault();
+    document.getElementById("main").focus();
+  });
   document.getElementById("find").addEventListener("submit", (event) => {
     event.preventDefault();
     const value = document.getElementById("find-id").value.trim();

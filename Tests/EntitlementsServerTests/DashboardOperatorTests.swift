@@ -167,4 +167,44 @@ struct DashboardOperatorTests {
         #expect(try page.evaluate("document.querySelectorAll('#view [data-timeline], #view [data-field=appTransactionId]').length") == 0)
         #expect(try page.evaluate("location.hash") == "#/rejections")
     }
+
+    @Test("a grant or a revocation is said in the status line once the page is drawn again; a refused revocation keeps the focus on its button")
+    func operatorActionsAnswerByKeyboard() throws {
+        let server = try TestServer(token: "query-token", adminTokens: [AdminToken(token: "admin-token", label: "support")])
+        let customer = ServeSamples.customer(1)
+        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(1)).json?["result"] == "appended")
+        let grantBody = JSONWriter.string(["id": "grant-1", "appTransactionId": .string(customer), "entitlement": "pro", "days": 7])
+        let grant = try server.exchange("POST", "/grants", body: grantBody, headers: ["Authorization: Bearer admin-token"])
+        #expect(grant.status == 200, "\(grant.text)")
+        let base = "http://127.0.0.1:\(server.port)"
+
+        let page = try ChromiumSession()
+        try page.navigate(base + "/#/customer/\(customer)")
+        #expect(try page.wait(until: "!document.getElementById('token-panel').hidden && document.activeElement.id === 'token-input'"))
+        try page.type("admin-token")
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-grant=grant-1]')"))
+        try page.evaluate("document.querySelector('form.grant input[name=days]').focus()")
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelectorAll('[data-grant-state=active]').length === 2"))
+        let said = try page.evaluate("document.getElementById('status').textContent")
+        #expect(try page.evaluate("/^Granted pro for 7 days \\(dashboard-/.test(document.getElementById('status').textContent)") == true, "\(said)")
+        try page.evaluate("document.querySelector('button[data-revoke=grant-1]').focus()")
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-grant=grant-1][data-grant-state=revoked]')"))
+        #expect(try page.evaluate("document.getElementById('status').textContent") == "Revoked grant-1.")
+
+        // The query token may not revoke: the page says so, and the keyboard stays on the button.
+        try page.evaluate("sessionStorage.setItem('entitlements.token', 'query-token')")
+        try page.evaluate("location.hash = '#/webhooks'")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('#view h2').textContent === 'Webhooks'"))
+        try page.evaluate("location.hash = '#/customer/\(customer)'")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('button[data-revoke]')"))
+        try page.evaluate("document.querySelector('button[data-revoke]').focus()")
+        let refused = try page.evaluate("document.activeElement.getAttribute('data-revoke')")
+        try page.press("Enter")
+        #expect(try page.wait(until: "/admin token/.test(document.querySelector('form.grant').nextElementSibling.textContent)"))
+        #expect(try page.evaluate("document.activeElement.getAttribute('data-revoke')") == refused)
+        #expect(try page.evaluate("document.activeElement.disabled") == false)
+    }
 }

@@ -652,8 +652,9 @@
       const body = { id, appTransactionId: customer.appTransactionId, entitlement: String(data.get("entitlement")), days: Number(data.get("days")) };
       if (data.get("reason")) body.reason = String(data.get("reason"));
       const answer = await api("/grants", { body });
-      operatorAnswer(answer, message, "Granted " + body.entitlement + " for " + body.days + " days (" + id + ").");
-      if (answer.status === 200) render();
+      const granted = "Granted " + body.entitlement + " for " + body.days + " days (" + id + ").";
+      operatorAnswer(answer, message, granted);
+      if (answer.status === 200) render(granted);
     });
     return card("Grants", list, el("h4", {}, "Grant"), form, message,
       el("p", { class: "note" }, "Granting and revoking need serve.adminToken."));
@@ -668,8 +669,10 @@
       const id = button.getAttribute("data-revoke");
       const answer = await api("/grants/" + encodeURIComponent(id) + "/revoke", { body: {} });
       operatorAnswer(answer, message, "Revoked " + id + ".");
-      if (answer.status === 200) render();
-      else button.disabled = false;
+      if (answer.status === 200) return render("Revoked " + id + ".");
+      button.disabled = false;
+      // Disabling the focused button took the focus away: give it back, so that the keyboard stays there.
+      button.focus();
     });
   }
 
@@ -722,7 +725,8 @@
     return render();
   }
 
-  async function render() {
+  /** Draws the page the address names; `notice` (what an action just did) is said in the status line once it is drawn. */
+  async function render(notice) {
     const current = ++renderCount;
     document.body.setAttribute("data-state", "loading");
     clear(viewRoot);
@@ -746,7 +750,7 @@
       else if (name === "rejections") await rejectionsPage(view);
       else await overview(view, name === "overview" ? arg : "");
       if (current !== renderCount) return;
-      setStatus("");
+      setStatus(notice || "");
     } catch (error) {
       if (current !== renderCount) return;
       setStatus("The server could not be reached: " + (error && error.message ? error.message : String(error)), true);

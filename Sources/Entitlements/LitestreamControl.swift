@@ -22,6 +22,13 @@ struct LitestreamControl: Sendable {
         var description: String
         /// The deadline passed before Litestream answered: says less than an answer it gave.
         var deadlinePassed = false
+
+        /// What to report of two failures, `self` the later: an answer Litestream gave is kept
+        /// over a deadline that later attempts ran into; otherwise the later one.
+        func reported(over earlier: Failure?) -> Failure {
+            guard deadlinePassed, let earlier, !earlier.deadlinePassed else { return self }
+            return earlier
+        }
     }
 
     /// Asks Litestream to sync the database to its replica and wait for it.

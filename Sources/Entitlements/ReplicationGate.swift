@@ -60,7 +60,7 @@ final class ReplicationGate: @unchecked Sendable {
                 if case .failure(let failure) = outcome {
                     // An answer Litestream gave (the database is not one it replicates, say) is
                     // kept over the deadline that the attempts after it ran into.
-                    if !failure.deadlinePassed || lastFailure?.deadlinePassed != false { lastFailure = failure }
+                    lastFailure = failure.reported(over: lastFailure)
                 } else {
                     confirmed = max(confirmed, covers)
                 }
@@ -86,15 +86,13 @@ final class ReplicationGate: @unchecked Sendable {
     /// One request, tried again (every 50 ms) while the socket cannot be reached or Litestream
     /// answers that the replica is behind, until `deadline`.
     private func send(deadline: ContinuousClock.Instant) -> Result<UInt64, LitestreamControl.Failure> {
-        var answered: LitestreamControl.Failure?
+        var failure: LitestreamControl.Failure?
         while true {
             do throws(LitestreamControl.Failure) {
                 return .success(try control.syncAndWait(deadline: deadline))
             } catch {
-                if !error.deadlinePassed { answered = error }
-                if ContinuousClock.now.advanced(by: .milliseconds(50)) >= deadline {
-                    return .failure(error.deadlinePassed ? answered ?? error : error)
-                }
+                failure = error.reported(over: failure)
+                if ContinuousClock.now.advanced(by: .milliseconds(50)) >= deadline { return .failure(failure ?? error) }
                 Thread.sleep(forTimeInterval: 0.05)
             }
         }

@@ -66,14 +66,21 @@ public struct EngineConfiguration: Sendable {
     /// against the file's folder.
     /// - Throws: ``ConfigurationError`` naming the field.
     public static func load(path: String) throws(ConfigurationError) -> EngineConfiguration {
-        let url = URL(fileURLWithPath: path)
+        try EngineConfiguration(json: try document(path: path), baseDirectory: baseDirectory(of: path))
+    }
+
+    /// The configuration file at `path`, read (bounded in size) and parsed, for every
+    /// reader of its sections.
+    /// - Throws: ``ConfigurationError`` when it cannot be read or is not JSON.
+    public static func document(path: String) throws(ConfigurationError) -> JSONValue {
         let data = try ConfigurationFile.read(path: path)
-        let json: JSONValue
-        do { json = try JSONParser().parse(data) } catch {
+        do { return try JSONParser().parse(data) } catch {
             throw ConfigurationError(field: nil, message: "the configuration file \(path) is not valid JSON: \(error.description)")
         }
-        return try EngineConfiguration(json: json, baseDirectory: url.deletingLastPathComponent())
     }
+
+    /// The folder relative paths in the configuration file at `path` resolve against.
+    public static func baseDirectory(of path: String) -> URL { URL(fileURLWithPath: path).deletingLastPathComponent() }
 
     /// Reads a configuration document.
     public init(json: JSONValue, baseDirectory: URL) throws(ConfigurationError) {

@@ -7,8 +7,9 @@ extension EngineConfiguration {
     /// answer everywhere (specification section 4).
     /// - Throws: ``ConfigurationError`` naming the field.
     static func loadChecked(path: String) throws(ConfigurationError) -> EngineConfiguration {
-        let configuration = try EngineConfiguration.load(path: path)
-        _ = try ServeSettings.load(path: path)
+        let document = try EngineConfiguration.document(path: path)
+        let configuration = try EngineConfiguration(json: document, baseDirectory: EngineConfiguration.baseDirectory(of: path))
+        _ = try ServeSettings(configuration: document)
         return configuration
     }
 }

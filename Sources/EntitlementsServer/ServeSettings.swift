@@ -37,14 +37,7 @@ public struct ServeSettings: Sendable {
     /// Reads the `serve` section of a configuration file (defaults when it has none).
     /// - Throws: ``ConfigurationError`` naming the field.
     public static func load(path: String) throws(ConfigurationError) -> ServeSettings {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError(field: nil, message: "cannot read the configuration file \(path)")
-        }
-        let json: JSONValue
-        do { json = try JSONParser().parse(Array(data)) } catch {
-            throw ConfigurationError(field: nil, message: "the configuration file \(path) is not valid JSON: \(error.description)")
-        }
-        return try ServeSettings(configuration: json)
+        try ServeSettings(configuration: try EngineConfiguration.document(path: path))
     }
 
     /// Reads the `serve` section of a whole configuration document.

@@ -24,9 +24,9 @@ public struct AppUserView: Sendable, Hashable {
         let customers = customers.sorted { $0.view.appTransactionId.utf8Precedes($1.view.appTransactionId) }
         let views = customers.map(\.view) + (own.map { [$0.view] } ?? [])
         // Summed exactly, then clamped to 64 bits as one customer's balance is: never wrapped.
-        var totals: [String: Int128] = [:]
+        var totals = BalanceSheet()
         for view in views {
-            for balance in view.balances { totals[balance.currency, default: 0] += Int128(balance.amount) }
+            for balance in view.balances { totals.add(balance) }
         }
         var grants: [GrantView] = []
         if let own {
@@ -40,7 +40,7 @@ public struct AppUserView: Sendable, Hashable {
         return AppUserView(
             appUserId: appUserId, at: at, entitlements: AccountView.mergeEntitlements(views), customers: customers.map(\.view),
             grants: grants,
-            balances: totals.map { CurrencyBalance(currency: $0.key, amount: Int64(clamping: $0.value)) }.sorted { $0.currency.utf8Precedes($1.currency) })
+            balances: totals.balances())
     }
 
     /// `{"appUserId", "at", "entitlements", "customers": [query objects], "grants", "balances"}`.

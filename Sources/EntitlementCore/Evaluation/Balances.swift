@@ -18,6 +18,11 @@ struct BalanceSheet {
         amounts[Self.currency(of: transaction, rule: rule), default: 0] += Self.remaining(transaction, rule: rule, at: at)
     }
 
+    /// Adds a balance worked out elsewhere (another customer's, summed for an app user).
+    mutating func add(_ balance: CurrencyBalance) {
+        amounts[balance.currency, default: 0] += Int128(balance.amount)
+    }
+
     /// Takes `units` spent of `currency`.
     mutating func debit(_ currency: String, units: Int64) {
         amounts[currency, default: 0] -= Int128(units)

@@ -13,22 +13,32 @@ import TestSupport
 struct DashboardOperatorTests {
     static let hostileUser = #"<img src=x onerror="document.title='owned'"><script>document.title='owned'</script>"#
 
+    /// A server with a query token and an admin token, holding customer 1 (one notification).
+    static func serverWithACustomer() throws -> (TestServer, String) {
+        let server = try TestServer(token: "query-token", adminTokens: [AdminToken(token: "admin-token", label: "support")])
+        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(1)).json?["result"] == "appended")
+        return (server, ServeSamples.customer(1))
+    }
+
+    /// Chromium on `customer`'s page, the admin token typed where the page asked for it
+    /// (the server wants a token: the page asks, with the focus in the field).
+    static func customerPageWithTheAdminToken(server: TestServer, customer: String) throws -> ChromiumSession {
+        let page = try ChromiumSession()
+        try page.navigate("http://127.0.0.1:\(server.port)/#/customer/\(customer)")
+        #expect(try page.wait(until: "!document.getElementById('token-panel').hidden && document.activeElement.id === 'token-input'"))
+        try page.type("admin-token")
+        try page.press("Enter")
+        return page
+    }
+
     @Test("the token asked once, a grant and its revocation by keyboard, an app user id holding <script> shown as text")
     func grantRevokeAndAppUser() throws {
-        let server = try TestServer(token: "query-token", adminTokens: [AdminToken(token: "admin-token", label: "support")])
-        let customer = ServeSamples.customer(1)
-        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(1)).json?["result"] == "appended")
+        let (server, customer) = try Self.serverWithACustomer()
         let linkBody = JSONWriter.string(["id": "link-1", "appUserId": .string(Self.hostileUser), "appTransactionId": .string(customer)])
         let link = try server.exchange("POST", "/links", body: linkBody, headers: ["Authorization: Bearer admin-token"])
         #expect(link.status == 200, "\(link.text)")
         let base = "http://127.0.0.1:\(server.port)"
-
-        let page = try ChromiumSession()
-        try page.navigate(base + "/#/customer/\(customer)")
-        // The server wants a token: the page asks for it, with the focus in the field.
-        #expect(try page.wait(until: "!document.getElementById('token-panel').hidden && document.activeElement.id === 'token-input'"))
-        try page.type("admin-token")
-        try page.press("Enter")
+        let page = try Self.customerPageWithTheAdminToken(server: server, customer: customer)
         #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-field=appTransactionId]')"))
         #expect(try page.evaluate("document.querySelector('#view h2').textContent") == .string("Customer \(customer)"))
         #expect(try page.evaluate("sessionStorage.getItem('entitlements.token')") == "admin-token")
@@ -170,19 +180,11 @@ struct DashboardOperatorTests {
 
     @Test("a grant or a revocation is said in the status line once the page is drawn again; a refused revocation keeps the focus on its button")
     func operatorActionsAnswerByKeyboard() throws {
-        let server = try TestServer(token: "query-token", adminTokens: [AdminToken(token: "admin-token", label: "support")])
-        let customer = ServeSamples.customer(1)
-        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(1)).json?["result"] == "appended")
+        let (server, customer) = try Self.serverWithACustomer()
         let grantBody = JSONWriter.string(["id": "grant-1", "appTransactionId": .string(customer), "entitlement": "pro", "days": 7])
         let grant = try server.exchange("POST", "/grants", body: grantBody, headers: ["Authorization: Bearer admin-token"])
         #expect(grant.status == 200, "\(grant.text)")
-        let base = "http://127.0.0.1:\(server.port)"
-
-        let page = try ChromiumSession()
-        try page.navigate(base + "/#/customer/\(customer)")
-        #expect(try page.wait(until: "!document.getElementById('token-panel').hidden && document.activeElement.id === 'token-input'"))
-        try page.type("admin-token")
-        try page.press("Enter")
+        let page = try Self.customerPageWithTheAdminToken(server: server, customer: customer)
         #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-grant=grant-1]')"))
         try page.evaluate("document.querySelector('form.grant input[name=days]').focus()")
         try page.press("Enter")

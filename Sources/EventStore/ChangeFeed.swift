@@ -178,8 +178,8 @@ extension EventStore {
         func add(_ key: CustomerKey?) { if let key, seen.insert(key).inserted { keys.append(key) } }
         for event in events { add(try owner(of: event, cache: &owners)) }
         for (otid, before) in changes.before {
-            add(before)
-            add(try link(of: otid)?.appTransactionId)
+            if before != nil { add(try ownerBefore(ofOriginalTransactionId: otid, changes: changes)) }
+            add(try owner(ofOriginalTransactionId: otid))
         }
         return keys
     }

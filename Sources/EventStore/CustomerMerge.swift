@@ -40,7 +40,9 @@ extension EventStore {
         var sameCustomer = false
         if var existing = try link(of: otid) {
             sameCustomer = existing.appTransactionId == claim.appTransactionId
-            if !sameCustomer {
+            // Facts of X are filed under each appTransactionId that claims X; a migration's
+            // claim comes from objects without one, filed under `otid:<X>` whatever wins.
+            if !sameCustomer, !existing.isMigration, !claim.isMigration {
                 let conflict = try connection.cached(
                     "INSERT OR IGNORE INTO link_conflicts (original_transaction_id, app_transaction_id) VALUES (?, ?)")
                 for app in [existing.appTransactionId, claim.appTransactionId] {
@@ -97,40 +99,65 @@ extension EventStore {
             return try resolve(key)
         }
         if let known = cache[otid] { return known }
-        let owner = try link(of: otid)?.appTransactionId ?? "otid:" + otid
+        let owner = try owner(ofOriginalTransactionId: otid)
         cache[otid] = owner
         return owner
     }
 
-    /// The customer `key` names now (`otid:<X>` answers as the appTransactionId X is linked to).
+    /// The customer of the originalTransactionId `otid` now: the appTransactionId
+    /// it is linked to, through migrations' claims too, else `otid:<X>`.
+    func owner(ofOriginalTransactionId otid: String) throws -> CustomerKey {
+        try CustomerLinks.owner(ofOriginalTransactionId: otid) { try link(of: $0)?.appTransactionId }
+    }
+
+    /// The customer of `otid` before the batch whose link changes are `changes`.
+    func ownerBefore(ofOriginalTransactionId otid: String, changes: IdentityChanges) throws -> CustomerKey {
+        try CustomerLinks.owner(ofOriginalTransactionId: otid) { other in
+            if let before = changes.before[other] { return before }
+            return try link(of: other)?.appTransactionId
+        }
+    }
+
+    /// The customer `key` names now (`otid:<X>` answers as the customer X belongs to).
     func resolve(_ key: CustomerKey) throws -> CustomerKey {
         guard key.hasPrefix("otid:") else { return key }
-        return try link(of: String(key.dropFirst(5)))?.appTransactionId ?? key
+        return try owner(ofOriginalTransactionId: String(key.dropFirst(5)))
     }
 
     /// The keys under which facts of `customer` may be filed: its own, `otid:<X>`
-    /// for every X linked to it, and every appTransactionId that also claimed
-    /// such an X (conflicting links).
+    /// for every X linked to it (directly, or through migrations' claims naming
+    /// such a key), and every appTransactionId that also claimed such an X
+    /// (conflicting links).
     func sources(of customer: CustomerKey) throws -> [CustomerKey] {
         var sources = [customer]
-        guard !customer.hasPrefix("otid:") else { return sources }
+        var known = Set(sources)
         let linked = try connection.cached(
             "SELECT original_transaction_id FROM customer_links WHERE app_transaction_id = ? ORDER BY original_transaction_id")
         defer { linked.reset() }
-        try linked.bind(1, customer)
-        var otids: [String] = []
-        while try linked.step() { otids.append(linked.string(0) ?? "") }
-        linked.reset()
         let claimants = try connection.cached(
             "SELECT app_transaction_id FROM link_conflicts WHERE original_transaction_id = ? ORDER BY app_transaction_id")
         defer { claimants.reset() }
-        for otid in otids {
-            sources.append("otid:" + otid)
-            claimants.reset()
-            try claimants.bind(1, otid)
-            while try claimants.step() {
-                let app = claimants.string(0) ?? ""
-                if !sources.contains(app) { sources.append(app) }
+        // Keys that claims may name: the customer's own, then each `otid:<X>` found.
+        var named = [customer]
+        while !named.isEmpty {
+            let target = named.removeFirst()
+            linked.reset()
+            try linked.bind(1, target)
+            var otids: [String] = []
+            while try linked.step() { otids.append(linked.string(0) ?? "") }
+            linked.reset()
+            for otid in otids {
+                let key = "otid:" + otid
+                if known.insert(key).inserted {
+                    sources.append(key)
+                    named.append(key)
+                }
+                claimants.reset()
+                try claimants.bind(1, otid)
+                while try claimants.step() {
+                    let app = claimants.string(0) ?? ""
+                    if known.insert(app).inserted { sources.append(app) }
+                }
             }
         }
         return sources
@@ -158,16 +185,28 @@ extension EventStore {
         var rebuild: [CustomerKey] = []
         var rebuilding = Set<CustomerKey>()
         var merges: [CustomerMerge] = []
+        var vanished = Set<CustomerKey>()
         func mark(_ key: CustomerKey) { if rebuilding.insert(key).inserted { rebuild.append(key) } }
         for otid in changes.before.keys.sorted() {
-            let before = changes.before[otid]!
-            guard let now = try link(of: otid)?.appTransactionId, before != now else { continue }
-            if let before {
+            let before = try ownerBefore(ofOriginalTransactionId: otid, changes: changes)
+            let now = try owner(ofOriginalTransactionId: otid)
+            guard before != now else { continue }
+            guard before.hasPrefix("otid:") else {
                 mark(before)
                 mark(now)
-            } else if try projectionExists(key: "otid:" + otid, generation: generation, table: table) {
-                try deleteProjection(key: "otid:" + otid, generation: generation, table: table)
-                merges.append(CustomerMerge(from: "otid:" + otid, into: now))
+                continue
+            }
+            if vanished.contains(before) {
+                mark(now)
+            } else if try projectionExists(key: before, generation: generation, table: table) {
+                if try resolve(before) == before {
+                    // The `otid:` customer stays, without X.
+                    mark(before)
+                } else {
+                    try deleteProjection(key: before, generation: generation, table: table)
+                    vanished.insert(before)
+                    merges.append(CustomerMerge(from: before, into: now))
+                }
                 mark(now)
             }
             // Else X was unknown until this batch: its events simply go to `now`.

@@ -352,14 +352,16 @@ struct ReplayIdentity {
         let conflicts = try reader.prepare("SELECT original_transaction_id, app_transaction_id FROM link_conflicts")
         while try conflicts.step() {
             gathered.insert(conflicts.string(1) ?? "")
-            if let winner = try link(of: conflicts.string(0) ?? "") { gathered.insert(winner) }
+            gathered.insert(try owner(ofOriginalTransactionId: conflicts.string(0) ?? ""))
         }
-        // Keys otid:X of linked X (legacy data without appTransactionId): their rows join X's customer.
+        // Keys otid:X of linked X (legacy data without appTransactionId, migrated
+        // subscriptions): their rows join X's customer.
         let otidKeys = try reader.prepare(
             "SELECT DISTINCT customer_key FROM event_facts WHERE customer_key >= 'otid:' AND customer_key < 'otid;'")
         while try otidKeys.step() {
             let key = otidKeys.string(0) ?? ""
-            if let winner = try link(of: String(key.dropFirst(5))) { gathered.insert(winner) }
+            let owner = try owner(ofOriginalTransactionId: String(key.dropFirst(5)))
+            if owner != key { gathered.insert(owner) }
         }
     }
 
@@ -371,9 +373,15 @@ struct ReplayIdentity {
         return try linkOf.step() ? linkOf.string(0) ?? "" : nil
     }
 
+    /// The customer of `originalTransactionId` at the snapshot.
+    func owner(ofOriginalTransactionId otid: String) throws -> CustomerKey {
+        try CustomerLinks.owner(ofOriginalTransactionId: otid) { try link(of: $0) }
+    }
+
     func route(_ key: CustomerKey) throws -> Route {
         if key.hasPrefix("otid:") {
-            if let winner = try link(of: String(key.dropFirst(5))) { return .whole(winner) }
+            let owner = try owner(ofOriginalTransactionId: String(key.dropFirst(5)))
+            if owner != key || gathered.contains(key) { return .whole(owner) }
             return .alone
         }
         return gathered.contains(key) ? .byRow : .alone
@@ -383,7 +391,7 @@ struct ReplayIdentity {
     /// the reducer then reports the damage).
     func owner(ofRow bytes: UnsafeRawBufferPointer, seq: Int64, filedUnder key: CustomerKey) throws -> CustomerKey {
         guard let event = try? EventCodec.decode(bytes, seq: seq), let otid = event.originalTransactionId else { return key }
-        return try link(of: otid) ?? "otid:" + otid
+        return try owner(ofOriginalTransactionId: otid)
     }
 }
 

@@ -281,4 +281,65 @@ struct CommitmentAndCommercePropertyTests {
             #expect(after.subscriptions.count == 2)
         }
     }
+
+    @Test("a migrated subscription signed without appTransactionId joins the customer of the subscription it came from")
+    func migrationWithoutAppTransactionId() throws {
+        let old = "2000000000000911"
+        let moved = "2000000000000913"
+        let history = History()
+        history.add(transaction(old, purchase: Time.t0, expires: Time.day(30)))
+        history.add(transaction("2000000000000912", original: old, purchase: Time.day(30), expires: Time.day(60)))
+        let migrated = Commerce.transaction(
+            moved, purchase: Time.day(60), items: [Commerce.item("SKU-ALPHA")], app: nil, previous: old, original: moved)
+        history.notify("MIGRATION", signed: Time.day(60), transaction: migrated)
+        history.add(
+            Commerce.transaction(
+                "2000000000000914", purchase: Time.day(90), items: [Commerce.item("SKU-ALPHA")], app: nil, previous: old, original: moved))
+        let links = try CustomerLinks(history.events)
+        #expect(links.resolve("otid:\(moved)") == Customer.app)
+        #expect(links.winners[moved]?.isMigration == true)
+        try Self.everyOrder(history.events, rules: Commerce.rules, moments: [Time.day(45), Time.day(75), Time.day(100)], seed: 7) { view, _ in
+            #expect(view(Time.day(45)).subscriptions.map(\.originalTransactionId) == [old])
+            let after = view(Time.day(100))
+            #expect(after.isActive("alpha"))
+            #expect(after.subscriptions.map(\.originalTransactionId).sorted() == [old, moved])
+        }
+    }
+
+    @Test("subscriptions migrated one from another without appTransactionIds form one customer, keyed by the first, until a link names it")
+    func migrationChain() throws {
+        let first = "2000000000000921"
+        let second = "2000000000000922"
+        let third = "2000000000000923"
+        let history = History()
+        history.add(transaction(first, purchase: Time.t0, expires: Time.day(30), app: nil))
+        history.add(Commerce.transaction(second, purchase: Time.day(30), items: [Commerce.item("SKU-ALPHA")], app: nil, previous: first, original: second))
+        history.add(Commerce.transaction(third, purchase: Time.day(60), items: [Commerce.item("SKU-BETA")], app: nil, previous: second, original: third))
+        let unlinked = try CustomerLinks(history.events)
+        for otid in [first, second, third] { #expect(unlinked.resolve("otid:" + otid) == "otid:" + first) }
+        try Self.everyOrder(history.events, customer: "otid:" + first, rules: Commerce.rules, moments: [Time.day(15), Time.day(75)], seed: 8) { view, _ in
+            #expect(view(Time.day(15)).isActive("pro"))
+            #expect(view(Time.day(75)).isActive("beta"))
+            #expect(view(Time.day(75)).subscriptions.count == 3)
+        }
+        // A renewal info of the first names the customer: the subscriptions migrated from it follow.
+        history.add(renewal(original: first, signed: Time.day(31)))
+        let linked = try CustomerLinks(history.events)
+        for otid in [first, second, third] { #expect(linked.resolve("otid:" + otid) == Customer.app) }
+        try Self.everyOrder(history.events, rules: Commerce.rules, moments: [Time.day(75)], seed: 9) { view, _ in
+            #expect(view(Time.day(75)).subscriptions.map(\.originalTransactionId).sorted() == [first, second, third])
+        }
+    }
+
+    @Test("migration claims that go round in a circle end at the least originalTransactionId of the circle, in every order")
+    func migrationCircle() throws {
+        let history = History()
+        history.add(Commerce.transaction("2000000000000932", purchase: Time.t0, items: [Commerce.item("SKU-ALPHA")], app: nil, previous: "2000000000000931", original: "2000000000000932"))
+        history.add(Commerce.transaction("2000000000000931", purchase: Time.day(30), items: [Commerce.item("SKU-BETA")], app: nil, previous: "2000000000000932", original: "2000000000000931"))
+        let links = try CustomerLinks(history.events)
+        #expect(links.resolve("otid:2000000000000932") == "otid:2000000000000931")
+        try Self.everyOrder(history.events, customer: "otid:2000000000000931", rules: Commerce.rules, moments: [Time.day(45)], seed: 10) { view, _ in
+            #expect(view(Time.day(45)).subscriptions.count == 2)
+        }
+    }
 }

@@ -32,6 +32,24 @@ struct PropertyTests {
         }
     }
 
+    @Test("the random histories hold migrated subscriptions that join an otid: customer and ones that join a linked customer")
+    func historiesHoldMigrations() throws {
+        var migrationWinners = 0
+        var joinedAnOtidCustomer = 0
+        var linkedThroughMigration = 0
+        for seed in 1...24 as ClosedRange<UInt64> {
+            let links = try CustomerLinks(RandomHistory.events(seed: seed))
+            for (otid, claim) in links.winners where claim.isMigration {
+                migrationWinners += 1
+                let owner = links.owner(ofOriginalTransactionId: otid)
+                if owner.hasPrefix("otid:") { joinedAnOtidCustomer += 1 } else { linkedThroughMigration += 1 }
+            }
+        }
+        #expect(migrationWinners >= 10)
+        #expect(joinedAnOtidCustomer >= 1)
+        #expect(linkedThroughMigration >= 5)
+    }
+
     @Test(arguments: 100...111 as ClosedRange<UInt64>)
     func replayWithoutRawsHydratingOnDemandGivesTheIngestState(seed: UInt64) throws {
         // Events as replay reads them: facts from the codec, raws left in the log.

@@ -43,9 +43,18 @@ public struct LinkClaim: Sendable, Hashable {
         case needsRaws(Set<RawRef>)
     }
 
-    /// Orders `incoming` against `existing`: later `signedDate`, then the greater
-    /// raw JWS (UTF-8 bytes), then the smaller ref (the copy logged first).
+    /// Whether this is a migration's claim: an object of a migrated subscription
+    /// that carries `previousOriginalTransactionId` P and no `appTransactionId`
+    /// puts X with the customer of P, and names `otid:<P>` here.
+    public var isMigration: Bool { appTransactionId.hasPrefix("otid:") }
+
+    /// Orders `incoming` against `existing`: a link to an appTransactionId over a
+    /// migration's claim, then the later `signedDate`, then the greater raw JWS
+    /// (UTF-8 bytes), then the smaller ref (the copy logged first).
     public static func verdict(existing: LinkClaim, incoming: LinkClaim) -> Verdict {
+        if incoming.isMigration != existing.isMigration {
+            return incoming.isMigration ? .keepExisting : .takeIncoming
+        }
         if incoming.signedDate != existing.signedDate {
             return incoming.signedDate > existing.signedDate ? .takeIncoming : .keepExisting
         }
@@ -67,7 +76,8 @@ extension Event {
     /// comes with the originalTransactionId of what it carries. An object of a
     /// migrated subscription that carries `previousOriginalTransactionId` P and
     /// `appTransactionId` A also links P to A: the subscription it came from
-    /// belongs to the same customer.
+    /// belongs to the same customer. Such an object without an appTransactionId
+    /// claims its own X for the customer of P (`otid:<P>`, ``LinkClaim/isMigration``).
     public var linkClaims: [LinkClaim] {
         var claims = directLinkClaims
         for claim in claims {
@@ -76,7 +86,34 @@ extension Event {
             migrated.originalTransactionId = previous
             claims.append(migrated)
         }
+        claims += migrationClaims
         return claims
+    }
+
+    /// The claims of this event's transactions and renewal infos that carry a
+    /// `previousOriginalTransactionId` and no `appTransactionId`.
+    private var migrationClaims: [LinkClaim] {
+        func claim(_ facts: TransactionFacts, ref: RawRef, raw: String?) -> LinkClaim? {
+            migrationClaim(otid: facts.originalTransactionId, app: facts.appTransactionId, previous: facts.extensions?.previousOriginalTransactionId,
+                signedDate: facts.signedDate, ref: ref, raw: raw)
+        }
+        func claim(_ facts: RenewalFacts, ref: RawRef, raw: String?) -> LinkClaim? {
+            migrationClaim(otid: facts.originalTransactionId, app: facts.appTransactionId, previous: facts.extensions?.previousOriginalTransactionId,
+                signedDate: facts.signedDate, ref: ref, raw: raw)
+        }
+        switch body {
+        case .notification(let n):
+            return [n.transaction.flatMap { claim($0.facts, ref: $0.ref, raw: $0.raw) }, n.renewalInfo.flatMap { claim($0.facts, ref: $0.ref, raw: $0.raw) }]
+                .compactMap { $0 }
+        case .transaction(let t): return claim(t.facts, ref: t.ref, raw: t.raw).map { [$0] } ?? []
+        case .renewalInfo(let r): return claim(r.facts, ref: r.ref, raw: r.raw).map { [$0] } ?? []
+        case .appTransaction, .receipt, .usage, .operatorAction: return []
+        }
+    }
+
+    private func migrationClaim(otid: String, app: String?, previous: String?, signedDate: Int64, ref: RawRef, raw: String?) -> LinkClaim? {
+        guard app == nil, let previous, !previous.isEmpty, previous != otid else { return nil }
+        return LinkClaim(originalTransactionId: otid, appTransactionId: "otid:" + previous, signedDate: signedDate, ref: ref, raw: raw)
     }
 
     /// The `previousOriginalTransactionId` of the signed object at `ref` in this event.
@@ -177,16 +214,41 @@ public struct CustomerLinks: Sendable, Hashable {
     /// a notification with only `data.appTransactionId`) belongs to the
     /// appTransactionId it carries (``Event/customerKey``).
     public func owner(of event: Event) -> CustomerKey? {
-        if let otid = event.originalTransactionId { return winners[otid]?.appTransactionId ?? "otid:" + otid }
+        if let otid = event.originalTransactionId { return owner(ofOriginalTransactionId: otid) }
         // A record filed under an otid: key (a usage recorded before the merge) follows its link too.
         return event.customerKey.map(resolve)
     }
 
     /// The customer `key` names: an appTransactionId, or `otid:<X>`, which
-    /// answers as an alias of the appTransactionId X is linked to.
+    /// answers as an alias of the customer X belongs to.
     public func resolve(_ key: CustomerKey) -> CustomerKey {
         guard key.hasPrefix("otid:") else { return key }
-        return winners[String(key.dropFirst(5))]?.appTransactionId ?? key
+        return owner(ofOriginalTransactionId: String(key.dropFirst(5)))
+    }
+
+    /// The customer of the originalTransactionId `otid` under these links.
+    public func owner(ofOriginalTransactionId otid: String) -> CustomerKey {
+        Self.owner(ofOriginalTransactionId: otid) { winners[$0]?.appTransactionId }
+    }
+
+    /// The customer of the originalTransactionId `otid`, given what each
+    /// originalTransactionId's winning claim names (`target`): the
+    /// appTransactionId it is linked to; through a migration's claim (`otid:<P>`),
+    /// the customer of P; `otid:<X>` for the X the walk ends at, linked to
+    /// nothing. Claims that go round in a circle end at the least X of the circle.
+    public static func owner<Failure: Error>(
+        ofOriginalTransactionId otid: String, target: (String) throws(Failure) -> CustomerKey?
+    ) throws(Failure) -> CustomerKey {
+        var current = otid
+        var walked: [String] = []
+        while let next = try target(current) {
+            guard next.hasPrefix("otid:") else { return next }
+            walked.append(current)
+            let previous = String(next.dropFirst(5))
+            if let start = walked.firstIndex(of: previous) { return "otid:" + walked[start...].min()! }
+            current = previous
+        }
+        return "otid:" + current
     }
 
     /// Every customer's state after `events` (any order, any duplicates): each

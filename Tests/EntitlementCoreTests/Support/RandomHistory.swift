@@ -15,6 +15,8 @@ struct RandomHistory {
     /// The share of the current purchase's signed objects that carry no
     /// appTransactionId (data signed before Apple added it).
     private var legacy = 0.0
+    /// Each subscription made so far, for the migrations drawn at the end.
+    private var subscriptions: [(otid: String, product: String, app: String?)] = []
 
     static let customers: [String?] = ["704000000000001", "704000000000002", "704000000000003", nil]
     static let tokens = ["0b6a1c2e-0000-4000-8000-00000000000a", "0b6a1c2e-0000-4000-8000-00000000000b"]
@@ -34,6 +36,7 @@ struct RandomHistory {
     static func events(seed: UInt64, resign: Bool = true) -> [Event] {
         var generator = RandomHistory(seed: seed, resign: resign)
         for app in customers { generator.customer(app) }
+        generator.migrations(seed: seed)
         return generator.history.events
     }
 
@@ -169,6 +172,7 @@ struct RandomHistory {
         let otid = id("2000")
         beginPurchase(app)
         let product = rng.pick([Product.monthly, Product.premium, Product.basic])
+        defer { subscriptions.append((otid, product, app)) }
         var purchase = Time.day(rng.int(0...10)) + rng.int(0...Time.hour)
         // A third of subscriptions are months of a 12-month commitment (chosen by id, so
         // that the random draws, and with them the rest of the history, stay as they were).
@@ -219,6 +223,33 @@ struct RandomHistory {
             purchase = expires + (rng.chance(0.3) ? rng.int(1...(10 * Time.day)) : 0)
         }
         conflictingClaim(original: otid, product: product, signed: purchase, app: app)
+    }
+
+    /// Subscriptions migrated from earlier ones (`previousOriginalTransactionId`), some
+    /// from a migrated one, their objects carrying the customer's appTransactionId or
+    /// not; now and then a renewal info that says nothing of where it came from. Drawn
+    /// after every customer, so that the rest of a seed's history stays what it was.
+    private mutating func migrations(seed: UInt64) {
+        var moves = SplitMix64(seed: seed &* 0x2545_F491 &+ 29)
+        var sources = subscriptions
+        for _ in 0..<moves.int(0...3) where !sources.isEmpty {
+            let from = moves.pick(sources)
+            let otid = id("2000")
+            var purchase = Time.day(moves.int(20...60)) + moves.int(0...Time.hour)
+            for period in 0..<moves.int(1...2) {
+                let app = moves.chance(0.5) ? nil : from.app
+                let migrated = transaction(
+                    period == 0 ? otid : id("2000"), original: otid, product: from.product, purchase: purchase,
+                    expires: purchase + 30 * Time.day, signed: purchase + moves.int(0...1000), app: app,
+                    extra: [("previousOriginalTransactionId", json(from.otid))])
+                emit(migrated)
+                purchase += 30 * Time.day
+            }
+            if moves.chance(0.4) {
+                emit(renewal(original: otid, product: from.product, signed: purchase - moves.int(1...Time.day), app: nil))
+            }
+            sources.append((otid, from.product, from.app))
+        }
     }
 
     private mutating func oneOff(_ app: String?) {

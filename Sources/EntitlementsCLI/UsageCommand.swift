@@ -22,8 +22,8 @@ enum UsageCommand {
           {"error":{"code":"INSUFFICIENT_BALANCE","message":"..."}}
 
         Refused, nothing recorded (exit 1): NOT_FOUND (unknown customer or transaction),
-        UNKNOWN_CURRENCY, INSUFFICIENT_BALANCE (more than the balance at --at, or than
-        the balance at a later spend already recorded), USAGE_CONFLICT.
+        UNKNOWN_CURRENCY, INSUFFICIENT_BALANCE (more than the balance at --at; nothing
+        dated later is checked), USAGE_CONFLICT.
         A usage error, nothing recorded (exit 2): INVALID_USAGE (units of 0 or less, a
         share outside 0-100000).
 

@@ -87,6 +87,42 @@ struct UsageTests {
         #expect(history.view(at: Time.day(3)).balance("coins") == 200)  // the spend is dated later
     }
 
+    /// The balance at a spend's own moment decides (specification section 11): with
+    /// 100 coins bought on day 0 and 100 on day 1, the second refunded in full on day 5
+    /// and 50 spent on day 10, 120 on day 3 fits (200 then), though day 10 ends at -70.
+    @Test func aSpendIsCheckedAgainstTheBalanceAtItsOwnMomentOnly() {
+        let history = History()
+        history.add(transaction("3000000000000001", product: Product.coins, purchase: Time.day(0)))
+        history.add(
+            transaction(
+                "3000000000000002", product: Product.coins, purchase: Time.day(1), signed: Time.day(5), revoked: Time.day(5),
+                revocationType: "REFUND_FULL"))
+        history.use(Self.spend("u-day-10", 50, at: Time.day(10)))
+        func refusal(_ units: Int64, at: Int64) -> String? {
+            UsageCheck.refusal(for: Self.spend("new", units, at: at), state: history.state(), rules: testRules)?.code
+        }
+        #expect(refusal(120, at: Time.day(3)) == nil)
+        #expect(refusal(200, at: Time.day(3)) == nil)
+        #expect(refusal(201, at: Time.day(3)) == "INSUFFICIENT_BALANCE")
+        #expect(refusal(50, at: Time.day(10)) == nil)  // 200 - 100 refunded - 50 spent
+        #expect(refusal(51, at: Time.day(10)) == "INSUFFICIENT_BALANCE")
+        #expect(refusal(1, at: Time.day(0) - 1) == "INSUFFICIENT_BALANCE")
+
+        history.use(Self.spend("u-day-3", 120, at: Time.day(3)))
+        #expect(history.view(at: Time.day(3)).balance("coins") == 80)
+        #expect(history.view(at: Time.day(10)).balance("coins") == -70)
+        // The spend recorded on day 3 counts from then on; nothing dated later is looked at.
+        #expect(refusal(80, at: Time.day(4)) == nil)
+        #expect(refusal(81, at: Time.day(4)) == "INSUFFICIENT_BALANCE")
+        #expect(refusal(1, at: Time.day(10)) == "INSUFFICIENT_BALANCE")
+        // What no purchase could give stays unattributed: the refunded pack gives nothing on day 10.
+        let attribution = UsageAttribution.fifo(
+            transactions: history.state().transactions.values.map(\.facts), usages: history.state().usages.values,
+            rules: testRules, at: Time.day(10))
+        #expect(attribution.attributed == ["3000000000000001": 100, "3000000000000002": 20])
+        #expect(attribution.unattributed == ["coins": 50])
+    }
+
     /// A week's pass bought on day 0, the request signed three and a half days in: half used.
     @Test func aPassHalfUsed() {
         let history = History()

@@ -24,9 +24,11 @@ public enum UsageCheck {
 
     /// `nil` when `usage` may be logged for the customer whose state is `state`, else why not:
     /// - a spend: its units are more than 0, its currency is one the rules or the
-    ///   customer's consumables name, and the balance at its `at` — and at every later
-    ///   spend of that currency already recorded — covers it (a spend dated in the past
-    ///   must not overdraw what was spent after it);
+    ///   customer's consumables name, and the balance at its `at` covers it (the
+    ///   balance ``Evaluation`` gives at that moment: purchases less what refunds and
+    ///   revocations took back, the operator's credits, less the spends, all dated at
+    ///   or before `at`). Only that moment is checked: with a refund, or a spend
+    ///   already recorded, dated after `at`, a later balance may fall below zero;
     /// - a consumed share: 0...100000, of a transaction the customer holds.
     public static func refusal(for usage: UsageFacts, state: CustomerState, rules: Rules) -> UsageRefusal? {
         switch usage.amount {
@@ -40,18 +42,11 @@ public enum UsageCheck {
                     code: "UNKNOWN_CURRENCY",
                     message: "no product credits currency \"\(currency)\" (the rules and this customer's purchases know: \(known.isEmpty ? "none" : known.joined(separator: ", ")))")
             }
-            var moments = [usage.at]
-            for other in state.usages.values where other.at > usage.at && other.usageId != usage.usageId {
-                if case .spend(let c, _) = other.amount, c == currency { moments.append(other.at) }
-            }
-            for moment in moments.sorted() {
-                let balance = Evaluation.evaluate(state, rules: rules, at: moment).balance(currency)
-                if balance < units {
-                    let when = moment == usage.at ? "at \(usage.at)" : "at \(moment), when a spend already recorded falls"
-                    return UsageRefusal(
-                        code: "INSUFFICIENT_BALANCE",
-                        message: "the balance of \(currency) \(when) is \(balance): spending \(units) would take it below zero; nothing was recorded")
-                }
+            let balance = Evaluation.evaluate(state, rules: rules, at: usage.at).balance(currency)
+            guard balance >= units else {
+                return UsageRefusal(
+                    code: "INSUFFICIENT_BALANCE",
+                    message: "the balance of \(currency) at \(usage.at) is \(balance): spending \(units) would take it below zero; nothing was recorded")
             }
             return nil
         case .consumed(let transactionId, let share):

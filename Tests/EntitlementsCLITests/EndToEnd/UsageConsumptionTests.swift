@@ -82,9 +82,6 @@ import TestSupport
         #expect(try balance(at: Self.t0 + 4 * Self.day) == 50)
         #expect(try balance(at: Self.t0 + 3 * Self.day) == 170)
 
-        // A spend dated before a later one may not overdraw it: 30 on day 3 would leave -30 on day 4.
-        #expect(Self.refusal(try engine.usage(Self.spend("u-early", 80, at: Self.t0 + 3 * Self.day + 1))) == "INSUFFICIENT_BALANCE")
-
         #expect(try engine.consumptionInfo(for: a)?.share.percentage == 100_000)
         #expect(try engine.consumptionInfo(for: b)?.share.percentage == 50_000)
 
@@ -110,6 +107,65 @@ import TestSupport
         #expect(audit.firstMismatch == nil)
         #expect(audit.triggersPresent)
         #expect(audit.events == 6)
+    }
+
+    /// 100 coins bought on day 0 and 100 on day 1, the second refunded in full on day
+    /// 5, 50 spent on day 10. The balance on day 3 is 200, so 120 spent then is
+    /// recorded, though it leaves the balance on day 10 at -70: only the balance at a
+    /// spend's own moment is checked. More than the balance at that moment is refused,
+    /// with nothing recorded.
+    @Test func aSpendIsCheckedAgainstTheBalanceAtItsOwnMomentOnly() throws {
+        let engine = try E2E.engine()
+        let (a, b) = ("3000000000000001", "3000000000000002")
+        _ = try engine.ingest([
+            InputBytes(Self.coins(a, purchase: Self.t0)),
+            InputBytes(Self.coins(b, purchase: Self.t0 + Self.day, signed: Self.t0 + 5 * Self.day, revoked: Self.t0 + 5 * Self.day, type: "REFUND_FULL")),
+        ])
+        func balance(at: Int64) throws -> Int64? {
+            guard case .customer(let view) = try engine.query(.appTransactionId(Self.customer), at: at) else { return nil }
+            return view.balance("coins")
+        }
+        guard case .recorded(let later) = try engine.usage(Self.spend("day-10", 50, at: Self.t0 + 10 * Self.day)) else {
+            Issue.record("the spend on day 10 refused")
+            return
+        }
+        #expect(later.balance == 50)
+        #expect(try balance(at: Self.t0 + 3 * Self.day) == 200)
+
+        guard case .recorded(let earlier) = try engine.usage(Self.spend("day-3", 120, at: Self.t0 + 3 * Self.day)) else {
+            Issue.record("120 spent on day 3, when the balance is 200, refused")
+            return
+        }
+        #expect(earlier.outcome == .appended)
+        #expect(earlier.balance == 80)
+        #expect(try balance(at: Self.t0 + 3 * Self.day) == 80)
+        #expect(try balance(at: Self.t0 + 10 * Self.day) == -70)  // 200 - 100 refunded - 170 spent
+
+        // More than the balance at the spend's own moment: refused, nothing recorded.
+        let events = try engine.audit().events
+        for (units, at) in [(81, Self.t0 + 4 * Self.day), (1, Self.t0 + 10 * Self.day), (1, Self.t0 - 1)] as [(Int64, Int64)] {
+            guard case .refused(let refusal) = try engine.usage(Self.spend("over", units, at: at)) else {
+                Issue.record("\(units) spent at \(at) recorded")
+                continue
+            }
+            #expect(refusal.code == "INSUFFICIENT_BALANCE")
+            #expect(refusal.message.contains("at \(at)"), "\(refusal.message)")
+        }
+        #expect(try engine.audit().events == events)
+        #expect(try balance(at: Self.t0 + 4 * Self.day) == 80)
+        #expect(try balance(at: Self.t0 + 10 * Self.day) == -70)
+        // The refused id was never used: it records other content without a conflict.
+        guard case .recorded(let fits) = try engine.usage(Self.spend("over", 80, at: Self.t0 + 4 * Self.day)) else {
+            Issue.record("80 spent on day 4, when the balance is 80, refused")
+            return
+        }
+        #expect(fits.outcome == .appended && fits.balance == 0)
+
+        // Replay takes the log as it is: the same balances.
+        _ = try engine.replay()
+        #expect(try balance(at: Self.t0 + 4 * Self.day) == 0)
+        #expect(try balance(at: Self.t0 + 10 * Self.day) == -150)
+        #expect(try engine.audit().firstMismatch == nil)
     }
 
     @Test func idempotentByIdConflictingContentRefusedBadInputRefused() throws {
@@ -238,6 +294,45 @@ import TestSupport
         }
         #expect(view.balance("coins") == 60)
         #expect(try engine.consumptionInfo(for: "3000000000000020", now: now)?.share.percentage == 40_000)
+    }
+
+    /// The case above through `usage`: 120 spent on day 3 is recorded (exit 0), though a
+    /// refund on day 5 and a spend on day 10 already recorded leave day 10 at -70; 81
+    /// more on day 4, past the balance of 80 then, exits 1 with nothing recorded.
+    @Test func theCommandLineChecksASpendAtItsOwnMomentOnly() throws {
+        let folder = E2E.folder()
+        let config = try E2E.writeConfig(in: folder)
+        let input = [
+            Self.coins("3000000000000001", purchase: Self.t0),
+            Self.coins("3000000000000002", purchase: Self.t0 + Self.day, signed: Self.t0 + 5 * Self.day, revoked: Self.t0 + 5 * Self.day, type: "REFUND_FULL"),
+        ].joined(separator: "\n")
+        try Data(input.utf8).write(to: folder.appendingPathComponent("in.ndjson"))
+        #expect(try E2E.run(["ingest", "--config", config, "in.ndjson"], in: folder).status == 0)
+        func spend(_ id: String, _ units: Int64, day: Int64) throws -> (status: Int32, line: JSONValue?) {
+            let run = try E2E.run(
+                ["usage", "--config", config, "--id", id, "--app-transaction-id", Self.customer, "--currency", "coins", "--units", "\(units)",
+                 "--at", "\(Self.t0 + day * Self.day)"], in: folder)
+            return (run.status, run.lines.first)
+        }
+        func balance(day: Int64) throws -> JSONValue? {
+            try E2E.run(["query", "--config", config, "--app-transaction-id", Self.customer, "--at", "\(Self.t0 + day * Self.day)"], in: folder)
+                .lines.first?["balances"]?["coins"]
+        }
+
+        let later = try spend("day-10", 50, day: 10)
+        #expect(later.status == 0 && later.line?["balance"] == 50)
+        let earlier = try spend("day-3", 120, day: 3)
+        #expect(earlier.status == 0, "\(String(describing: earlier.line))")
+        #expect(earlier.line?["result"] == "appended" && earlier.line?["balance"] == 80)
+        #expect(try balance(day: 10) == -70)
+
+        let over = try spend("day-4", 81, day: 4)
+        #expect(over.status == 1)
+        #expect(over.line?["error"]?["code"] == "INSUFFICIENT_BALANCE")
+        #expect(try balance(day: 4) == 80)
+        let audit = try E2E.run(["audit", "--config", config], in: folder)
+        #expect(audit.lines.first?["ok"] == true)
+        #expect(audit.lines.first?["events"] == 4)  // two purchases (one refunded in place) and two spends
     }
 
     @Test func usageAndConsumptionThroughTheCommandLine() throws {

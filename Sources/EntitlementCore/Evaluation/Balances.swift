@@ -10,7 +10,8 @@
 ///   REFUND_PRORATED, in exact integer arithmetic.
 ///
 /// A usage record spending units of a currency at or before `at` takes them
-/// (``debit(_:units:)``); a later refund may leave a balance below zero.
+/// (``debit(_:units:)``); a later refund, or a spend dated before spends
+/// already recorded, may leave a balance below zero.
 struct BalanceSheet {
     private var amounts: [String: Int128] = [:]
 

@@ -14,9 +14,10 @@ public struct UsageAttribution: Sendable, Hashable {
     /// Units attributed to each consumable purchase, by `transactionId` (purchases
     /// nothing was taken from are absent).
     public var attributed: [String: Int64]
-    /// Units spent that no purchase could give, by currency (only when a refund or
-    /// a spend dated before its purchases left too little: the store refuses spending
-    /// beyond the balance).
+    /// Units spent that no purchase could give, by currency (the store refuses spending
+    /// beyond the balance at the spend's own moment, so only when a refund, a spend
+    /// dated before spends already recorded, or spending from the operator's credits
+    /// left the purchases too little).
     public var unattributed: [String: Int64]
 
     /// Attributes the spends at or before `at` in `usages` to the consumables among `transactions`.

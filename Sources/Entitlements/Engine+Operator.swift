@@ -306,13 +306,9 @@ extension Engine {
         case .originalTransactionId(let id): customer = .originalTransactionId(id)
         case .transactionId(let id): customer = .transactionId(id)
         case .appAccountToken(let token):
-            var keys: [CustomerKey] = []
-            for key in try store.customers(appAccountToken: token) {
-                let resolved = try store.resolveCustomer(key)
-                if !keys.contains(resolved), try store.projection(of: resolved) != nil { keys.append(resolved) }
-            }
+            let keys = try Self.accountTokenCustomers(token, store: store)
             switch keys.count {
-            case 0: return .refused(OperatorRefusal(code: "NOT_FOUND", message: "no events carry appAccountToken \(token)"))
+            case 0: return .refused(OperatorRefusal(code: "NOT_FOUND", message: "no customer's account token is \(token)"))
             case 1: return .found(keys[0])
             default:
                 return .refused(

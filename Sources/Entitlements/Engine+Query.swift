@@ -60,14 +60,11 @@ extension Engine {
                     }
                     return .customer(view)
                 case .appAccountToken(let token):
-                    var keys: [CustomerKey] = []
-                    for key in try store.customers(appAccountToken: token) {
-                        let customer = try store.resolveCustomer(key)
-                        if !keys.contains(customer) { keys.append(customer) }
-                    }
                     var views: [CustomerView] = []
-                    for key in keys { if let view = try view(of: key, at: at, store: store) { views.append(view) } }
-                    guard !views.isEmpty else { return .notFound("no events carry appAccountToken \(token)") }
+                    for key in try Self.accountTokenCustomers(token, store: store) {
+                        if let view = try view(of: key, at: at, store: store) { views.append(view) }
+                    }
+                    guard !views.isEmpty else { return .notFound("no customer's account token is \(token)") }
                     return .account(AccountView.merge(token: token.lowercased(), at: at, views: views))
                 }
             }

@@ -132,7 +132,7 @@ enum Help {
                                              answers as the appTransactionId it is linked to)
               --original-transaction-id ID   any originalTransactionId of the customer
               --transaction-id ID            any transactionId of the customer
-              --app-account-token UUID       every customer whose data carried this token, merged
+              --app-account-token UUID       every customer whose account token this is, merged
               --app-user-id U                the team's account id: {"appUserId", "at", "entitlements" (the
                                              union over its customers and its grants), "customers": [query
                                              objects], "grants": [...], "balances" (its customers' and its

@@ -103,6 +103,93 @@ struct DashboardOperatorTests {
         #expect(try page.wait(until: "/admin token/.test(document.querySelector('form.grant').nextElementSibling.textContent)"))
     }
 
+    /// Script that holds back, until the test releases them, the page's requests whose address
+    /// contains `part`, counting them (`window.held`, `window.sent`); `fail` makes them fail
+    /// as a network failure does once released.
+    static func holdRequests(containing part: String, fail: Bool = false) -> String {
+        """
+        (() => {
+          const real = window.unheldFetch || (window.unheldFetch = window.fetch);
+          window.held = [];
+          window.sent = 0;
+          window.fetch = (url, init) => {
+            if (!String(url).includes('\(part)')) return real(url, init);
+            window.sent += 1;
+            return new Promise((resolve, reject) => window.held.push(
+              () => \(fail ? "reject(new TypeError('Failed to fetch'))" : "resolve(real(url, init))")));
+          };
+          window.release = () => { const held = window.held; window.held = []; held.forEach((go) => go()); return held.length; };
+          return true;
+        })()
+        """
+    }
+
+    @Test("the Grant button is disabled while its request runs: a double click grants once; it is enabled again after a refusal, the focus on it")
+    func grantButtonWhileItsRequestRuns() throws {
+        let (server, customer) = try Self.serverWithACustomer()
+        let page = try Self.customerPageWithTheAdminToken(server: server, customer: customer)
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('form.grant')"))
+        let button = "document.querySelector('form.grant button[type=submit]')"
+        try page.evaluate(Self.holdRequests(containing: "/grants"))
+        try page.evaluate("(b => { b.click(); b.click(); return true; })(\(button))")
+        #expect(try page.wait(until: "window.sent >= 1"))
+        #expect(try page.evaluate("\(button).disabled") == true)
+        #expect(try page.evaluate("window.sent") == 1)
+        #expect(try page.evaluate("window.release()") == 1)
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-grant-state=active]')"))
+        let started = try server.engine.lifecycle(since: 0, limit: 1000).map { $0.json() }.filter { $0["type"] == "GRANT_STARTED" }
+        #expect(started.count == 1, "\(started)")
+        #expect(try page.evaluate("\(button).disabled") == false)
+
+        // Refused (the query token): the button is enabled again once the answer is said, and the keyboard is back on it.
+        try page.evaluate("sessionStorage.setItem('entitlements.token', 'query-token')")
+        try page.evaluate("location.hash = '#/webhooks'")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('#view h2').textContent === 'Webhooks'"))
+        try page.evaluate("location.hash = '#/customer/\(customer)'")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('form.grant')"))
+        try page.evaluate(Self.holdRequests(containing: "/grants"))
+        try page.evaluate("\(button).focus()")
+        try page.press("Enter")
+        #expect(try page.wait(until: "window.sent === 1"))
+        #expect(try page.evaluate("\(button).disabled") == true)
+        try page.press("Enter")
+        #expect(try page.evaluate("window.sent") == 1)
+        #expect(try page.evaluate("window.release()") == 1)
+        #expect(try page.wait(until: "/admin token/.test(document.querySelector('form.grant').nextElementSibling.textContent)"))
+        #expect(try page.evaluate("\(button).disabled") == false)
+        #expect(try page.evaluate("document.activeElement === \(button)") == true)
+    }
+
+    @Test("a grant or a revocation the network fails says so, and its button can be pressed again")
+    func operatorButtonsAfterANetworkFailure() throws {
+        let (server, customer) = try Self.serverWithACustomer()
+        let grantBody = JSONWriter.string(["id": "grant-1", "appTransactionId": .string(customer), "entitlement": "pro", "days": 7])
+        #expect(try server.exchange("POST", "/grants", body: grantBody, headers: ["Authorization: Bearer admin-token"]).status == 200)
+        let page = try Self.customerPageWithTheAdminToken(server: server, customer: customer)
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-grant=grant-1]')"))
+        let message = "document.querySelector('form.grant').nextElementSibling"
+
+        try page.evaluate(Self.holdRequests(containing: "/revoke", fail: true))
+        try page.evaluate("document.querySelector('button[data-revoke=grant-1]').focus()")
+        try page.press("Enter")
+        #expect(try page.wait(until: "window.sent === 1"))
+        #expect(try page.evaluate("document.querySelector('button[data-revoke=grant-1]').disabled") == true)
+        #expect(try page.evaluate("window.release()") == 1)
+        #expect(try page.wait(until: "/could not be reached/.test(\(message).textContent)"))
+        #expect(try page.evaluate("\(message).className") == "error")
+        #expect(try page.evaluate("document.querySelector('button[data-revoke=grant-1]').disabled") == false)
+        #expect(try page.evaluate("document.activeElement.getAttribute('data-revoke')") == "grant-1")
+
+        try page.evaluate("\(message).textContent = ''")
+        try page.evaluate(Self.holdRequests(containing: "/grants", fail: true))
+        try page.evaluate("document.querySelector('form.grant button[type=submit]').click()")
+        #expect(try page.wait(until: "window.sent === 1"))
+        #expect(try page.evaluate("window.release()") == 1)
+        #expect(try page.wait(until: "/could not be reached/.test(\(message).textContent)"))
+        #expect(try page.evaluate("document.querySelector('form.grant button[type=submit]').disabled") == false)
+        #expect(try page.evaluate("document.body.dataset.state") == "ready")
+    }
+
     @Test("by keyboard alone: the skip link first, then the sections, the search box; every control is reachable")
     func keyboardOrder() throws {
         let server = try TestServer()

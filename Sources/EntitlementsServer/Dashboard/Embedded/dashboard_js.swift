@@ -649,16 +649,14 @@ extension DashboardAssets {
       el("label", {}, "Days", el("input", { name: "days", type: "number", min: "1", max: "3650", value: "7", required: true })),
       el("label", {}, "Reason", el("input", { name: "reason", value: "" })),
       el("button", { type: "submit" }, "Grant"));
-    form.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", (event) => {
       event.preventDefault();
       const data = new FormData(form);
       const id = "dashboard-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 8);
       const body = { id, appTransactionId: customer.appTransactionId, entitlement: String(data.get("entitlement")), days: Number(data.get("days")) };
       if (data.get("reason")) body.reason = String(data.get("reason"));
-      const answer = await api("/grants", { body });
       const granted = "Granted " + body.entitlement + " for " + body.days + " days (" + id + ").";
-      operatorAnswer(answer, message, granted);
-      if (answer.status === 200) render(granted);
+      operatorAction(form.querySelector("button[type=submit]"), message, "/grants", body, granted);
     });
     return card("Grants", list, el("h4", {}, "Grant"), form, message,
       el("p", { class: "note" }, "Granting and revoking need serve.adminToken."));
@@ -666,18 +664,37 @@ extension DashboardAssets {
 
   /** Revokes the grant of a `data-revoke` button clicked inside `node`, saying how it went in `message`. */
   function onRevoke(node, message) {
-    node.addEventListener("click", async (event) => {
+    node.addEventListener("click", (event) => {
       const button = event.target.closest("button[data-revoke]");
       if (!button) return;
-      button.disabled = true;
       const id = button.getAttribute("data-revoke");
-      const answer = await api("/grants/" + encodeURIComponent(id) + "/revoke", { body: {} });
-      operatorAnswer(answer, message, "Revoked " + id + ".");
-      if (answer.status === 200) return render("Revoked " + id + ".");
-      button.disabled = false;
-      // Disabling the focused button took the focus away: give it back, so that the keyboard stays there.
-      button.focus();
+      operatorAction(button, message, "/grants/" + encodeURIComponent(id) + "/revoke", {}, "Revoked " + id + ".");
     });
+  }
+
+  /**
+   * Sends an operator's request (`POST path` with `body`) pressed with `button`, which stays
+   * disabled until the answer comes: a second press meanwhile would act twice. Says in
+   * `message` how it went; once done, draws the page again, saying `success`.
+   */
+  async function operatorAction(button, message, path, body, success) {
+    if (button.disabled) return;
+    const focused = document.activeElement === button;
+    button.disabled = true;
+    let answer = null;
+    try {
+      answer = await api(path, { body });
+    } catch (error) {
+      message.className = "error";
+      message.textContent = "The server could not be reached: " + (error && error.message ? error.message : String(error));
+    }
+    button.disabled = false;
+    if (answer) {
+      operatorAnswer(answer, message, success);
+      if (answer.status === 200) return render(success);
+    }
+    // Disabling the focused button took the focus away: give it back, so that the keyboard stays there.
+    if (focused) button.focus();
   }
 
   function operatorAnswer(answer, node, success) {

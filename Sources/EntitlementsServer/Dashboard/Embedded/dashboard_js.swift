@@ -409,7 +409,11 @@ extension DashboardAssets {
         }
         return route("#/customer/" + encodeURIComponent(answer.json.appTransactionId), true);
       }
-      tried.push(kind + (answer.status === 403 || answer.status === 401 ? " (needs the admin token)" : answer.status === 404 ? "" : " (" + errorText(answer) + ")"));
+      // A 404 says only that nobody has the id, except for an order id: Apple is asked, and the
+      // server says why it found nothing (no such order, or no appStoreServerAPI to ask with).
+      const reason = answer.status === 403 || answer.status === 401 ? " (needs the admin token)"
+        : answer.status === 404 && kind !== "order id" ? "" : " (" + errorText(answer) + ")";
+      tried.push(kind + reason);
     }
     view.appendChild(el("p", { class: "error", "data-found": "none" },
       "No customer or app user has this id. Tried it as: " + tried.join(", ") + "."));

@@ -103,6 +103,67 @@ struct DashboardOperatorTests {
         #expect(try page.wait(until: "/admin token/.test(document.querySelector('form.grant').nextElementSibling.textContent)"))
     }
 
+    /// A server as ``serverWithACustomer()`` makes it, its configuration's `appUsers` section `appUsers`.
+    static func serverWithACustomer(appUsers: JSONValue) throws -> (TestServer, String) {
+        let workspace = try Workspace(name: "serve")
+        guard case .object(var config) = Scenario.configJSON() else { preconditionFailure("the configuration is an object") }
+        config["appUsers"] = appUsers
+        try Data(JSONWriter.string(.object(config)).utf8).write(to: workspace.configURL)
+        let server = try TestServer(
+            token: "query-token", adminTokens: [AdminToken(token: "admin-token", label: "support")], workspace: workspace)
+        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(1)).json?["result"] == "appended")
+        return (server, ServeSamples.customer(1))
+    }
+
+    @Test("the customer page names the app user its appAccountToken makes it, a link to the app user's page; with the query token it names none")
+    func appUserOfTheAccountToken() throws {
+        let (server, customer) = try Self.serverWithACustomer(appUsers: ["fromAppAccountToken": true])
+        let user = ServeSamples.accountToken(1)
+        #expect(try server.exchange("GET", "/users/\(user)", headers: ["Authorization: Bearer admin-token"]).status == 200)
+        let page = try Self.customerPageWithTheAdminToken(server: server, customer: customer)
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-field=appTransactionId]')"))
+        #expect(try page.evaluate("document.querySelector('[data-field=appUserId]')?.textContent") == .string(user))
+        #expect(try page.evaluate("document.querySelector('[data-field=appUserId]').previousElementSibling.textContent") == "app user")
+        #expect(try page.evaluate("document.querySelector('[data-field=appUserId] a').getAttribute('href')") == .string("#/user/\(user)"))
+        // The link followed by keyboard: the app user's page, which lists the customer.
+        try page.evaluate("document.querySelector('[data-field=appUserId] a').focus()")
+        try page.press("Enter")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && location.hash === '#/user/\(user)' && document.querySelector('#view h2 [data-field=appUserId]')"))
+        #expect(try page.evaluate("Array.from(document.querySelectorAll('#view a')).some(a => a.textContent === '\(customer)')") == true)
+
+        // The query token reads no app user: the page says none, and asks for no other token.
+        try page.evaluate("sessionStorage.setItem('entitlements.token', 'query-token')")
+        try page.evaluate("location.hash = '#/customer/\(customer)'")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-field=appTransactionId]')"))
+        #expect(try page.evaluate("document.querySelectorAll('[data-field=appUserId]').length") == 0)
+        #expect(try page.evaluate("document.getElementById('token-panel').hidden") == true)
+    }
+
+    @Test("a customer moved to another app user names the one it moved to, as text; a customer of no app user names none")
+    func appUserOfATransfer() throws {
+        let (server, customer) = try Self.serverWithACustomer()
+        #expect(try server.exchange("POST", "/notifications", body: ServeSamples.notification(2)).json?["result"] == "appended")
+        for (id, user) in [("link-1", "acct-1"), ("link-2", Self.hostileUser)] {
+            let body = JSONWriter.string(["id": .string(id), "appUserId": .string(user), "appTransactionId": .string(customer)])
+            let link = try server.exchange("POST", "/links", body: body, headers: ["Authorization: Bearer admin-token"])
+            #expect(link.status == 200, "\(link.text)")
+        }
+        let page = try Self.customerPageWithTheAdminToken(server: server, customer: customer)
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-field=appTransactionId]')"))
+        #expect(try page.evaluate("document.querySelector('[data-field=appUserId]')?.textContent") == .string(Self.hostileUser))
+        #expect(try page.evaluate("document.querySelectorAll('#view img, #view script').length") == 0)
+        #expect(try page.evaluate("document.title") == "entitlements")
+        let encoded = Self.hostileUser.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        try page.evaluate("document.querySelector('[data-field=appUserId] a').click()")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('#view h2 [data-field=appUserId]')"))
+        #expect(try page.evaluate("document.querySelector('#view h2 [data-field=appUserId]').textContent") == .string(Self.hostileUser))
+        #expect(try page.evaluate("decodeURIComponent(location.hash) === decodeURIComponent('#/user/\(encoded)')") == true)
+
+        try page.evaluate("location.hash = '#/customer/\(ServeSamples.customer(2))'")
+        #expect(try page.wait(until: "document.body.dataset.state === 'ready' && document.querySelector('[data-field=appTransactionId]')?.textContent === '\(ServeSamples.customer(2))'"))
+        #expect(try page.evaluate("document.querySelectorAll('[data-field=appUserId]').length") == 0)
+    }
+
     /// Script that holds back, until the test releases them, the page's requests whose address
     /// contains `part`, counting them (`window.held`, `window.sent`); `fail` makes them fail
     /// as a network failure does once released.

@@ -127,6 +127,10 @@
     return el("a", { href: "#/customer/" + encodeURIComponent(id), class: "mono" }, id);
   }
 
+  function userLink(id) {
+    return el("a", { href: "#/user/" + encodeURIComponent(id), class: "mono" }, id);
+  }
+
   // MARK: The API
 
   function token() {
@@ -428,7 +432,8 @@
     const customer = answer.json;
     view.appendChild(el("h2", { tabindex: "-1" }, "Customer ",
       el("span", { class: "mono", "data-field": "appTransactionId" }, customer.appTransactionId)));
-    view.appendChild(customerFacts(customer));
+    const facts = customerFacts(customer);
+    view.appendChild(facts);
     view.appendChild(entitlementsCard(customer.entitlements || {}));
     view.appendChild(subscriptionsCard(customer.subscriptions || []));
     view.appendChild(purchasesCard(customer.purchases || []));
@@ -443,15 +448,45 @@
     const events = feed.lines.filter((e) => own.has(e.appTransactionId));
     view.appendChild(lifecycleCard(events, feed));
     view.appendChild(grantsCard(customer, events));
+    const appUser = await appUserOf(customer, events);
+    if (appUser !== null) {
+      // Among the facts, after the account token: the app user, a link to its page.
+      const list = facts.querySelector("dl");
+      const after = ["appAccountToken", "environment", "appTransactionId"].map((k) => list.querySelector('[data-field="' + k + '"]')).find(Boolean);
+      const next = after ? after.nextSibling : null;
+      list.insertBefore(el("dt", {}, "app user"), next);
+      list.insertBefore(el("dd", { class: "mono", "data-field": "appUserId" }, userLink(appUser)), next);
+    }
   }
 
   function customerFacts(c) {
     const facts = [
       ["appTransactionId", c.appTransactionId], ["environment", c.environment], ["appAccountToken", c.appAccountToken],
-      ["app user", c.appUserId], ["first purchase", date(c.originalPurchaseDate)],
+      ["first purchase", date(c.originalPurchaseDate)],
       ["original app version", c.originalApplicationVersion], ["as of", date(c.at)],
     ].filter(([, v]) => v !== null && v !== undefined && v !== "");
     return card("Customer", el("dl", { class: "facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", { class: "mono", "data-field": k }, text(v))])));
+  }
+
+  /**
+   * The app user the customer belongs to, as far as this page can learn it, else null. The
+   * customer's view does not say, and only the admin token reads app users (`GET /users/{id}`,
+   * which lists an app user's customers). Asked in turn: the app user its latest TRANSFER
+   * moved it to, then the one its appAccountToken names (`appUsers.fromAppAccountToken`);
+   * the first that lists the customer is its app user. An operator's first link makes no
+   * lifecycle event: a customer linked once to an app user of another id shows none.
+   */
+  async function appUserOf(customer, events) {
+    const candidates = events.filter((e) => e.type === "TRANSFER" && e.to).map((e) => String(e.to)).reverse();
+    if (customer.appAccountToken) candidates.push(String(customer.appAccountToken).toLowerCase());
+    for (const id of new Set(candidates)) {
+      // Without the admin token no app user can be read: no token is asked for, nothing is shown.
+      const answer = await api("/users/" + encodeURIComponent(id), { quiet: true });
+      if (answer.status === 401 || answer.status === 403) return null;
+      const customers = answer.status === 200 && answer.json ? answer.json.customers || [] : [];
+      if (customers.some((c) => c.appTransactionId === customer.appTransactionId)) return id;
+    }
+    return null;
   }
 
   function entitlementsCard(entitlements) {

@@ -8,7 +8,9 @@ public enum EventIdentity {
     /// renewal info is its kind, id, `signedDate` and a SHA-256 of its signed
     /// payload (the JWS's middle segment): two different versions signed in the
     /// same millisecond are two events (section 5 orders them by raw JWS), while
-    /// the same payload under another signature encoding is the same event.
+    /// the same payload under another signature encoding is the same event. An
+    /// AppTransaction is its appTransactionId (else bundleId), `receiptCreationDate`
+    /// and the same digest.
     /// - Parameter hash: SHA-256, supplied by the store's caller.
     public static func identity(of input: VerifiedInput, hash: EventStore.HashFunction) -> String {
         switch input {
@@ -18,21 +20,23 @@ public enum EventIdentity {
         case .renewalInfo(let r):
             return "renewalInfo:\(r.payload.originalTransactionId):\(r.payload.signedDate):" + payloadDigest(r.jws, hash: hash)
         case .appTransaction(let a):
-            return "appTransaction:\(a.payload.appTransactionId ?? a.payload.bundleId):\(a.payload.receiptCreationDate)"
+            return "appTransaction:\(a.payload.appTransactionId ?? a.payload.bundleId):\(a.payload.receiptCreationDate):"
+                + payloadDigest(a.jws, hash: hash)
         case .receipt(let r):
             // The SHA-256 of the receipt's bytes, and which of its parts.
             return "receipt:\(r.receipt.sha256):\(r.originalTransactionId ?? "")"
         }
     }
 
-    /// The key databases written before revision 2 recorded for a standalone
-    /// transaction or renewal info (without the payload's digest), or `nil` for
-    /// other kinds: an input matching it with the same signed payload is a duplicate.
+    /// The key older databases recorded for a standalone transaction, renewal info
+    /// or AppTransaction (without the payload's digest), or `nil` for other kinds:
+    /// an input matching it with the same signed payload is a duplicate.
     public static func legacyIdentity(of input: VerifiedInput) -> String? {
         switch input {
         case .transaction(let t): return "transaction:\(t.payload.transactionId):\(t.payload.signedDate)"
         case .renewalInfo(let r): return "renewalInfo:\(r.payload.originalTransactionId):\(r.payload.signedDate)"
-        case .notification, .appTransaction, .receipt: return nil
+        case .appTransaction(let a): return "appTransaction:\(a.payload.appTransactionId ?? a.payload.bundleId):\(a.payload.receiptCreationDate)"
+        case .notification, .receipt: return nil
         }
     }
 

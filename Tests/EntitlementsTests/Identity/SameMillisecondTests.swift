@@ -1,5 +1,6 @@
 import EntitlementCore
 import Entitlements
+import EventStore
 import Foundation
 import TestPKI
 import Testing
@@ -61,6 +62,40 @@ import TestSupport
             InputBytes(TestPayloads.body(signedRenewalInfo: E2E.pki.sign(renewal))),
         ])
         #expect(renewals.map(\.outcome) == [.appended, .duplicate])
+    }
+
+    @Test func twoAppTransactionsCreatedInOneMillisecondAreBothAppendedAndTheSameOneAgainIsADuplicate() throws {
+        let engine = try E2E.engine()
+        let iOS = TestPayloads.appTransaction(receiptCreationDate: t0 + 7, originalPurchaseDate: t0)
+        let earlier = TestPayloads.appTransaction(receiptCreationDate: t0 + 7, originalPurchaseDate: t0 - 86_400_000)
+        let results = try engine.ingest([
+            InputBytes(TestPayloads.body(signedAppTransactionInfo: E2E.pki.sign(iOS))),
+            InputBytes(TestPayloads.body(signedAppTransactionInfo: E2E.pki.sign(earlier))),
+            InputBytes(TestPayloads.body(signedAppTransactionInfo: E2E.pki.sign(iOS))),
+        ])
+        #expect(results.map(\.outcome) == [.appended, .appended, .duplicate])
+        #expect(try engine.audit().firstMismatch == nil)
+    }
+
+    @Test func anAppTransactionLoggedUnderTheIdentityWithoutDigestIsStillADuplicate() throws {
+        let folder = Scenario.temporaryFolder("app-transaction-identity")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("db.sqlite").path
+        let created = TestPayloads.appTransaction(receiptCreationDate: t0 + 7)
+        _ = try E2E.engine(path: path).ingest([InputBytes(TestPayloads.body(signedAppTransactionInfo: E2E.pki.sign(created)))])
+        // A database whose AppTransaction identities carry no digest, as older engines wrote them.
+        let probe = try Probe(path)
+        try probe.execute(
+            "DROP TRIGGER events_are_immutable_update; UPDATE events SET identity = 'appTransaction:\(app):\(t0 + 7)' WHERE kind = 'appTransaction';"
+                + "CREATE TRIGGER events_are_immutable_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are immutable: UPDATE is not allowed'); END;")
+        #expect(try probe.strings("SELECT identity FROM events") == ["appTransaction:\(app):\(t0 + 7)"])
+        let engine = try E2E.engine(path: path)
+        let other = TestPayloads.appTransaction(receiptCreationDate: t0 + 7, originalPurchaseDate: t0 - 86_400_000)
+        let results = try engine.ingest([
+            InputBytes(TestPayloads.body(signedAppTransactionInfo: E2E.pki.sign(created))),
+            InputBytes(TestPayloads.body(signedAppTransactionInfo: E2E.pki.sign(other))),
+        ])
+        #expect(results.map(\.outcome) == [.duplicate, .appended])
     }
 
     @Test func aDocumentCarryingASignedFieldTheEngineDoesNotIngestIsRejectedWhole() throws {

@@ -88,10 +88,11 @@ extension Engine {
         } catch {
             throw EngineError(code: error.code == .invalidRange ? .invalidRange : .tooManyIntervals, message: error.message)
         }
-        var accumulator = MetricsAccumulator(intervals: intervals, settings: configuration.revenue, rules: configuration.rules)
+        let accumulator: MetricsAccumulator
         do {
             accumulator = try readers.withReader { store throws(StoreError) -> MetricsAccumulator in
-                var sums = MetricsAccumulator(intervals: intervals, settings: configuration.revenue, rules: configuration.rules)
+                // Products' periods are the database's rules', as every answer's.
+                var sums = MetricsAccumulator(intervals: intervals, settings: configuration.revenue, rules: try activeRules(store).rules)
                 let derived = try store.forEachRevenueFacts { sums.add($0) }
                 keep(derived)
                 return sums

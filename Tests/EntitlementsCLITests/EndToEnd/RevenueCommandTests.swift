@@ -162,6 +162,46 @@ import TestSupport
         }.reduce(0, +) == 10832 + februaryRevenue)
     }
 
+    @Test func metricsAnswerUnderTheDatabasesRulesWhateverTheConfigurationSays() throws {
+        let folder = try Self.folder(rates: Self.rates)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let db = folder.appendingPathComponent("db.sqlite").path
+        let config = folder.appendingPathComponent("config.json").path
+        // Other rules: the monthly product is sold as a year's price.
+        guard case .object(var document) = try JSONParser().parse(Array(try Data(contentsOf: URL(fileURLWithPath: config)))),
+            case .object(var rules)? = document["rules"], case .object(var products)? = rules["products"],
+            case .object(var monthly)? = products["com.example.pro.monthly"]
+        else {
+            Issue.record("the configuration is not as expected")
+            return
+        }
+        monthly["period"] = "P1Y"
+        products["com.example.pro.monthly"] = .object(monthly)
+        rules["products"] = .object(products)
+        rules["version"] = "yearly-prices"
+        document["rules"] = .object(rules)
+        let yearly = folder.appendingPathComponent("yearly.json").path
+        try Data(JSONWriter.string(.object(document)).utf8).write(to: URL(fileURLWithPath: yearly))
+
+        let engine = try Engine(configuration: EngineConfiguration.load(path: config), databasePath: db)
+        _ = try engine.ingest(Self.documents().map { InputBytes($0) })
+        let to = CivilTime.millis(year: 2025, month: 3, day: 15)
+        let months = try engine.metrics(from: Self.january, to: to).json()
+        let other = try Engine(configuration: EngineConfiguration.load(path: yearly), databasePath: db)
+        #expect(try other.metrics(from: Self.january, to: to).json() == months)
+        // Once a replay applies the other rules, every process answers under them.
+        _ = try other.replay()
+        let yearlyMonths = try engine.metrics(from: Self.january, to: to).json()
+        #expect(yearlyMonths != months)
+        // January's MRR: a year's price over twelve months, not the month's 10832.
+        guard case .int(let mrr)? = yearlyMonths[0]["mrr"] else {
+            Issue.record("no mrr")
+            return
+        }
+        #expect(abs(mrr - 10832 / 12) <= 1)
+        #expect(try other.metrics(from: Self.january, to: to).json() == yearlyMonths)
+    }
+
     @Test func badInputIsAPreciseUsageError() throws {
         let good = try Self.folder(rates: Self.rates)
         let config = good.appendingPathComponent("config.json").path

@@ -119,6 +119,21 @@ struct LifecycleTests {
         #expect(-RevenueFacts.refundAmount(price: price, type: .refundProrated, percentage: percentage) == refunded)
     }
 
+    @Test(
+        "a refund that is not REFUND_PRORATED refunds the price, whatever percentage it carries, as the revenue ledger does",
+        arguments: [("REFUND_FULL", Int64(50_000)), (nil, 50_000), ("REFUND_FULL", nil)] as [(String?, Int64?)])
+    func fullRefundIgnoresThePercentage(type: String?, percentage: Int64?) {
+        let history = History()
+        let id = "3000000000000010"
+        history.add(transaction(id, product: Product.lifetime, purchase: Time.day(1), price: 9990))
+        history.add(
+            transaction(
+                id, product: Product.lifetime, purchase: Time.day(1), signed: Time.day(5), revoked: Time.day(5),
+                revocationType: type, revocationPercentage: percentage, price: 9990))
+        let refund = Self.lifecycle(history, now: Time.day(10))["REFUND:\(id):\(Time.day(5))"]
+        #expect(refund?.extra["refundedAmount"] == 9990)
+    }
+
     @Test func purchasesRefundsFamilyRevokesAndReversals() {
         let history = History()
         let coins = "3000000000000001"

@@ -112,13 +112,11 @@ public enum LifecycleEvents {
         }
     }
 
-    /// `refundedAmount`: price x revocationPercentage / 100000, rounded half away from zero
-    /// as the revenue ledger rounds the same refund (section 14); the price when no
-    /// percentage is given.
-    static func refundedAmount(price: Int64?, percentage: Int64?) -> Int64? {
-        guard let price else { return nil }
-        guard let percentage else { return price }
-        return Rounding.scale(price, by: Int128(percentage), over: 100_000)
+    /// `refundedAmount`: for REFUND_PRORATED, price x revocationPercentage / 100000, rounded
+    /// half away from zero; else (REFUND_FULL, or no type) the price: what the revenue
+    /// ledger refunds for the same revocation (section 14).
+    static func refundedAmount(price: Int64?, type: RevocationType?, percentage: Int64?) -> Int64? {
+        price.map { -RevenueFacts.refundAmount(price: $0, type: type, percentage: percentage) }
     }
 }
 
@@ -486,7 +484,7 @@ private struct Derivation {
                     let extra = JSONObject([
                         ("revocationType", t.revocationType.map { JSONValue.string($0.rawValue) } ?? .null),
                         ("revocationPercentage", t.revocationPercentage.map(JSONValue.int) ?? .null),
-                        ("refundedAmount", LifecycleEvents.refundedAmount(price: t.price, percentage: t.revocationPercentage).map(JSONValue.int) ?? .null),
+                        ("refundedAmount", LifecycleEvents.refundedAmount(price: t.price, type: t.revocationType, percentage: t.revocationPercentage).map(JSONValue.int) ?? .null),
                     ])
                     add(
                         event(.refund, id: "REFUND:\(id):\(revoked)", about: t, otid: t.originalTransactionId, extra: extra, at: revoked),

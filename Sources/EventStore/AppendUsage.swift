@@ -36,13 +36,20 @@ extension EventStore {
                     guard let json = try? JSONParser().parse(Array(raw.utf8)), let existing = UsageFacts(json: json) else {
                         throw StoreError(code: .unreadable, message: "the usage record logged at seq \(seq) cannot be read back")
                     }
-                    guard UsageCheck.sameContent(existing, usage, atGiven: atGiven) else {
+                    var retry = usage
+                    if try resolve(usage.customerKey) == resolve(existing.customerKey) {
+                        // The same customer, named since under the key it merged into (or the other way round).
+                        retry.appTransactionId = existing.appTransactionId
+                        retry.originalTransactionId = existing.originalTransactionId
+                    }
+                    guard UsageCheck.sameContent(existing, retry, atGiven: atGiven) else {
                         let refusal = UsageRefusal(
                             code: "USAGE_CONFLICT",
                             message: "usage id \(usage.usageId) was recorded at seq \(seq) with other content (\(JSONWriter.string(existing.canonicalJSON))); use a new id for a new record")
                         return (.refused(refusal), .rollback)
                     }
-                    let state = try projection(of: existing.customerKey)?.state ?? CustomerState(key: existing.customerKey)
+                    let key = try resolve(existing.customerKey)
+                    let state = try projection(of: key)?.state ?? CustomerState(key: key)
                     return (.duplicate(seq: seq, state: state), .rollback)
                 }
                 find.reset()

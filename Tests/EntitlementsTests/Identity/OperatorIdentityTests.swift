@@ -62,4 +62,23 @@ import TestSupport
         let audit = try await engine.audit()
         #expect(audit.firstMismatch == nil && audit.events == 6)
     }
+
+    @Test func aUsageRecordedUnderAnOtidIsADuplicateWhenRetriedAfterTheMergeByEitherName() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins(app: nil, signed: t0)])
+        let spend = UsageAmount.spend(currency: "coins", units: 60)
+        let first = try await engine.usage(UsageRequest(id: "u1", customer: .originalTransactionId(unlock), amount: spend, at: t0 + day))
+        #expect(first.json()["result"] == "appended")
+        // The link arrives: the record follows its customer.
+        _ = try await engine.ingest([coins(app: app, signed: t0 + 1)])
+        for customer in [UsageCustomer.originalTransactionId(unlock), .appTransactionId(app)] {
+            let retry = try await engine.usage(UsageRequest(id: "u1", customer: customer, amount: spend, at: t0 + day))
+            #expect(retry.json()["result"] == "duplicate", "\(customer): \(retry.json())")
+            if case .recorded(let receipt) = retry { #expect(receipt.balance == 40) }
+        }
+        // Other content under the id is still a conflict.
+        let other = try await engine.usage(
+            UsageRequest(id: "u1", customer: .appTransactionId(app), amount: .spend(currency: "coins", units: 61), at: t0 + day))
+        #expect(other.json()["error"]?["code"] == "USAGE_CONFLICT")
+    }
 }

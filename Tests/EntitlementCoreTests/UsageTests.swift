@@ -48,14 +48,16 @@ struct UsageTests {
         #expect(Self.share("3000000000000001", history, now: Time.day(4))?.percentage == 100_000)
         #expect(Self.share("3000000000000002", history, now: Time.day(4))?.percentage == 50_000)
 
+        // u3 comes from no purchase: B is revoked by day 6, so it is skipped.
         let now = Self.share("3000000000000002", history)
-        #expect(now == ConsumptionShare(percentage: 75_000, basis: .units, unitsSpent: 75, units: 100))
+        #expect(now == ConsumptionShare(percentage: 50_000, basis: .units, unitsSpent: 50, units: 100))
         #expect(Self.share("3000000000000001", history)?.percentage == 100_000)
     }
 
-    /// A prorated refund before anything was spent leaves the pack only what was not
-    /// refunded to give: 60 of A (40 % refunded), then B.
-    @Test func aPackRefundedProratedBeforeSpendingGivesOnlyWhatItStillCredits() {
+    /// A pack refunded prorated before a spend is skipped by it, as a revoked purchase
+    /// (specification section 11): the 60 coins it leaves stay in the balance, and the
+    /// spend comes from B.
+    @Test func aPackRefundedProratedBeforeSpendingIsSkipped() {
         let history = History()
         history.add(
             transaction(
@@ -64,8 +66,8 @@ struct UsageTests {
         history.add(transaction("3000000000000002", product: Product.coins, purchase: Time.day(2)))
         history.use(Self.spend("u1", 100, at: Time.day(3)))
         #expect(history.view(at: Time.day(3)).balance("coins") == 60)
-        #expect(Self.share("3000000000000001", history)?.percentage == 60_000)
-        #expect(Self.share("3000000000000002", history)?.percentage == 40_000)
+        #expect(Self.share("3000000000000001", history)?.percentage == 0)
+        #expect(Self.share("3000000000000002", history)?.percentage == 100_000)
     }
 
     /// A fully refunded pack is skipped; spending dated before a purchase cannot come from it.

@@ -3,11 +3,11 @@
 /// Units spent of a currency are taken from the customer's consumable purchases
 /// of that currency first in, first out: spends in order of their `at` (then
 /// `usageId`), each from the purchases bought by then in `purchaseDate` then
-/// `transactionId` order. A purchase gives at most what it still credits at the
-/// spend's moment: nothing once fully revoked (REFUND_FULL, FAMILY_REVOKE), the
-/// part not refunded after a REFUND_PRORATED, minus what earlier spends took from
-/// it. So no purchase is ever attributed more than its quantity x units, and a
-/// purchase refunded after it was spent keeps what was spent from it.
+/// `transactionId` order. A purchase revoked by the spend's moment is skipped,
+/// whatever the revocation (a REFUND_PRORATED too: the units it leaves in the
+/// balance are spent, but from no purchase); one not revoked then gives at most its
+/// quantity x units, minus what earlier spends took from it. A purchase refunded
+/// after it was spent keeps what was spent from it.
 ///
 /// A pure function of the state, the rules and `at` (spends after `at` do not count).
 public struct UsageAttribution: Sendable, Hashable {
@@ -49,7 +49,8 @@ public struct UsageAttribution: Sendable, Hashable {
                 guard left > 0 else { break }
                 guard purchase.purchaseDate <= spend.at else { break }
                 let rule = rules.products[purchase.productId]
-                let capacity = BalanceSheet.remaining(purchase, rule: rule, at: spend.at)
+                // Purchases revoked by then are skipped.
+                let capacity = purchase.isRevoked(at: spend.at) ? 0 : BalanceSheet.granted(purchase, rule: rule)
                 let already = taken[purchase.transactionId] ?? 0
                 guard capacity > already else { continue }
                 let share = min(left, capacity - already)

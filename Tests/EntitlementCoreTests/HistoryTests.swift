@@ -20,6 +20,26 @@ struct HistoryTests {
         HistoryLine(at: at, change: .subscription(originalTransactionId: otid, status: status, previous: previous), cause: cause)
     }
 
+    /// One transaction version carried by two notifications and sent on its own: the
+    /// earliest-signed notification is named, whatever order the copies came in.
+    @Test func theNotificationNamedDoesNotDependOnArrivalOrder() {
+        let purchase = transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30), signed: Time.t0 + 500)
+        var orders: [[HistoryLine]] = []
+        for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]] {
+            let history = History()
+            for index in order {
+                switch index {
+                case 0: history.notify("SUBSCRIBED", "INITIAL_BUY", signed: Time.t0 + 600, transaction: purchase)
+                case 1: history.notify("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", signed: Time.day(1), transaction: purchase)
+                default: history.add(purchase)
+                }
+            }
+            orders.append(lines(history))
+        }
+        #expect(orders.first?.first?.cause == tx(Customer.otid, "purchaseDate", "SUBSCRIBED", "INITIAL_BUY"))
+        for other in orders.dropFirst() { #expect(other == orders.first) }
+    }
+
     /// Renewal, billing failure into the grace period, recovery, expiry.
     @Test func renewalsGracePeriodAndRecovery() {
         let history = NotificationTypeTests.subscribed()

@@ -276,8 +276,25 @@ struct NotificationCarriers {
         /// `nil` when the object came on its own, not in a notification.
         var type: String?
         var subtype: String?
-        /// The carried object's `signedDate`, then the event's `seq`: the earliest carrier is named.
-        var order: (Int64, Int64)
+        /// Which carrier is named, the least first: the carried object's `signedDate`; a
+        /// notification before the object on its own; the notification's `signedDate`,
+        /// then its `notificationUUID`. Nothing of the arrival order, so the same data
+        /// names the same carrier.
+        var order: Order
+
+        struct Order: Comparable {
+            var objectSigned: Int64
+            var standalone: Bool
+            var notificationSigned: Int64 = 0
+            var notificationUUID: String = ""
+
+            static func < (lhs: Order, rhs: Order) -> Bool {
+                if lhs.objectSigned != rhs.objectSigned { return lhs.objectSigned < rhs.objectSigned }
+                if lhs.standalone != rhs.standalone { return !lhs.standalone }
+                if lhs.notificationSigned != rhs.notificationSigned { return lhs.notificationSigned < rhs.notificationSigned }
+                return lhs.notificationUUID.utf8Precedes(rhs.notificationUUID)
+            }
+        }
     }
 
     /// Per `transactionId`: every version carried, and by what.
@@ -289,12 +306,19 @@ struct NotificationCarriers {
         for event in events {
             var type: String? = nil
             var subtype: String? = nil
+            var notification: (signed: Int64, uuid: String)? = nil
             var transaction: TransactionFacts? = nil
             var renewal: RenewalFacts? = nil
+            func order(_ signed: Int64) -> Carrier.Order {
+                Carrier.Order(
+                    objectSigned: signed, standalone: notification == nil, notificationSigned: notification?.signed ?? 0,
+                    notificationUUID: notification?.uuid ?? "")
+            }
             switch event.body {
             case .notification(let n):
                 type = n.type.rawValue
                 subtype = n.subtype?.rawValue
+                notification = (n.signedDate, n.notificationUUID)
                 transaction = n.transaction?.facts
                 renewal = n.renewalInfo?.facts
             case .transaction(let t): transaction = t.facts
@@ -302,16 +326,16 @@ struct NotificationCarriers {
             case .receipt(let receipt):
                 for t in receipt.transactions {
                     transactions[t.facts.transactionId, default: []].append(
-                        (t.facts, Carrier(type: nil, subtype: nil, order: (t.facts.signedDate, event.seq))))
+                        (t.facts, Carrier(type: nil, subtype: nil, order: order(t.facts.signedDate))))
                 }
             case .appTransaction, .usage, .operatorAction: break
             }
             if let t = transaction {
                 transactions[t.transactionId, default: []].append(
-                    (t, Carrier(type: type, subtype: subtype, order: (t.signedDate, event.seq))))
+                    (t, Carrier(type: type, subtype: subtype, order: order(t.signedDate))))
             }
             if let r = renewal {
-                let carrier = Carrier(type: type, subtype: subtype, order: (r.signedDate, event.seq))
+                let carrier = Carrier(type: type, subtype: subtype, order: order(r.signedDate))
                 if let existing = renewalInfos[r.originalTransactionId]?[r.signedDate], existing.order < carrier.order { continue }
                 renewalInfos[r.originalTransactionId, default: [:]][r.signedDate] = carrier
             }

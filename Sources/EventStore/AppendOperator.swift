@@ -59,6 +59,19 @@ extension EventStore {
                     return (.duplicate(seq: seq, record: existing, state: state), .rollback)
                 }
 
+                // An id names one operator action: a grant, a credit or a link (a revocation
+                // takes its grant's).
+                let actions: [OperatorKind] = [.grant, .credit, .link]
+                if actions.contains(record.kind) {
+                    for other in actions where other != record.kind {
+                        guard let (seq, _) = try loggedOperatorRecord(identity: other.rawValue + ":" + record.id) else { continue }
+                        let refusal = OperatorRefusal(
+                            code: conflictCode,
+                            message: "id \(record.id) was recorded at seq \(seq) for a \(other.rawValue); use a new id for a new \(record.kind.rawValue)")
+                        return (.refused(refusal), .rollback)
+                    }
+                }
+
                 if case .grantRevoked = record.action {
                     guard let (_, grant) = try loggedOperatorRecord(identity: OperatorKind.grant.rawValue + ":" + record.id) else {
                         return (.refused(OperatorRefusal(code: "NOT_FOUND", message: "no grant with id \(record.id)")), .rollback)

@@ -81,4 +81,22 @@ import TestSupport
             UsageRequest(id: "u1", customer: .appTransactionId(app), amount: .spend(currency: "coins", units: 61), at: t0 + day))
         #expect(other.json()["error"]?["code"] == "USAGE_CONFLICT")
     }
+
+    @Test func anIdNamesOneOperatorActionWhateverItsKind() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins(app: app, signed: t0)])
+        let customer = CustomerQuery.appTransactionId(app)
+        let grant = try await engine.grant(GrantRequest(id: "ticket-9", target: .customer(customer), entitlement: "pro", length: .days(3)))
+        #expect(grant.json() == ["result": "appended", "id": "ticket-9"])
+        let credit = try await engine.credit(id: "ticket-9", target: .customer(customer), currency: "coins", units: 5)
+        #expect(credit.json()["error"]?["code"] == "ID_CONFLICT")
+        if case .string(let message)? = credit.json()["error"]?["message"] { #expect(message.contains("for a grant")) }
+        #expect(try await engine.link(id: "ticket-9", appUserId: "acct-9", customer: customer).json()["error"]?["code"] == "ID_CONFLICT")
+        #expect(try await engine.credit(id: "ticket-10", target: .customer(customer), currency: "coins", units: 5).json()["result"] == "appended")
+        let regrant = try await engine.grant(GrantRequest(id: "ticket-10", target: .customer(customer), entitlement: "pro", length: .days(3)))
+        #expect(regrant.json()["error"]?["code"] == "GRANT_CONFLICT")
+        // The grant's revocation takes the grant's id.
+        #expect(try await engine.revokeGrant(id: "ticket-9").json() == ["result": "appended", "id": "ticket-9"])
+        #expect(try await engine.audit().events == 4)  // the purchase, the grant, the credit, the revocation
+    }
 }

@@ -25,6 +25,7 @@ extension Engine {
             let store = try EventStore(
                 path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode == .readOnly ? .readOnly : .existing,
                 busyTimeoutMilliseconds: configuration.storeBusyTimeout)
+            store.appUsersFromAccountToken = configuration.appUsers.fromAppAccountToken
             if replication != nil { try store.leaveCheckpointsToReplication() }
             let report = try store.replay(
                 rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,

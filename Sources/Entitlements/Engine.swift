@@ -64,6 +64,7 @@ public final class Engine: Sendable {
             let opened = try EventStore(
                 path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode.storeMode,
                 busyTimeoutMilliseconds: configuration.storeBusyTimeout)
+            opened.appUsersFromAccountToken = configuration.appUsers.fromAppAccountToken
             // With replication, Litestream alone checkpoints (specification section 15).
             if configuration.replication != nil { try opened.leaveCheckpointsToReplication() }
             // Before anything is read or written: the database must be this app's (section 2).

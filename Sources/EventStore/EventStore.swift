@@ -31,6 +31,10 @@ public final class EventStore {
     /// Whether writes record the lifecycle feed (specification section 12), as they must.
     /// Off only in the benchmark that measures what recording it costs the ingest.
     package var recordsLifecycle = true
+    /// Whether an `appAccountToken` makes its customer the app user of that UUID
+    /// (`appUsers.fromAppAccountToken`, specification section 13): the lifecycle then
+    /// reports an operator's first link to another app user as a TRANSFER.
+    public var appUsersFromAccountToken = false
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the
     /// store needs no crypto library of its own.

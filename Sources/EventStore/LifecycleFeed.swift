@@ -25,7 +25,7 @@ extension EventStore {
         // Only the events due and not recorded are built; the others are known by their ids' hashes.
         let unrecorded = LifecycleEvents.unrecorded(
             state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules, now: now,
-            isRecorded: { known?.contains($0) ?? false })
+            accountTokenUsers: appUsersFromAccountToken, isRecorded: { known?.contains($0) ?? false })
         // The customer's row is written once, with only what changed.
         var row = try revenueFactsColumns(of: key, state: state, events: events, turns: unrecorded.turns)
         var added: [UInt64] = []
@@ -258,7 +258,9 @@ extension EventStore {
         try mapped {
             guard let state = try currentState(of: customer) else { return [] }
             let events = try loadEvents(of: customer)
-            return LifecycleEvents.all(state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules)
+            return LifecycleEvents.all(
+                state: state, events: events, consumptionReasons: try consumptionReasons(in: events), rules: rules,
+                accountTokenUsers: appUsersFromAccountToken)
         }
     }
 }

@@ -39,18 +39,23 @@ public enum LifecycleEvents {
 
     /// Every lifecycle event of the data, whatever its `effectiveAt` (those
     /// after now are the ones time will bring), ordered by `effectiveAt`, then `id`.
+    /// - Parameter accountTokenUsers: whether an `appAccountToken` makes its customer
+    ///   the app user of that UUID (`appUsers.fromAppAccountToken`): an operator's first
+    ///   link to another app user is then a TRANSFER from it.
     public static func all(
-        state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String] = [:], rules: Rules
+        state: CustomerState, events: some Collection<Event>, consumptionReasons: [String: String] = [:], rules: Rules,
+        accountTokenUsers: Bool = false
     ) -> [LifecycleEvent] {
         // One array, read concretely from here on (a caller in another module reaches this generic entry unspecialized).
         var derivation = Derivation(
-            state: state, events: Array(events), consumptionReasons: consumptionReasons, building: .all)
+            state: state, events: Array(events), consumptionReasons: consumptionReasons, building: .all,
+            accountTokenUsers: accountTokenUsers)
         derivation.run()
         return derivation.ordered()
     }
 
     /// What recording the feed needs of a customer's data: of every event of
-    /// ``all(state:events:consumptionReasons:rules:)``, those due by `now` whose id is not
+    /// ``all(state:events:consumptionReasons:rules:accountTokenUsers:)``, those due by `now` whose id is not
     /// recorded yet, built in full; the earliest `effectiveAt` after `now`; and the
     /// subscriptions' turns the revenue facts read. Only the events returned are built:
     /// of the others only the id's hash (``LifecycleIdHash``) and `effectiveAt` are computed.
@@ -62,14 +67,15 @@ public enum LifecycleEvents {
     ///   - rules: The rules.
     ///   - now: The moment of recording, in ms since 1970.
     ///   - isRecorded: Whether the id of this hash is recorded already.
+    ///   - accountTokenUsers: as ``all(state:events:consumptionReasons:rules:accountTokenUsers:)``.
     public static func unrecorded(
         state: CustomerState, events: [Event], consumptionReasons: [String: String] = [:], rules: Rules, now: Int64,
-        isRecorded: (UInt64) -> Bool
+        accountTokenUsers: Bool = false, isRecorded: (UInt64) -> Bool
     ) -> UnrecordedLifecycle {
         withoutActuallyEscaping(isRecorded) { isRecorded in
             var derivation = Derivation(
                 state: state, events: events, consumptionReasons: consumptionReasons,
-                building: .unrecorded(now: now, isRecorded: isRecorded))
+                building: .unrecorded(now: now, isRecorded: isRecorded), accountTokenUsers: accountTokenUsers)
             derivation.run()
             derivation.turns.subscriptions = derivation.subscriptionTransactions
             return UnrecordedLifecycle(events: derivation.ordered(), nextDue: derivation.nextDue, turns: derivation.turns)
@@ -77,11 +83,11 @@ public enum LifecycleEvents {
     }
 
     /// The subscriptions' turns the revenue facts read (trial conversions and
-    /// expirations), as ``all(state:events:consumptionReasons:rules:)`` derives them,
+    /// expirations), as ``all(state:events:consumptionReasons:rules:accountTokenUsers:)`` derives them,
     /// without building the events.
     public static func turns(state: CustomerState, events: [Event]) -> SubscriptionTurns {
         var derivation = Derivation(
-            state: state, events: events, consumptionReasons: [:], building: .none)
+            state: state, events: events, consumptionReasons: [:], building: .none, accountTokenUsers: false)
         derivation.subscriptions()
         derivation.expirations()
         derivation.turns.subscriptions = derivation.subscriptionTransactions
@@ -143,6 +149,8 @@ private struct Derivation {
     let state: CustomerState
     let consumptionReasons: [String: String]
     let building: Building
+    /// Whether the account token makes its customer the app user of that UUID.
+    let accountTokenUsers: Bool
     /// The earliest `effectiveAt` after `now` (``Building/unrecorded(now:isRecorded:)``).
     var nextDue: Int64? = nil
     /// The subscriptions' turns the revenue facts read, whatever is built.
@@ -160,10 +168,11 @@ private struct Derivation {
     var subscriptionTransactions: [String: [TransactionFacts]] = [:]
     var found: [String: Found] = [:]
 
-    init(state: CustomerState, events: [Event], consumptionReasons: [String: String], building: Building) {
+    init(state: CustomerState, events: [Event], consumptionReasons: [String: String], building: Building, accountTokenUsers: Bool) {
         self.state = state
         self.consumptionReasons = consumptionReasons
         self.building = building
+        self.accountTokenUsers = accountTokenUsers
         self.customerEnvironment = state.environments.displayName
         // Which environment each transaction came in matters only for a customer of several.
         let severalEnvironments = state.environments.hasSeveral
@@ -605,7 +614,8 @@ extension Derivation {
                 add(event(end.0, at: end.1), signedDate: grant.record.recordedAt)
             }
         }
-        var previous: String? = nil
+        // Before the operator's first link, the app user the account token makes it, if it does.
+        var previous: String? = accountTokenUsers ? state.accountToken?.token.lowercased() : nil
         for link in state.links {
             defer { previous = link.appUserId }
             guard let from = previous, let to = link.appUserId, from != to,

@@ -215,6 +215,24 @@ import TestSupport
         #expect(refusedConfig.status == 2 && refusedConfig.stderr.contains("appUsers.transfer"))
     }
 
+    @Test func aLinkAwayFromTheAppUserOfTheAccountTokenIsATransfer() throws {
+        let (folder, config) = try Self.workspace(appUsers: ["fromAppAccountToken": true])
+        func run(_ arguments: [String]) throws -> E2E.Run { try E2E.run(arguments + ["--config", config], in: folder) }
+        #expect(try run(["link", "--id", "t1", "--app-user-id", "acct-1", "--app-transaction-id", Self.customer]).status == 0)
+        #expect(try run(["link", "--id", "t2", "--app-user-id", "acct-2", "--app-transaction-id", Self.customer]).status == 0)
+        let transfers = try run(["lifecycle"]).lines.filter { $0["type"] == "TRANSFER" }
+        #expect(transfers.map { $0["id"] } == ["TRANSFER:t1", "TRANSFER:t2"])
+        #expect(transfers.first?["from"] == .string(Self.token.lowercased()) && transfers.first?["to"] == "acct-1")
+        #expect(transfers.last?["from"] == "acct-1" && transfers.last?["to"] == "acct-2")
+        #expect(try run(["replay"]).lines.first?["changed"] == 0)
+
+        // Without fromAppAccountToken the token names no app user: the first link moves nobody.
+        let (plainFolder, plainConfig) = try Self.workspace(appUsers: ["fromAppAccountToken": false])
+        #expect(try E2E.run(["link", "--id", "t1", "--app-user-id", "acct-1", "--app-transaction-id", Self.customer, "--config", plainConfig], in: plainFolder).status == 0)
+        let none = try E2E.run(["lifecycle", "--config", plainConfig], in: plainFolder).lines.filter { $0["type"] == "TRANSFER" }
+        #expect(none.isEmpty)
+    }
+
     @Test func helpForEveryOperatorCommand() throws {
         for command in ["grant", "revoke-grant", "credit", "link"] {
             let help = try E2E.run([command, "--help"])

@@ -94,17 +94,22 @@ extension Event {
     /// `previousOriginalTransactionId` and no `appTransactionId`.
     private var migrationClaims: [LinkClaim] {
         func claim(_ facts: TransactionFacts, ref: RawRef, raw: String?) -> LinkClaim? {
-            migrationClaim(otid: facts.originalTransactionId, app: facts.appTransactionId, previous: facts.extensions?.previousOriginalTransactionId,
-                signedDate: facts.signedDate, ref: ref, raw: raw)
+            migrationClaim(
+                otid: facts.originalTransactionId, app: facts.appTransactionId,
+                previous: facts.extensions?.previousOriginalTransactionId, signedDate: facts.signedDate, ref: ref, raw: raw)
         }
         func claim(_ facts: RenewalFacts, ref: RawRef, raw: String?) -> LinkClaim? {
-            migrationClaim(otid: facts.originalTransactionId, app: facts.appTransactionId, previous: facts.extensions?.previousOriginalTransactionId,
-                signedDate: facts.signedDate, ref: ref, raw: raw)
+            migrationClaim(
+                otid: facts.originalTransactionId, app: facts.appTransactionId,
+                previous: facts.extensions?.previousOriginalTransactionId, signedDate: facts.signedDate, ref: ref, raw: raw)
         }
         switch body {
         case .notification(let n):
-            return [n.transaction.flatMap { claim($0.facts, ref: $0.ref, raw: $0.raw) }, n.renewalInfo.flatMap { claim($0.facts, ref: $0.ref, raw: $0.raw) }]
-                .compactMap { $0 }
+            // Most notifications make none: nothing is allocated for them.
+            var claims: [LinkClaim] = []
+            if let t = n.transaction, let made = claim(t.facts, ref: t.ref, raw: t.raw) { claims.append(made) }
+            if let r = n.renewalInfo, let made = claim(r.facts, ref: r.ref, raw: r.raw) { claims.append(made) }
+            return claims
         case .transaction(let t): return claim(t.facts, ref: t.ref, raw: t.raw).map { [$0] } ?? []
         case .renewalInfo(let r): return claim(r.facts, ref: r.ref, raw: r.raw).map { [$0] } ?? []
         case .appTransaction, .receipt, .usage, .operatorAction: return []

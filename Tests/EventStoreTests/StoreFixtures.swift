@@ -26,7 +26,7 @@ enum StoreFixtures {
     static func transaction(
         id: String, original: String = "1000", app: String? = "app-1", product: String = "pro.monthly",
         purchase: Int64 = 1_700_000_000_000, expires: Int64? = 1_702_592_000_000, signed: Int64 = 1_700_000_000_500,
-        revocation: Int64? = nil, token: String? = nil
+        revocation: Int64? = nil, token: String? = nil, previous: String? = nil
     ) -> VerifiedInput {
         var object: JSONObject = JSONObject()
         object["transactionId"] = .string(id)
@@ -47,6 +47,7 @@ enum StoreFixtures {
             object["revocationType"] = "REFUND_FULL"
         }
         if let token { object["appAccountToken"] = .string(token) }
+        if let previous { object["previousOriginalTransactionId"] = .string(previous) }
         let json = JSONValue.object(object)
         let payload = try! TransactionPayload(json: json)
         return .transaction(SignedTransaction(jws: "header." + JSONWriter.string(json) + ".sig-\(id)-\(signed)", payload: payload))

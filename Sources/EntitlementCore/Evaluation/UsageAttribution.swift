@@ -16,8 +16,9 @@ public struct UsageAttribution: Sendable, Hashable {
     public var attributed: [String: Int64]
     /// Units spent that no purchase could give, by currency (the store refuses spending
     /// beyond the balance at the spend's own moment, so only when a refund, a spend
-    /// dated before spends already recorded, or spending from the operator's credits
-    /// left the purchases too little).
+    /// dated before spends already recorded, spending from the operator's credits, or
+    /// from what a prorated refund left of a skipped purchase, left the purchases too
+    /// little).
     public var unattributed: [String: Int64]
 
     /// Attributes the spends at or before `at` in `usages` to the consumables among `transactions`.

@@ -51,10 +51,8 @@ extension Engine {
     func noteV1Notifications(_ items: [AppendItem]) {
         var ids: [String] = []
         for item in items {
-            guard case .rejected(let rejection) = item, rejection.code == V1Notification.code,
-                let id = V1Notification.originalTransactionId(document: rejection.raw)
-            else { continue }
-            ids.append(id)
+            guard case .rejected(let rejection) = item, rejection.code == V1Notification.code else { continue }
+            ids += V1Notification.originalTransactionIds(document: rejection.raw)
         }
         v1SyncHints.note(ids)
     }

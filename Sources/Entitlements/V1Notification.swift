@@ -13,16 +13,22 @@ public enum V1Notification {
         guard object["notification_type"] != nil || object["unified_receipt"] != nil else { return nil }
         let type: String
         if case .string(let name)? = object["notification_type"] { type = " " + name } else { type = "" }
-        let id = originalTransactionId(object).map { " (original transaction id \($0): sync --customer \($0) brings its signed history)" } ?? ""
+        let ids = originalTransactionIds(object)
+        let id =
+            ids.isEmpty
+            ? ""
+            : " (original transaction id\(ids.count == 1 ? "" : "s") \(ids.joined(separator: ", ")): sync --customer brings \(ids.count == 1 ? "its" : "their") signed history)"
         return MalformedInput(
             "App Store Server Notification V1\(type) is not signed and cannot be verified; switch the app to V2 notifications\(id)",
             code: code)
     }
 
-    /// The original transaction id a V1 notification names: `original_transaction_id`, or
-    /// that of the first entry of `unified_receipt.latest_receipt_info` or
-    /// `unified_receipt.pending_renewal_info`.
-    public static func originalTransactionId(_ object: JSONObject) -> String? {
+    /// The original transaction ids a V1 notification names, each once, in the order
+    /// found: `original_transaction_id`, then those of the entries of
+    /// `unified_receipt.latest_receipt_info` and `unified_receipt.pending_renewal_info`,
+    /// then of the older top-level `latest_receipt_info` and
+    /// `latest_expired_receipt_info` (an object each).
+    public static func originalTransactionIds(_ object: JSONObject) -> [String] {
         func text(_ value: JSONValue?) -> String? {
             switch value {
             case .string(let id)? where !id.isEmpty && id.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }): return id
@@ -30,20 +36,28 @@ public enum V1Notification {
             default: return nil
             }
         }
-        if let id = text(object["original_transaction_id"]) { return id }
-        if case .object(let unified)? = object["unified_receipt"] {
-            for list in ["latest_receipt_info", "pending_renewal_info"] {
-                if case .array(let entries)? = unified[list] {
-                    for entry in entries { if let id = text(entry["original_transaction_id"]) { return id } }
-                }
+        var ids: [String] = []
+        func note(_ value: JSONValue?) { if let id = text(value), !ids.contains(id) { ids.append(id) } }
+        func entries(_ value: JSONValue?) {
+            switch value {
+            case .array(let list)?: for entry in list { note(entry["original_transaction_id"]) }
+            case .object(let entry)?: note(entry["original_transaction_id"])
+            default: break
             }
         }
-        return nil
+        note(object["original_transaction_id"])
+        if case .object(let unified)? = object["unified_receipt"] {
+            entries(unified["latest_receipt_info"])
+            entries(unified["pending_renewal_info"])
+        }
+        entries(object["latest_receipt_info"])
+        entries(object["latest_expired_receipt_info"])
+        return ids
     }
 
-    /// The original transaction id of a document that is a V1 notification, else `nil`.
-    public static func originalTransactionId(document bytes: [UInt8]) -> String? {
-        guard case .object(let object)? = try? JSONParser().parse(bytes), rejection(object) != nil else { return nil }
-        return originalTransactionId(object)
+    /// The original transaction ids of a document that is a V1 notification (none for another document).
+    public static func originalTransactionIds(document bytes: [UInt8]) -> [String] {
+        guard case .object(let object)? = try? JSONParser().parse(bytes), rejection(object) != nil else { return [] }
+        return originalTransactionIds(object)
     }
 }

@@ -133,6 +133,18 @@ import TestSupport
         #expect(engine.takeV1SyncHints() == ["777"])
         if case .notFound = try engine.query(.originalTransactionId("3000")) {} else { Issue.record("a rejected receipt reached the state") }
     }
+
+    @Test func aV1NotificationNamingSeveralSubscriptionsHintsEachOfThemOnce() throws {
+        let (engine, _) = try Self.engine("receipts-v1-several")
+        let unified = InputBytes(
+            #"{"notification_type": "INTERACTIVE_RENEWAL", "unified_receipt": {"latest_receipt_info": [{"original_transaction_id": "5001"}, {"original_transaction_id": "9105"}, {"original_transaction_id": "5001"}], "pending_renewal_info": [{"original_transaction_id": "7002"}]}}"#)
+        // The shape before unified_receipt: the latest receipt's info at the top, an object.
+        let older = InputBytes(#"{"notification_type": "CANCEL", "latest_receipt_info": {"original_transaction_id": "9106"}}"#)
+        let results = try engine.ingest([unified, older])
+        #expect(results.map(\.errorCode) == ["UNVERIFIABLE_V1", "UNVERIFIABLE_V1"])
+        #expect(results[0].errorMessage?.contains("original transaction ids 5001, 9105, 7002") == true)
+        #expect(engine.takeV1SyncHints() == ["5001", "9105", "7002", "9106"])
+    }
 }
 
 extension JSONValue {

@@ -141,11 +141,15 @@ extension Engine {
     }
 
     /// Appends one batch; a busy database (another writer holding the lock past
-    /// the busy timeout) is retried as a whole, never reported as a failure. With
-    /// replication it returns once the replica holds the batch, unless `confirming` is false
-    /// (the caller then confirms before it acknowledges).
-    func appendRetryingBusy(_ items: [AppendItem], receivedAt: Int64, confirming: Bool = true) throws(EngineError) -> [AppendOutcome] {
+    /// the busy timeout) is retried as a whole for up to three busy timeouts
+    /// (``busyRetryWindow``), then reported `DATABASE_BUSY`, and at once when `giveUp`
+    /// says so (a server stopping). With replication it returns once the replica holds
+    /// the batch, unless `confirming` is false (the caller then confirms before it acknowledges).
+    func appendRetryingBusy(
+        _ items: [AppendItem], receivedAt: Int64, confirming: Bool = true, giveUp: () -> Bool = { false }
+    ) throws(EngineError) -> [AppendOutcome] {
         var attempt = 0
+        let retryUntil = Self.now() + busyRetryWindow
         let finishing = finishesTransactions
         while true {
             let outcomes: [AppendOutcome]
@@ -163,7 +167,7 @@ extension Engine {
             } catch {
                 let busy = error.code == .busy
                 attempt += 1
-                if busy && attempt < 50 {
+                if busy && Self.now() < retryUntil && !giveUp() {
                     usleep(UInt32(20_000 * min(attempt, 10)))
                     continue
                 }
@@ -177,4 +181,11 @@ extension Engine {
             return outcomes
         }
     }
+}
+
+extension Engine {
+    /// How long a batch is retried while another writer holds the database: three busy
+    /// timeouts (at least a second), so that a caller (Apple, behind `serve`) hears
+    /// `DATABASE_BUSY` while it still waits for the answer.
+    var busyRetryWindow: Int64 { max(1_000, 3 * Int64(configuration.storeBusyTimeout)) }
 }

@@ -16,11 +16,14 @@ extension Engine {
     /// confirms this one. Nothing of it may be acknowledged before ``confirmReplicated(_:)``
     /// of the ticket returned has returned; the threads waiting meanwhile share one request
     /// to Litestream. Without replication the ticket is confirmed at once.
+    /// - Parameter giveUp: asked before a busy database is tried again: `true` (the server
+    ///   is stopping) reports `DATABASE_BUSY` at once.
     /// - Throws: ``EngineError`` when the batch could not be stored (then none of it was).
     public func appendAwaitingConfirmation(
-        verified items: [AppendItem], receivedAt: Int64? = nil
+        verified items: [AppendItem], receivedAt: Int64? = nil, giveUp: () -> Bool = { false }
     ) throws(EngineError) -> (results: [IngestResult], ticket: ReplicationTicket) {
-        let results = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now(), confirming: false).map(Self.result)
+        let results = try appendRetryingBusy(items, receivedAt: receivedAt ?? Self.now(), confirming: false, giveUp: giveUp)
+            .map(Self.result)
         return (results, replicationTicket())
     }
 }

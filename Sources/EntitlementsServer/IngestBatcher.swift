@@ -100,6 +100,24 @@ final class IngestBatcher: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether the server is stopping: set by the server once it is made (``stopsWith(_:)``).
+    private var serverStopping: @Sendable () -> Bool = { false }
+
+    /// Makes a busy database's retries end once `stopping` says the server stops.
+    func stopsWith(_ stopping: @escaping @Sendable () -> Bool) {
+        condition.lock()
+        serverStopping = stopping
+        condition.unlock()
+    }
+
+    /// Whether ``finish()`` was called or the server is stopping.
+    private var isStopping: Bool {
+        condition.lock()
+        let (finishing, stopping) = (finishing, serverStopping)
+        condition.unlock()
+        return finishing || stopping()
+    }
+
     /// Batches committed so far and the items they held.
     var statistics: (batches: Int, items: Int) {
         condition.lock()
@@ -139,7 +157,8 @@ final class IngestBatcher: @unchecked Sendable {
                 for job in jobs { items.append(contentsOf: job.items) }
                 for summary in summaries { items.append(.rejected(summary)) }
                 do {
-                    let appended = try engine.appendAwaitingConfirmation(verified: items)
+                    // A busy database is not tried again once the server stops (SIGTERM ends it within seconds).
+                    let appended = try engine.appendAwaitingConfirmation(verified: items, giveUp: { [self] in isStopping })
                     outcome = .success(appended.results)
                     ticket = appended.ticket
                 } catch {

@@ -83,6 +83,7 @@ public final class Server: Sendable {
                 return response
             },
             errorFields: headFields)
+        api.batcher.stopsWith { [http] in http.isStopping }
     }
 
     /// Serves until stopped; then commits what is pending and checkpoints.

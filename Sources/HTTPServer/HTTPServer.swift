@@ -187,7 +187,9 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         return slots.idleCount
     }
 
-    private var isStopping: Bool { stopping.load(ordering: .acquiring) }
+    /// Whether ``stop()`` was called: the server accepts no more connections and finishes
+    /// the requests it has.
+    public var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
     // MARK: Accepting
 

@@ -141,15 +141,14 @@ extension Engine {
     }
 
     /// Appends one batch; a busy database (another writer holding the lock past
-    /// the busy timeout) is retried as a whole for up to three busy timeouts
-    /// (``busyRetryWindow``), then reported `DATABASE_BUSY`, and at once when `giveUp`
-    /// says so (a server stopping). With replication it returns once the replica holds
-    /// the batch, unless `confirming` is false (the caller then confirms before it acknowledges).
+    /// the busy timeout) is retried as a whole, up to 50 times, unless `giveUp` says
+    /// otherwise (a server that must answer in time, or is stopping): then it is reported
+    /// `DATABASE_BUSY`. With replication it returns once the replica holds the batch,
+    /// unless `confirming` is false (the caller then confirms before it acknowledges).
     func appendRetryingBusy(
         _ items: [AppendItem], receivedAt: Int64, confirming: Bool = true, giveUp: () -> Bool = { false }
     ) throws(EngineError) -> [AppendOutcome] {
         var attempt = 0
-        let retryUntil = Self.now() + busyRetryWindow
         let finishing = finishesTransactions
         while true {
             let outcomes: [AppendOutcome]
@@ -167,7 +166,7 @@ extension Engine {
             } catch {
                 let busy = error.code == .busy
                 attempt += 1
-                if busy && Self.now() < retryUntil && !giveUp() {
+                if busy && attempt < 50 && !giveUp() {
                     usleep(UInt32(20_000 * min(attempt, 10)))
                     continue
                 }
@@ -181,11 +180,4 @@ extension Engine {
             return outcomes
         }
     }
-}
-
-extension Engine {
-    /// How long a batch is retried while another writer holds the database: three busy
-    /// timeouts (at least a second), so that a caller (Apple, behind `serve`) hears
-    /// `DATABASE_BUSY` while it still waits for the answer.
-    var busyRetryWindow: Int64 { max(1_000, 3 * Int64(configuration.storeBusyTimeout)) }
 }

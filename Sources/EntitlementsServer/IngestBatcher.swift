@@ -157,8 +157,11 @@ final class IngestBatcher: @unchecked Sendable {
                 for job in jobs { items.append(contentsOf: job.items) }
                 for summary in summaries { items.append(.rejected(summary)) }
                 do {
-                    // A busy database is not tried again once the server stops (SIGTERM ends it within seconds).
-                    let appended = try engine.appendAwaitingConfirmation(verified: items, giveUp: { [self] in isStopping })
+                    // A busy database is tried again for three busy timeouts (at least a second), so that
+                    // Apple hears 503 while it still waits, and not at all once the server stops.
+                    let giveUpAt = Engine.now() + max(1_000, 3 * Int64(engine.configuration.busyTimeoutMilliseconds))
+                    let appended = try engine.appendAwaitingConfirmation(
+                        verified: items, giveUp: { [self] in isStopping || Engine.now() >= giveUpAt })
                     outcome = .success(appended.results)
                     ticket = appended.ticket
                 } catch {

@@ -10,6 +10,16 @@ struct HotPathTests {
         RequestHead(method: "GET", target: target, minorVersion: 1, fields: fields, framing: .none, keepAlive: true, expectsContinue: false)
     }
 
+    @Test("every status the servers answer has its reason phrase")
+    func reasonPhrases() {
+        for status in [100, 200, 400, 401, 403, 404, 405, 408, 409, 411, 413, 417, 431, 500, 501, 502, 503, 505] {
+            #expect(ServerResponse.reason(status) != "Status", "\(status)")
+        }
+        #expect(ServerResponse.reason(403) == "Forbidden")
+        #expect(ServerResponse.reason(409) == "Conflict")
+        #expect(ServerResponse.reason(502) == "Bad Gateway")
+    }
+
     @Test("path and query split at the first ?")
     func pathAndQuery() {
         #expect(Self.head("/customers/704").path == "/customers/704")

@@ -349,6 +349,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         var lastActivity: UInt64
         var method: String?
         var target: String?
+        /// The request being answered is a HEAD: routed as a GET, answered without the body.
+        var answeringHead = false
         var stopSeen = false
         /// After a stop: a request still arriving is cut, and an answer abandoned, at this time.
         var stopDeadline: UInt64 = 0
@@ -439,10 +441,14 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
                     lastActivity = Self.now()
                     if !parser.hasPartialRequest { requestStarted = lastActivity }
                     parser.append(chunk[0..<count])
-                case .head(let head):
+                case .head(let sent):
                     bodyStarted = Self.now()
-                    method = head.method
-                    target = head.target
+                    method = sent.method
+                    target = sent.target
+                    // HEAD is GET without the answer's body (RFC 9110, 9.3.2).
+                    answeringHead = sent.method == "HEAD"
+                    var head = sent
+                    if answeringHead { head.method = "GET" }
                     switch server.preflight(head, client) {
                     case .answer(let early):
                         let close = head.framing != .none || !head.keepAlive || early.closesConnection || stopSeen || server.isStopping
@@ -456,12 +462,14 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
                     if head.expectsContinue && parser.bufferedBytes == 0 {
                         guard send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return }
                     }
-                case .request(let request):
-                    method = request.head.method
-                    target = request.head.target
+                case .request(let sent):
+                    method = sent.head.method
+                    target = sent.head.target
                     // The head was checked first, always: its context is at hand.
                     guard let learned = context else { return }
                     context = nil
+                    var request = sent
+                    if answeringHead { request.head.method = "GET" }
                     let response = server.handler(request, learned, client)
                     let close = !request.head.keepAlive || response.closesConnection || stopSeen || server.isStopping
                     guard respond(response, close: close), !close else { return }
@@ -512,7 +520,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         /// Sends an answer and logs it; `false` when the client is gone.
         mutating func respond(_ response: ServerResponse, close: Bool) -> Bool {
             if !stopSeen && server.isStopping { noteStop() }
-            let sent = send(response.serialized(close: close))
+            let sent = send(response.serialized(close: close, withBody: !answeringHead))
+            answeringHead = false
             lastActivity = Self.now()
             log(status: response.status, bytes: response.body.count)
             method = nil

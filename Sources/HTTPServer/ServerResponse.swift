@@ -30,8 +30,9 @@ public struct ServerResponse: Sendable {
         return .json(status, body, closesConnection: closesConnection)
     }
 
-    /// The bytes on the wire, head and body.
-    public func serialized(close: Bool) -> [UInt8] {
+    /// The bytes on the wire, head and body (without the body, its `Content-Length` kept,
+    /// for a HEAD request).
+    public func serialized(close: Bool, withBody: Bool = true) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(128 + body.count)
         out.append(contentsOf: "HTTP/1.1 ".utf8)
@@ -50,7 +51,7 @@ public struct ServerResponse: Sendable {
         out.append(contentsOf: [0x0D, 0x0A])
         if close { out.append(contentsOf: "Connection: close\r\n".utf8) }
         out.append(contentsOf: [0x0D, 0x0A])
-        out.append(contentsOf: body)
+        if withBody { out.append(contentsOf: body) }
         return out
     }
 

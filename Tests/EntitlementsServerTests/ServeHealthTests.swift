@@ -10,6 +10,24 @@ extension Reliability {
     /// `GET /health`: a liveness probe that needs no token (specification section 9).
     @Suite("Serve: health without a token")
     struct ServeHealth {
+        @Test("HEAD is answered as GET without the body, on a connection that carries the next request")
+        func headIsGetWithoutTheBody() throws {
+            let server = try TestServer(token: "s3cret-token-0123456789")
+            let client = try RawClient(port: server.port)
+            #expect(client.send(RawClient.request("HEAD", "/health")))
+            let head = try #require(client.response(bodyless: true))
+            #expect(head.status == 200)
+            #expect(head.field("Content-Length") == "11")
+            #expect(head.body.isEmpty)
+            // Guarded as GET is, and no body either.
+            #expect(client.send(RawClient.request("HEAD", "/customers/1")))
+            let guarded = try #require(client.response(bodyless: true))
+            #expect(guarded.status == 401 && guarded.body.isEmpty)
+            // Nothing was left on the connection: the next answer is the next request's.
+            #expect(client.send(RawClient.request("GET", "/health")))
+            #expect(client.response()?.text == #"{"ok":true}"#)
+        }
+
         @Test("GET /health needs no token and answers exactly {\"ok\":true}, token set or not; the other endpoints keep their guard")
         func healthWithoutToken() throws {
             for token in ["s3cret-token-0123456789", nil] as [String?] {

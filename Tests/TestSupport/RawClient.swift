@@ -84,7 +84,8 @@ package final class RawClient {
     }
 
     /// The next response (interim 1xx ones included), or `nil` when the connection closed or nothing came in `timeout` seconds.
-    package func response(timeout: Double = 30) -> Response? {
+    /// - Parameter bodyless: the answer to a HEAD request: its `Content-Length` names a body that is not sent.
+    package func response(timeout: Double = 30, bodyless: Bool = false) -> Response? {
         let deadline = Date().addingTimeInterval(timeout)
         func remaining() -> Double { max(0.001, deadline.timeIntervalSinceNow) }
         var headEnd: Int? = nil
@@ -100,7 +101,7 @@ package final class RawClient {
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
         buffer.removeFirst(headEnd! + 4)
-        let length = fields.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) } ?? 0
+        let length = bodyless ? 0 : fields.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) } ?? 0
         while buffer.count < length {
             if Date() >= deadline || !fill(timeout: remaining()) { return nil }
         }

@@ -167,14 +167,15 @@ extension Engine {
         let appUsers = configuration.appUsers
         return try appendOperator(record, target: target, given: OperatorCheck.GivenMoments(), conflictCode: "ID_CONFLICT", now: recordedAt) {
             state, store in
-            // Summed exactly, then clamped to 64 bits as the app user's view clamps it: never wrapped.
-            var balance = Int128(Evaluation.evaluate(state, rules: rules, at: recordedAt).balance(currency))
+            // For an app user, the balance its view answers: its customers' and its own, summed.
+            var views = [Evaluation.evaluate(state, rules: rules, at: recordedAt)]
             if let appUserId = OperatorRecord.appUser(ofKey: state.key) {
                 for customer in try Self.appUserCustomers(appUserId, store: store, appUsers: appUsers) {
-                    balance += Int128(Evaluation.evaluate(customer, rules: rules, at: recordedAt).balance(currency))
+                    views.append(Evaluation.evaluate(customer, rules: rules, at: recordedAt))
                 }
             }
-            return OperatorCheck.creditRefusal(currency: currency, units: units, balance: Int64(clamping: balance))
+            let balance = AppUserView.summedBalances(views).first { $0.currency == currency }?.amount ?? 0
+            return OperatorCheck.creditRefusal(currency: currency, units: units, balance: balance)
         }
     }
 

@@ -23,11 +23,6 @@ public struct AppUserView: Sendable, Hashable {
     ) -> AppUserView {
         let customers = customers.sorted { $0.view.appTransactionId.utf8Precedes($1.view.appTransactionId) }
         let views = customers.map(\.view) + (own.map { [$0.view] } ?? [])
-        // Summed exactly, then clamped to 64 bits as one customer's balance is: never wrapped.
-        var totals = BalanceSheet()
-        for view in views {
-            for balance in view.balances { totals.add(balance) }
-        }
         var grants: [GrantView] = []
         if let own {
             grants += own.state.operatorGrants.map { GrantView(grant: $0, appTransactionId: nil, at: at) }
@@ -40,7 +35,17 @@ public struct AppUserView: Sendable, Hashable {
         return AppUserView(
             appUserId: appUserId, at: at, entitlements: AccountView.mergeEntitlements(views), customers: customers.map(\.view),
             grants: grants,
-            balances: totals.balances())
+            balances: summedBalances(views))
+    }
+
+    /// The balances of `views` summed by currency, sorted by currency: summed exactly, then
+    /// clamped to 64 bits as one customer's balance is, never wrapped.
+    public static func summedBalances(_ views: [CustomerView]) -> [CurrencyBalance] {
+        var totals = BalanceSheet()
+        for view in views {
+            for balance in view.balances { totals.add(balance) }
+        }
+        return totals.balances()
     }
 
     /// `{"appUserId", "at", "entitlements", "customers": [query objects], "grants", "balances"}`.

@@ -31,8 +31,10 @@ enum RecoverCommand {
           --expect-head SEQ:HASH the old machine's head (audit's headSeq:headHash, or its PATH-head)
 
         EXIT CODES
-          0 audited and caught up; 1 the audit or the fetch failed, or an item was rejected;
-          2 usage or configuration error; 3 the database could not be used
+          0 audited and caught up; 1 the audit or the catch-up failed (Apple's error, an item
+          rejected, or what it fetched not stored or not confirmed by the replica:
+          REPLICATION_TIMEOUT); 2 usage or configuration error; 3 the database could not be
+          opened
         """
 
     /// How far before the last receipt the catch-up starts.
@@ -93,7 +95,8 @@ enum RecoverCommand {
         if let failure = outcome.failure {
             Output.line(failure.json())
             Output.error("entitlements \(command): the catch-up from Apple failed: \(JSONWriter.string(failure.json()))")
-            if case .engine = failure { return .storage }
+            // A catch-up that could not be stored or acknowledged (REPLICATION_TIMEOUT,
+            // DATABASE_BUSY) is a failed sync as well: 1, as for Apple's errors.
             return .rejected
         }
         var object = JSONObject()

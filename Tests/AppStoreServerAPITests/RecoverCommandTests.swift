@@ -34,4 +34,28 @@ import TestPKI
         #expect(!FileManager.default.fileExists(atPath: fixture.folder.appendingPathComponent("nowhere.sqlite").path))
         #expect(fixture.mock.requests.isEmpty)
     }
+
+    @Test func aCatchUpTheReplicaDoesNotConfirmFailsTheRecoverWithOne() throws {
+        let fixture = try SyncFixture()
+        fixture.serveNotifications()
+        let firstPage = SyncScenario.notificationPages[0].map { TestPayloads.body(signedPayload: $0) }.joined(separator: "\n") + "\n"
+        try Data(firstPage.utf8).write(to: fixture.folder.appendingPathComponent("first.ndjson"))
+        let ingest = try Tool.entitlements(["ingest", "--config", fixture.configPath, "--db", "restored.sqlite", "first.ndjson"], in: fixture.folder)
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+        // Replicated acknowledgments through a control socket nobody listens on: the
+        // catch-up's first batch is committed locally and never confirmed.
+        let url = URL(fileURLWithPath: fixture.configPath)
+        guard case .object(var config) = try JSONParser().parse(Array(try Data(contentsOf: url))) else {
+            Issue.record("the fixture's configuration is not an object")
+            return
+        }
+        let socket = fixture.folder.appendingPathComponent("nobody.sock").path
+        config["replication"] = ["litestream": ["socket": .string(socket), "timeoutMs": 300]]
+        try Data(JSONWriter.string(.object(config)).utf8).write(to: url)
+
+        let run = try Tool.entitlements(["recover", "--config", fixture.configPath, "--db", "restored.sqlite"], in: fixture.folder)
+        #expect(run.status == 1, "\(run.stdout) \(run.stderr)")
+        #expect(run.stderr.contains("REPLICATION_TIMEOUT"), "\(run.stderr)")
+        #expect(!run.stdout.contains("\"audit\":\"ok\""), "\(run.stdout)")
+    }
 }

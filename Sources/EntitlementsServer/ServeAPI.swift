@@ -45,7 +45,8 @@ final class ServeAPI: Sendable {
         guard head.method == route.method else {
             var response = ServerResponse.error(
                 405, code: "METHOD_NOT_ALLOWED", message: "\(head.path.prefix(200)) takes \(route.method), not \(head.method)")
-            response.fields.append(HTTPField(name: "Allow", value: route.method))
+            // A GET route answers HEAD as well (without the body).
+            response.fields.append(HTTPField(name: "Allow", value: route.method == "GET" ? "GET, HEAD" : route.method))
             return .answer(response)
         }
         if route.needsAdminToken { return adminPreflight(head, route: route) }

@@ -501,6 +501,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
             switch status {
             case 408: return "REQUEST_TIMEOUT"
             case 413: return "BODY_TOO_LARGE"
+            case 415: return "UNSUPPORTED_MEDIA_TYPE"
             case 417: return "EXPECTATION_FAILED"
             case 431: return "HEADERS_TOO_LARGE"
             case 501: return "NOT_IMPLEMENTED"

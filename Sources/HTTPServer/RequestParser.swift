@@ -308,6 +308,12 @@ public struct RequestParser: Sendable {
             }
             framed.framing = length > 0 ? .length(length) : .none
         }
+        // A compressed body would be read as its compressed bytes: refused, so that the
+        // sender learns to send it as it is (RFC 9110, 15.5.16).
+        let contentCodings = Self.commaList(head.fields("content-encoding")).filter { $0 != "identity" }
+        if let coding = contentCodings.first, framed.framing != .none {
+            return fail(415, "Content-Encoding \(coding) is not supported: send the body uncompressed")
+        }
         if let expect = head.field("expect") {
             guard expect.trimmingSpaces().lowercased() == "100-continue", head.fields("expect").count == 1 else {
                 return fail(417, "the only expectation served is Expect: 100-continue")

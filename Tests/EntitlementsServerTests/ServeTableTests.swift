@@ -194,6 +194,10 @@ extension Reliability {
             let post = try server.exchange("POST", "/health", body: "x")
             #expect(post.status == 405)
             #expect(post.field("allow") == "GET, HEAD")
+            // A compressed body is refused, not read as its compressed bytes.
+            let compressed = try server.exchange("POST", "/notifications", body: "x", headers: ["Content-Encoding: gzip"])
+            #expect(compressed.status == 415)
+            #expect(compressed.json?["error"]?["code"] == "UNSUPPORTED_MEDIA_TYPE")
         }
 
         @Test("bearer token: every endpoint but POST /notifications and GET /health answers 401 without it")

@@ -87,6 +87,14 @@ struct RequestParserTests {
         #expect(Self.requests(events)[0].body == Array("ok".utf8))
     }
 
+    @Test("Content-Encoding identity is the body as sent; a bodiless request's coding is not looked at")
+    func identityCoding() {
+        let text = "POST / HTTP/1.1\r\nHost: a\r\nContent-Encoding: identity\r\nContent-Length: 3\r\n\r\nabc"
+        #expect(Self.requests(Self.eventsAtEverySplit(text)).map(\.body) == [Array("abc".utf8)])
+        let bodiless = "GET / HTTP/1.1\r\nHost: a\r\nContent-Encoding: gzip\r\n\r\n"
+        #expect(Self.requests(Self.eventsAtEverySplit(bodiless)).count == 1)
+    }
+
     @Test("identical repeated Content-Length values are one length")
     func repeatedLength() {
         let text = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 3, 3\r\n\r\nabc"
@@ -126,6 +134,8 @@ struct RequestParserTests {
             ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", 400),
             ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
             ("POST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n", 417),
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc", 415),  // a compressed body
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Encoding: identity, br\r\nTransfer-Encoding: chunked\r\n\r\n", 415),
             ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400),  // not hex
             ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n", 400),  // no CRLF after data
             ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n41\r\n", 413),  // one chunk over the limit

@@ -251,7 +251,7 @@ extension Engine {
         _ record: OperatorRecord, target: OperatorTarget?, given: OperatorCheck.GivenMoments, conflictCode: String, now: Int64,
         check: @escaping (CustomerState, EventStore) throws -> OperatorRefusal?
     ) throws(EngineError) -> OperatorAnswer {
-        guard !record.id.isEmpty else { return .refused(OperatorRefusal(code: "INVALID_ID", message: "the id must not be empty")) }
+        if let refusal = OperatorCheck.idRefusal(record.id) { return .refused(refusal) }
         let rules = (try? activeRules()) ?? configuration.rules
         let answer: OperatorAnswer
         do {

@@ -97,7 +97,9 @@ extension Engine {
                 UsageRefusal(code: "INVALID_USAGE", message: "--consumed is thousandths of a percent, 0 to 100000 (got \(share))"))
         default: break
         }
-        guard !request.id.isEmpty else { return .refused(UsageRefusal(code: "INVALID_USAGE", message: "the usage id must not be empty")) }
+        if let refusal = OperatorCheck.idRefusal(request.id) {
+            return .refused(UsageRefusal(code: "INVALID_USAGE", message: refusal.message.replacingOccurrences(of: "the id", with: "the usage id")))
+        }
         let at = request.at ?? now ?? Self.now()
         let answer: UsageAnswer
         do {

@@ -10,8 +10,8 @@ enum CreditCommand {
         event kind "credit". A balance is never taken below zero by a credit.
 
         Refused, nothing recorded (exit 1): INSUFFICIENT_BALANCE (the balance would fall below
-        zero), INVALID_CREDIT (N = 0), INVALID_APP_USER_ID, NOT_FOUND (unknown customer),
-        ID_CONFLICT (the id was used for other content).
+        zero), INVALID_CREDIT (N = 0), INVALID_APP_USER_ID, INVALID_ID (--id over 256 bytes),
+        NOT_FOUND (unknown customer), ID_CONFLICT (the id was used for other content).
 
         OPTIONS
           --currency C      the currency (as rules.products names it, e.g. coins)

@@ -14,8 +14,8 @@ enum GrantCommand {
 
         Refused, nothing recorded (exit 1): INVALID_GRANT (--until not after --from),
         UNKNOWN_ENTITLEMENT (no product in rules.products gives E: a typo? --force grants it
-        anyway), INVALID_APP_USER_ID (empty, or over 256 bytes), NOT_FOUND (unknown customer),
-        GRANT_CONFLICT (the id was used for another grant).
+        anyway), INVALID_APP_USER_ID (empty, or over 256 bytes), INVALID_ID (--id over 256 bytes),
+        NOT_FOUND (unknown customer), GRANT_CONFLICT (the id was used for another grant).
 
         OPTIONS
           --entitlement E   the entitlement, as rules.products names it

@@ -14,7 +14,7 @@ enum LinkCommand {
         its customer to the app user of the same lowercase UUID without a command.
 
         Refused, nothing recorded (exit 1): INVALID_APP_USER_ID (empty, or over 256 bytes),
-        NOT_FOUND (unknown customer), LINK_CONFLICT, ID_CONFLICT (the id was used for other
+        INVALID_ID (--id over 256 bytes), NOT_FOUND (unknown customer), LINK_CONFLICT, ID_CONFLICT (the id was used for other
         content).
 
         OPTIONS

@@ -10,8 +10,8 @@ enum RevokeGrantCommand {
         is no longer given from then on (earlier moments still see the grant); lifecycle
         GRANT_REVOKED, and the changes feed records the access it takes.
 
-        Refused, nothing recorded (exit 1): NOT_FOUND (no grant with this id), ID_CONFLICT
-        (the grant was revoked before at another moment).
+        Refused, nothing recorded (exit 1): NOT_FOUND (no grant with this id), INVALID_ID
+        (--id over 256 bytes), ID_CONFLICT (the grant was revoked before at another moment).
 
         OPTIONS
           --at TIME         when it ends: milliseconds since 1970 or ISO 8601 UTC (default now)

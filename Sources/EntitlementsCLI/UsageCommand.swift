@@ -25,7 +25,7 @@ enum UsageCommand {
         UNKNOWN_CURRENCY, INSUFFICIENT_BALANCE (more than the balance at --at; nothing
         dated later is checked), USAGE_CONFLICT.
         A usage error, nothing recorded (exit 2): INVALID_USAGE (units of 0 or less, a
-        share outside 0-100000).
+        share outside 0-100000, an --id over 256 bytes).
 
         OPTIONS
           --db PATH       database (default entitlements.sqlite; created if missing)

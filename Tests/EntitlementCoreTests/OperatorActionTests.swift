@@ -148,6 +148,9 @@ struct OperatorActionTests {
         #expect(OperatorCheck.appUserIdRefusal("")?.code == "INVALID_APP_USER_ID")
         #expect(OperatorCheck.appUserIdRefusal(String(repeating: "é", count: 129))?.code == "INVALID_APP_USER_ID")
         #expect(OperatorCheck.appUserIdRefusal(String(repeating: "a", count: 256)) == nil)
+        #expect(OperatorCheck.idRefusal("")?.code == "INVALID_ID")
+        #expect(OperatorCheck.idRefusal(String(repeating: "é", count: 129))?.code == "INVALID_ID")
+        #expect(OperatorCheck.idRefusal(String(repeating: "a", count: 256)) == nil)
     }
 
     @Test func recordsRoundTripThroughTheirJSONAndTheCodecs() throws {

@@ -1,6 +1,6 @@
 /// Why an operator record is refused before anything is recorded (specification section 13).
 public struct OperatorRefusal: Error, Sendable, Hashable {
-    /// `INVALID_GRANT`, `UNKNOWN_ENTITLEMENT`, `INVALID_APP_USER_ID`, `INVALID_CREDIT`,
+    /// `INVALID_ID`, `INVALID_GRANT`, `UNKNOWN_ENTITLEMENT`, `INVALID_APP_USER_ID`, `INVALID_CREDIT`,
     /// `INSUFFICIENT_BALANCE`, `NOT_FOUND`, `GRANT_CONFLICT`, `ID_CONFLICT`, `LINK_CONFLICT`.
     public var code: String
     /// What is wrong, for a person to act on.
@@ -17,6 +17,21 @@ public struct OperatorRefusal: Error, Sendable, Hashable {
 public enum OperatorCheck {
     /// The most bytes an app user id may have.
     public static let maximumAppUserIdBytes = 256
+
+    /// The most bytes an operator record's or a usage record's `id` may have.
+    public static let maximumIdBytes = 256
+
+    /// `nil` when `id` may name an operator action or a usage record (1 to 256 bytes of
+    /// UTF-8), else why not (`INVALID_ID`).
+    public static func idRefusal(_ id: String) -> OperatorRefusal? {
+        if id.isEmpty { return OperatorRefusal(code: "INVALID_ID", message: "the id must not be empty") }
+        let bytes = id.utf8.count
+        if bytes > maximumIdBytes {
+            return OperatorRefusal(
+                code: "INVALID_ID", message: "the id has \(bytes) bytes; at most \(maximumIdBytes) are allowed (an order number or a UUID fits)")
+        }
+        return nil
+    }
 
     /// `nil` when `appUserId` may name an app user (1 to 256 bytes of UTF-8), else why not.
     public static func appUserIdRefusal(_ appUserId: String) -> OperatorRefusal? {

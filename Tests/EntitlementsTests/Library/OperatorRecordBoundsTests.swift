@@ -43,6 +43,29 @@ import TestSupport
         #expect(OperatorCheck.creditRefusal(currency: "coins", units: -1, balance: Int64.min)?.code == "INSUFFICIENT_BALANCE")
     }
 
+    @Test func anIdPastItsBoundIsRefusedBeforeAnythingIsRecorded() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins()])
+        let long = String(repeating: "x", count: OperatorCheck.maximumIdBytes + 1)
+        let answers = [
+            try await engine.grant(GrantRequest(id: long, target: .customer(.appTransactionId(app)), entitlement: "pro", length: .days(3))).json(),
+            try await engine.credit(id: long, target: .appUser("acct-1"), currency: "coins", units: 5).json(),
+            try await engine.link(id: long, appUserId: "acct-1", customer: .appTransactionId(app)).json(),
+            try await engine.revokeGrant(id: long).json(),
+        ]
+        for answer in answers {
+            #expect(answer["error"]?["code"] == "INVALID_ID", "\(JSONWriter.string(answer))")
+            #expect(answer["error"]?["message"] == .string("the id has 257 bytes; at most 256 are allowed (an order number or a UUID fits)"))
+        }
+        let usage = try await engine.usage(UsageRequest(id: long, customer: .appTransactionId(app), amount: .spend(currency: "coins", units: 1)))
+        #expect(usage.json()["error"]?["code"] == "INVALID_USAGE")
+        #expect(usage.json()["error"]?["message"] == .string("the usage id has 257 bytes; at most 256 are allowed (an order number or a UUID fits)"))
+        #expect(try await engine.audit().events == 1)
+        // At the bound, an id is like any other.
+        let most = String(repeating: "x", count: OperatorCheck.maximumIdBytes)
+        #expect(try await engine.credit(id: most, target: .appUser("acct-1"), currency: "coins", units: 5).json()["result"] == "appended")
+    }
+
     @Test func operatorAndUsageRecordsMoveTheHeadRecord() async throws {
         let path = E2E.folder().appendingPathComponent("head.sqlite").path
         let engine = try E2E.engine(path: path)

@@ -7,14 +7,20 @@ import TestPKI
 /// `entitlements recover` on a database restored from a replica (specification section 15):
 /// audit, then Apple's notification history from the last receipt minus one hour.
 @Suite struct RecoverCommandTests {
-    @Test func auditsThenFetchesFromTheLastReceiptLessAnHour() throws {
+    /// A fixture serving the notification history, and `restored.sqlite` holding what the
+    /// replica held: the first page, ingested by hand.
+    static func restoredFirstPage(sourceLocation: SourceLocation = #_sourceLocation) throws -> SyncFixture {
         let fixture = try SyncFixture()
         fixture.serveNotifications()
-        // What the replica held: the first page, ingested by hand.
         let firstPage = SyncScenario.notificationPages[0].map { TestPayloads.body(signedPayload: $0) }.joined(separator: "\n") + "\n"
         try Data(firstPage.utf8).write(to: fixture.folder.appendingPathComponent("first.ndjson"))
         let ingest = try Tool.entitlements(["ingest", "--config", fixture.configPath, "--db", "restored.sqlite", "first.ndjson"], in: fixture.folder)
-        #expect(ingest.status == 0, "\(ingest.stderr)")
+        #expect(ingest.status == 0, "\(ingest.stderr)", sourceLocation: sourceLocation)
+        return fixture
+    }
+
+    @Test func auditsThenFetchesFromTheLastReceiptLessAnHour() throws {
+        let fixture = try Self.restoredFirstPage()
         let last = try #require(try fixture.engine("restored.sqlite").lastReceivedAt())
 
         let run = try Tool.entitlements(["recover", "--config", fixture.configPath, "--db", "restored.sqlite"], in: fixture.folder)
@@ -36,12 +42,7 @@ import TestPKI
     }
 
     @Test func aCatchUpTheReplicaDoesNotConfirmFailsTheRecoverWithOne() throws {
-        let fixture = try SyncFixture()
-        fixture.serveNotifications()
-        let firstPage = SyncScenario.notificationPages[0].map { TestPayloads.body(signedPayload: $0) }.joined(separator: "\n") + "\n"
-        try Data(firstPage.utf8).write(to: fixture.folder.appendingPathComponent("first.ndjson"))
-        let ingest = try Tool.entitlements(["ingest", "--config", fixture.configPath, "--db", "restored.sqlite", "first.ndjson"], in: fixture.folder)
-        #expect(ingest.status == 0, "\(ingest.stderr)")
+        let fixture = try Self.restoredFirstPage()
         // Replicated acknowledgments through a control socket nobody listens on: the
         // catch-up's first batch is committed locally and never confirmed.
         let url = URL(fileURLWithPath: fixture.configPath)

@@ -33,6 +33,10 @@ struct EventNeedsPropertyTests {
             guard !state.derivationsNeedEvents else { continue }
             let lifecycle = LifecycleEvents.all(state: state, events: events, rules: testRules)
             #expect(LifecycleEvents.all(state: state, events: [Event](), rules: testRules) == lifecycle, "\(state.key)")
+            // Where account tokens name app users, their transfers as well.
+            #expect(
+                LifecycleEvents.all(state: state, events: [Event](), rules: testRules, accountTokenUsers: true)
+                    == LifecycleEvents.all(state: state, events: events, rules: testRules, accountTokenUsers: true), "\(state.key)")
             #expect(
                 RevenueFacts.derive(state: state, events: [], lifecycle: LifecycleEvents.all(state: state, events: [Event](), rules: testRules))
                     == RevenueFacts.derive(state: state, events: events, lifecycle: lifecycle), "\(state.key)")
@@ -54,7 +58,7 @@ struct EventNeedsPropertyTests {
         }
         #expect(needed > 10)
         #expect(notNeeded > 10)
-        #expect(seen == [.revocations, .notices])
+        #expect(seen == [.revocations, .notices, .accountTokens])
         #expect(severalEnvironments)
     }
 

@@ -149,8 +149,9 @@ private struct Derivation {
     let state: CustomerState
     let consumptionReasons: [String: String]
     let building: Building
-    /// Whether the account token makes its customer the app user of that UUID.
-    let accountTokenUsers: Bool
+    /// The app users the account token made the customer over time, when it makes its
+    /// customer the app user of that UUID (`nil` when it does not).
+    let tokenUsers: AccountTokenTimeline?
     /// The earliest `effectiveAt` after `now` (``Building/unrecorded(now:isRecorded:)``).
     var nextDue: Int64? = nil
     /// The subscriptions' turns the revenue facts read, whatever is built.
@@ -172,7 +173,7 @@ private struct Derivation {
         self.state = state
         self.consumptionReasons = consumptionReasons
         self.building = building
-        self.accountTokenUsers = accountTokenUsers
+        self.tokenUsers = accountTokenUsers ? AccountTokenTimeline(state: state, events: events) : nil
         self.customerEnvironment = state.environments.displayName
         // Which environment each transaction came in matters only for a customer of several.
         let severalEnvironments = state.environments.hasSeveral
@@ -590,8 +591,11 @@ extension Derivation {
     /// from the operator's records: a grant starts at `from` unless revoked by then,
     /// ends at `until` unless revoked before, and is revoked at its revocation's `at`
     /// when that comes before `until`; a link to another app user than the previous
-    /// link's (by recording) is a transfer.
+    /// link's (by recording) is a transfer. Where the account token names the app user,
+    /// each change of token before the operator's first link is a transfer too, and
+    /// that link's is from the token's app user then.
     mutating func operatorActions() {
+        tokenTransfers()
         guard !state.operatorRecords.isEmpty else { return }
         for grant in state.operatorGrants {
             func event(_ type: LifecycleEventType, at: Int64) -> LifecycleEvent {
@@ -614,21 +618,37 @@ extension Derivation {
                 add(event(end.0, at: end.1), signedDate: grant.record.recordedAt)
             }
         }
-        // Before the operator's first link, the app user the account token makes it, if it does.
-        var previous: String? = accountTokenUsers ? state.accountToken?.token.lowercased() : nil
-        for link in state.links {
+        let links = state.links
+        // Before the operator's first link, the app user the account token made it then, if it does.
+        var previous: String? = links.first.flatMap { tokenUsers?.user(at: $0.recordedAt) }
+        for link in links {
             defer { previous = link.appUserId }
-            guard let from = previous, let to = link.appUserId, from != to,
-                wants(at: link.recordedAt, { $0.add(prefix: .transfer); $0.add(link.id) })
-            else { continue }
-            var extra = JSONObject()
-            extra["from"] = .string(from)
-            extra["to"] = .string(to)
-            add(
-                LifecycleEvent(
-                    id: LifecycleEventType.transfer.rawValue + ":" + link.id, type: .transfer, customerKey: state.key,
-                    environment: customerEnvironment, extra: extra, effectiveAt: link.recordedAt),
-                signedDate: link.recordedAt)
+            guard let from = previous, let to = link.appUserId, from != to else { continue }
+            transfer(id: link.id, from: from, to: to, at: link.recordedAt)
         }
+    }
+
+    /// A TRANSFER at each change of the account token's app user before the operator's
+    /// first link (from then on the link names it), its id `TRANSFER:token:<user>@<at>`.
+    mutating func tokenTransfers() {
+        guard let changes = tokenUsers?.changes, changes.count > 1 else { return }
+        let firstLink = state.operatorRecords.isEmpty ? nil : state.links.first?.recordedAt
+        for (previous, change) in zip(changes, changes.dropFirst()) {
+            if let firstLink, change.at >= firstLink { break }
+            transfer(id: "token:\(change.user)@\(change.at)", from: previous.user, to: change.user, at: change.at)
+        }
+    }
+
+    /// The TRANSFER `TRANSFER:<id>` of the customer from one app user to another at `at`.
+    mutating func transfer(id: String, from: String, to: String, at: Int64) {
+        guard wants(at: at, { $0.add(prefix: .transfer); $0.add(id) }) else { return }
+        var extra = JSONObject()
+        extra["from"] = .string(from)
+        extra["to"] = .string(to)
+        add(
+            LifecycleEvent(
+                id: LifecycleEventType.transfer.rawValue + ":" + id, type: .transfer, customerKey: state.key,
+                environment: customerEnvironment, extra: extra, effectiveAt: at),
+            signedDate: at)
     }
 }

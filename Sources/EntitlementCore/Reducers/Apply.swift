@@ -206,6 +206,7 @@ extension CustomerState {
     /// The claim is made only when it wins.
     private mutating func claim(token: String, signedDate: Int64, ref: RawRef, raw: String?) {
         if let existing = accountToken {
+            noteEventNeeds(token: token, beside: existing.token)
             if signedDate != existing.signedDate {
                 guard signedDate > existing.signedDate else { return }
             } else if token != existing.token {

@@ -233,6 +233,30 @@ import TestSupport
         #expect(none.isEmpty)
     }
 
+    @Test func aRenewalUnderAnotherAccountTokenMovesTheCustomerToItsAppUser() throws {
+        let (folder, config) = try Self.workspace(appUsers: ["fromAppAccountToken": true])
+        func run(_ arguments: [String]) throws -> E2E.Run { try E2E.run(arguments + ["--config", config], in: folder) }
+        let newToken = "0B1D2C3A-0000-4000-8000-000000000042"
+        let renewed = TestPayloads.body(
+            signedTransactionInfo: E2E.pki.sign(
+                TestPayloads.transaction(
+                    transactionId: "2000000000000002", originalTransactionId: "2000000000000001", purchaseDate: Self.t0 + 30 * Self.day,
+                    expiresDate: Self.t0 + 60 * Self.day, signedDate: Self.t0 + 30 * Self.day, appAccountToken: newToken)))
+        try Data((renewed + "\n").utf8).write(to: folder.appendingPathComponent("renewed.ndjson"))
+        #expect(try run(["ingest", "renewed.ndjson"]).status == 0)
+
+        let transfers = try run(["lifecycle"]).lines.filter { $0["type"] == "TRANSFER" }
+        #expect(transfers.map { $0["id"] } == [.string("TRANSFER:token:\(newToken.lowercased())@\(Self.t0 + 30 * Self.day)")])
+        #expect(transfers.first?["from"] == .string(Self.token.lowercased()) && transfers.first?["to"] == .string(newToken.lowercased()))
+        #expect(transfers.first?["effectiveAt"] == .int(Self.t0 + 30 * Self.day))
+        let moved = try run(["query", "--app-user-id", newToken.lowercased()]).lines.first
+        #expect(moved?["customers"]?.element(0)?["appTransactionId"] == .string(Self.customer))
+        #expect(try run(["query", "--app-user-id", Self.token.lowercased()]).lines.first?["error"]?["code"] == "NOT_FOUND")
+        // Replay derives the same: nothing changes, and the feed records nothing more.
+        #expect(try run(["replay"]).lines.first?["changed"] == 0)
+        #expect(try run(["lifecycle"]).lines.filter { $0["type"] == "TRANSFER" }.map { $0["id"] } == transfers.map { $0["id"] })
+    }
+
     @Test func helpForEveryOperatorCommand() throws {
         for command in ["grant", "revoke-grant", "credit", "link"] {
             let help = try E2E.run([command, "--help"])

@@ -51,7 +51,9 @@ public enum Evaluation {
     ) -> CustomerView {
         var ledger = EntitlementLedger()
         // With the rule, a rescinded consent ends every grant then.
-        if rules.consentRescindedRevokesAccess, let consentRescindedAt { ledger.endsAt = (consentRescindedAt, at) }
+        // A rescinded consent ends access from its moment on; before it, as a revocation
+        // not yet made, it changes nothing (section 5: only what had happened by `at`).
+        if rules.consentRescindedRevokesAccess, let consentRescindedAt, consentRescindedAt <= at { ledger.purchasesGrant = false }
         // Subscriptions by originalTransactionId: a customer has one or a few, so a
         // list searched in place costs less than hashing every transaction's id.
         var autoRenewables: [(originalTransactionId: String, transactions: [TransactionFacts])] = []
@@ -312,19 +314,12 @@ struct EntitlementLedger {
         for name in names where entries[name] == nil { entries[name] = .some(nil) }
     }
 
-    /// When set (a rescinded consent under `consentRescindedRevokesAccess`), the
-    /// moment every grant ends, and the moment evaluated.
-    var endsAt: (end: Int64, at: Int64)? = nil
+    /// Whether purchases grant: not once a rescinded consent under
+    /// `consentRescindedRevokesAccess` has ended access (an operator's grant still does).
+    var purchasesGrant = true
 
     mutating func grant(_ names: [String], _ expiry: GrantExpiry, product: String) {
-        var expiry = expiry
-        if let endsAt {
-            guard endsAt.end > endsAt.at else { return }
-            switch expiry {
-            case .forever: expiry = .until(endsAt.end)
-            case .until(let end): expiry = .until(min(end, endsAt.end))
-            }
-        }
+        guard purchasesGrant else { return }
         record(names, Grant(expiry: expiry, productId: product))
     }
 

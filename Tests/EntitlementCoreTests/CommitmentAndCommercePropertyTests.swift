@@ -135,6 +135,26 @@ struct CommitmentAndCommercePropertyTests {
         }
     }
 
+    @Test("with auto-renew already off, the commitment's own cancellation is no second AUTO_RENEW_DISABLED")
+    func commitmentCancelledWithAutoRenewOff() throws {
+        let history = History()
+        history.add(Commitment.month(1))
+        history.add(Commitment.renewalInfo(signed: Time.day(1), autoRenew: false))
+        history.add(Commitment.renewalInfo(signed: Time.day(2), autoRenew: false, commitmentAutoRenew: false))
+        // Auto-renew on again, then the commitment cancelled while it stays on: that one counts.
+        history.add(Commitment.renewalInfo(signed: Time.day(3), commitmentAutoRenew: false))
+        history.add(Commitment.renewalInfo(signed: Time.day(4)))
+        history.add(Commitment.renewalInfo(signed: Time.day(5), commitmentAutoRenew: false))
+        let state = history.state()
+        let turns = LifecycleEvents.all(state: state, events: history.events, rules: testRules)
+            .filter { $0.type == .autoRenewDisabled || $0.type == .autoRenewEnabled }
+        #expect(turns.map(\.id) == [
+            "AUTO_RENEW_DISABLED:\(Commitment.otid):\(Time.day(1))", "AUTO_RENEW_ENABLED:\(Commitment.otid):\(Time.day(3))",
+            "AUTO_RENEW_ENABLED:\(Commitment.otid):\(Time.day(4))", "AUTO_RENEW_DISABLED:\(Commitment.otid):\(Time.day(5))",
+        ])
+        #expect(turns.map { $0.extra["commitment"] } == [nil, nil, .bool(true), .bool(true)])
+    }
+
     @Test("billing fails in month 5 (nothing granted, whatever the rules) and recovers, the commitment's end moving later")
     func billingFailureInMonthFive() throws {
         var rules = testRules

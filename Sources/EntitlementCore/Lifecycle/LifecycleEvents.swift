@@ -371,11 +371,12 @@ private struct Derivation {
                             signedDate: signedDate)
                     }
                 }
-                // The customer cancels (or restores) the commitment while auto-renew stays on.
+                // The customer cancels (or restores) the commitment while auto-renew stays on
+                // (with auto-renew off, or turned in the same version, its own event says it).
                 if let status = versions[index].facts.commitmentAutoRenewStatus, status != commitmentAutoRenew {
                     commitmentAutoRenew = status
                     let type: LifecycleEventType = status ? .autoRenewEnabled : .autoRenewDisabled
-                    if !autoRenewChanged,
+                    if autoRenew, !autoRenewChanged,
                         wants(at: signedDate, { $0.add(prefix: type); $0.add(otid); $0.colon(); $0.add(signedDate) })
                     {
                         let r = versions[index].facts

@@ -16,7 +16,7 @@ enum CreditCommand {
         OPTIONS
           --currency C      the currency (as rules.products names it, e.g. coins)
           --units N         how many: above 0 adds, below 0 takes
-        \(OperatorOptions.commonHelp(createsDatabase: true))
+        \(OperatorOptions.commonHelp)
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
@@ -32,7 +32,7 @@ enum CreditCommand {
         guard let text = arguments.values["--units"] else { throw UsageError(message: "--units N is required", command: command) }
         let units = try Arguments.wholeNumber(
             text, flag: "--units", expects: "expects a whole number, above 0 to add or below 0 to take (got \"\(text)\")", command: command)
-        let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .create)
+        let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .existing)
         guard let engine = loaded else { return code }
         do {
             let answer = try engine.credit(

@@ -23,7 +23,7 @@ enum GrantCommand {
           --days N          or: how many days it lasts from its start
           --from TIME       when it starts (default now)
           --force           grant an entitlement no product gives
-        \(OperatorOptions.commonHelp(createsDatabase: true))
+        \(OperatorOptions.commonHelp)
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {
@@ -52,7 +52,7 @@ enum GrantCommand {
         }
         let force = arguments.flags.contains("--force")
 
-        let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .create)
+        let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .existing)
         guard let engine = loaded else { return code }
         do {
             let answer = try engine.grant(

@@ -19,7 +19,7 @@ enum LinkCommand {
 
         OPTIONS
           --app-user-id U   the team's account id (1 to 256 bytes)
-        \(OperatorOptions.commonHelp(createsDatabase: false))
+        \(OperatorOptions.commonHelp)
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {

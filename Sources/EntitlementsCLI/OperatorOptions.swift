@@ -61,22 +61,12 @@ enum OperatorOptions {
         return .success
     }
 
-    /// The text the help of every operator command ends with. `grant` and `credit` create
-    /// a missing database (what they give an app user needs no Apple data first);
-    /// `revoke-grant` and `link` act on what is there, so a missing file is a typo
-    /// (`DATABASE_NOT_FOUND`, nothing created).
-    static func commonHelp(createsDatabase: Bool) -> String {
-        let db =
-            createsDatabase
-            ? "      --db PATH         database (default entitlements.sqlite; created if missing)"
-            : """
-                  --db PATH         an existing database (default entitlements.sqlite; DATABASE_NOT_FOUND,
-                                    exit 3, when missing)
-            """
-        return db + "\n" + commonHelpRest
-    }
-
-    private static let commonHelpRest = """
+    /// The text the help of every operator command ends with. An operator acts on a
+    /// database that is there: a missing file is a typo (`DATABASE_NOT_FOUND`, nothing
+    /// created; only `ingest`, `usage`, `serve` and `sync` create one).
+    static let commonHelp = """
+          --db PATH         an existing database (default entitlements.sqlite; DATABASE_NOT_FOUND,
+                            exit 3, when missing)
           --config PATH     configuration file (required)
           --id ID           the action's id, chosen by the caller: the same again is harmless
           --operator NAME   who does it (recorded with the event)

@@ -15,7 +15,7 @@ enum RevokeGrantCommand {
 
         OPTIONS
           --at TIME         when it ends: milliseconds since 1970 or ISO 8601 UTC (default now)
-        \(OperatorOptions.commonHelp(createsDatabase: false))
+        \(OperatorOptions.commonHelp)
         """
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> ExitCode {

@@ -267,21 +267,30 @@ import TestSupport
         #expect(try E2E.run(["query", "--help"]).stdout.contains("--app-user-id U"))
     }
 
-    /// `link` and `revoke-grant` act on what a database holds: on a missing file (a typo)
-    /// they create nothing. `grant` and `credit` give an app user what needs no Apple data
-    /// first, on a database they create when missing.
-    @Test func linkAndRevokeGrantNeverCreateADatabaseGrantAndCreditDo() throws {
+    /// The operator's commands act on what a database holds: on a missing file (a typo)
+    /// they create nothing (only `ingest`, `usage`, `serve` and `sync` create one). On a
+    /// database that is there, `grant` and `credit` give an app user what needs no Apple
+    /// data first.
+    @Test func operatorCommandsNeverCreateADatabase() throws {
         let folder = E2E.folder()
         let config = try E2E.writeConfig(in: folder)
         let commands: [[String]] = [
             ["link", "--id", "l1", "--app-user-id", "acct-1", "--app-transaction-id", Self.customer],
             ["revoke-grant", "--id", "g1"],
+            ["grant", "--id", "g1", "--app-user-id", "acct-1", "--entitlement", "pro", "--days", "1"],
+            ["credit", "--id", "c1", "--app-user-id", "acct-2", "--currency", "coins", "--units", "5"],
         ]
         for arguments in commands {
             let run = try E2E.run(arguments + ["--db", "typo.sqlite", "--config", config], in: folder)
             #expect(run.status == 3, "\(arguments): \(run.stdout) \(run.stderr)")
             #expect(run.stdout.isEmpty && run.stderr.contains("DATABASE_NOT_FOUND"), "\(arguments)")
             #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("typo.sqlite").path), "\(arguments)")
+        }
+        // A database made by an empty ingest holds no Apple data.
+        try Data().write(to: folder.appendingPathComponent("empty.ndjson"))
+        for name in ["fresh.sqlite", "fresh2.sqlite"] {
+            let ingest = try E2E.run(["ingest", "--db", name, "--config", config, "empty.ndjson"], in: folder)
+            #expect(ingest.status == 0, "\(ingest.stderr)")
         }
         let grant = try E2E.run(
             ["grant", "--id", "g1", "--app-user-id", "acct-1", "--entitlement", "pro", "--days", "1", "--db", "fresh.sqlite", "--config", config], in: folder)

@@ -15,6 +15,9 @@ struct Arguments {
     var positional: [String] = []
     /// The valued flags that may be given more than once (each value kept in ``repeated``).
     static let repeatable: Set<String> = ["--storefront"]
+    /// The valued flags that name a file: an empty value is a mistake to say (`--db ""`
+    /// from an unset shell variable), not a path to try.
+    static let paths: Set<String> = ["--db", "--config"]
 
     /// - Parameters:
     ///   - valued: flags that take a value (`--db PATH`).
@@ -51,6 +54,9 @@ struct Arguments {
                         values[name] = arguments[index]
                         repeated[name, default: []].append(arguments[index])
                         index += 1
+                    }
+                    if Self.paths.contains(name), values[name] == "" {
+                        throw UsageError(message: "\(name) needs a path, got an empty one", command: command)
                     }
                 } else if switches.contains(name) {
                     guard inline == nil else { throw UsageError(message: "\(name) takes no value", command: command) }

@@ -53,6 +53,8 @@ enum RecoverCommand {
             }
             expectedHead = head
         }
+        // What the command needs is said before what it finds (the database).
+        guard arguments.values["--config"] != nil else { throw UsageError(message: "--config PATH is required", command: command) }
         // The restored database must be there: recover never creates one.
         let database = arguments.values["--db"] ?? Commands.defaultDatabase
         guard FileManager.default.fileExists(atPath: database) else {

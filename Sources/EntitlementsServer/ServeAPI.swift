@@ -40,6 +40,11 @@ final class ServeAPI: Sendable {
     /// head, before any body is read.
     func preflight(_ head: RequestHead, client: ClientInfo) -> HeadDecision<Route> {
         guard let route = Route(path: head.path) else {
+            // A path that cannot be read is malformed, not unknown.
+            if Route.percentDecoded(head.path) == nil {
+                return .answer(
+                    .error(400, code: "BAD_REQUEST", message: "the path holds a malformed percent-escape (%XX of UTF-8): \(head.path.prefix(200))"))
+            }
             return .answer(.error(404, code: "NOT_FOUND", message: "no endpoint at \(head.path.prefix(200))"))
         }
         guard head.method == route.method else {

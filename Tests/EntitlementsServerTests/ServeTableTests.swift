@@ -187,6 +187,12 @@ extension Reliability {
             for path in ["/nope", "/dashboard/nope.js", "/customers/a/b", "/customers//history", "/healthz", "/notifications/1"] {
                 #expect(try server.exchange("GET", path).status == 404, "\(path)")
             }
+            // A path that cannot be percent-decoded is malformed, whatever endpoint it names.
+            for path in ["/customers/%ZZ", "/customers/%E2%82/history", "/users/a%2"] {
+                let malformed = try server.exchange("GET", path)
+                #expect(malformed.status == 400, "\(path)")
+                #expect(malformed.json?["error"]?["code"] == "BAD_REQUEST", "\(path)")
+            }
             let wrong = try server.exchange("GET", "/notifications")
             #expect(wrong.status == 405)
             #expect(wrong.field("allow") == "POST")

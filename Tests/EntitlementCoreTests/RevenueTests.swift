@@ -134,6 +134,31 @@ struct RevenueTests {
         #expect(object["commissionRate"] == .double(0.3))
     }
 
+    @Test func sumsPastSixtyFourBitsAreExactWithinAndNearestWithoutNeverWrapped() throws {
+        let history = History()
+        let month = CivilTime.millis(year: 2026, month: 1, day: 1)
+        // Two sales of the largest price: past 64 bits, shown as the largest number.
+        history.add(transaction("2000000000000201", original: Self.otid, purchase: month + Time.day, expires: month + 31 * Time.day, price: Int64.max))
+        history.add(
+            transaction(
+                "3000000000000201", product: Product.lifetime, purchase: month + 2 * Time.day, price: Int64.max, type: "Non-Consumable"))
+        // In February the same sale and its full refund net to exactly zero.
+        let february = CivilTime.millis(year: 2026, month: 2, day: 1)
+        history.add(
+            transaction(
+                "3000000000000202", product: Product.lifetime, purchase: february + Time.day, price: Int64.max, type: "Non-Consumable"))
+        history.add(
+            transaction(
+                "3000000000000202", product: Product.lifetime, purchase: february + Time.day, signed: february + 2 * Time.day,
+                revoked: february + 2 * Time.day, revocationType: "REFUND_FULL", price: Int64.max, type: "Non-Consumable"))
+        history.add(
+            transaction("3000000000000203", product: Product.lifetime, purchase: february + 3 * Time.day, price: 9990, type: "Non-Consumable"))
+        let months = try Self.metrics(history, from: month, to: CivilTime.millis(year: 2026, month: 3, day: 1), interval: .month)
+        #expect(months.map(\.revenue) == [Int64.max, 9990])
+        #expect(months[0].proceeds == Int64.max)
+        #expect(months[1].proceeds == 6993)
+    }
+
     @Test func aHalfMilliunitRefundRoundsAwayFromZero() {
         #expect(RevenueFacts.refundAmount(price: 999, type: .refundProrated, percentage: 50_000) == -500)
         #expect(RevenueFacts.refundAmount(price: 999, type: .refundFull, percentage: nil) == -999)

@@ -48,6 +48,9 @@ public struct MetricsAccumulator: Sendable {
     private var lines: [MetricsLine]
     /// Each line's MRR in twelfths of a milliunit (summed exactly, rounded once).
     private var mrrTwelfths: [Int128]
+    /// Each line's revenue and proceeds, summed exactly (a sum past 64 bits shows as the
+    /// nearest 64-bit number, never wrapped).
+    private var sums: [(revenue: Int128, proceeds: Int128)]
     /// Each interval's start, ascending (for binary search).
     private let starts: [Int64]
     /// Each interval's evaluation moment, `to` − 1, ascending.
@@ -60,6 +63,7 @@ public struct MetricsAccumulator: Sendable {
         self.rules = rules
         self.lines = intervals.map { MetricsLine(from: $0.from, to: $0.to) }
         self.mrrTwelfths = Array(repeating: 0, count: intervals.count)
+        self.sums = Array(repeating: (0, 0), count: intervals.count)
         self.starts = intervals.map(\.from)
         self.moments = intervals.map { $0.to - 1 }
     }
@@ -98,8 +102,8 @@ public struct MetricsAccumulator: Sendable {
                 continue
             }
             let commission = settings.commissionPercent(reduced: entry.reducedCommission)
-            lines[index].revenue &+= reporting
-            lines[index].proceeds &+= RevenueSettings.proceeds(reporting, commissionPercent: commission)
+            sums[index].revenue += Int128(reporting)
+            sums[index].proceeds += Int128(RevenueSettings.proceeds(reporting, commissionPercent: commission))
         }
         for subscription in facts.subscriptions {
             if let at = subscription.firstPaidAt, let index = interval(of: at) { lines[index].newSubscriptions += 1 }
@@ -145,9 +149,15 @@ public struct MetricsAccumulator: Sendable {
     public func result() -> [MetricsLine] {
         var result = lines
         for index in result.indices {
-            let mrr = Rounding.halfAwayFromZero(mrrTwelfths[index], dividedBy: 12)
-            result[index].mrr = mrr > Int128(Int64.max) ? Int64.max : (mrr < Int128(Int64.min) ? Int64.min : Int64(mrr))
+            result[index].mrr = Self.clamped(Rounding.halfAwayFromZero(mrrTwelfths[index], dividedBy: 12))
+            result[index].revenue = Self.clamped(sums[index].revenue)
+            result[index].proceeds = Self.clamped(sums[index].proceeds)
         }
         return result
+    }
+
+    /// `value`, or the nearest 64-bit number when it is past them.
+    static func clamped(_ value: Int128) -> Int64 {
+        value > Int128(Int64.max) ? Int64.max : (value < Int128(Int64.min) ? Int64.min : Int64(value))
     }
 }

@@ -74,7 +74,9 @@ public struct EngineConfiguration: Sendable {
     /// - Throws: ``ConfigurationError`` when it cannot be read or is not JSON.
     public static func document(path: String) throws(ConfigurationError) -> JSONValue {
         let data = try ConfigurationFile.read(path: path)
-        do { return try JSONParser().parse(data) } catch {
+        // A byte order mark some editors write first is no part of the JSON.
+        let body = data.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(data.dropFirst(3)) : data
+        do { return try JSONParser().parse(body) } catch {
             throw ConfigurationError(field: nil, message: "the configuration file \(path) is not valid JSON: \(error.description)")
         }
     }

@@ -66,6 +66,16 @@ import TestSupport
         }
     }
 
+    @Test func aConfigurationWithAByteOrderMarkIsRead() throws {
+        let folder = E2E.folder()
+        let config = try E2E.writeConfig(in: folder)
+        let marked = folder.appendingPathComponent("marked.json")
+        try Data([0xEF, 0xBB, 0xBF] + Array(try Data(contentsOf: URL(fileURLWithPath: config)))).write(to: marked)
+        let run = try E2E.run(["query", "--config", marked.path, "--app-transaction-id", "1"], in: folder)
+        // Read as the same configuration: the database is what is missing.
+        #expect(run.status == 3 && run.stderr.contains("DATABASE_NOT_FOUND"), "\(run.stderr)")
+    }
+
     @Test func ingestQueryReplayThroughTheCommandLine() throws {
         let folder = E2E.folder()
         let config = try E2E.writeConfig(in: folder)

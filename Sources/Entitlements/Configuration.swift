@@ -97,8 +97,13 @@ public struct EngineConfiguration: Sendable {
             throw ConfigurationError(field: key, message: "unknown field; expected one of \(known.sorted().joined(separator: ", "))")
         }
         try Self.checkServeFieldNames(object["serve"])
-        guard case .string(let bundleId)? = object["bundleId"], !bundleId.isEmpty else {
+        let bundleId: String
+        switch object["bundleId"] {
+        case .string(let text)? where !text.isEmpty: bundleId = text
+        case nil, .string?:
             throw ConfigurationError(field: "bundleId", message: "required: the app's bundle identifier, e.g. \"com.example.app\"")
+        case let other?:
+            throw ConfigurationError(field: "bundleId", message: "expected a string such as \"com.example.app\", found \(other.typeName)")
         }
         // A slip that no payload can match: every input would be INVALID_APP_IDENTIFIER and a
         // new database bound to it.

@@ -52,6 +52,7 @@ import TestSupport
             (#"{"bundleId":"com.example.app","environment":"Prod","rules":{"version":"1"}}"#, "\"environment\""),
             (#"{"bundleId":"com.example.app","environment":"Production","rules":{"version":"1"}}"#, "\"appAppleId\""),
             (#"{"environment":"Sandbox","rules":{"version":"1"}}"#, "\"bundleId\""),
+            (#"{"bundleId":5,"environment":"Sandbox","rules":{"version":"1"}}"#, "expected a string such as \"com.example.app\", found number"),
             (#"{"bundleId":"a","environment":"Sandbox","rules":{"version":"1","products":{"p":{"durationDays":-1}}}}"#, "durationDays"),
             (#"{"bundleId":"a","environment":"Sandbox","rules":{"version":"1"},"rootCertificates":["missing.pem"]}"#, "rootCertificates[0]"),
             (#"{"bundleId":"a","environment":"Sandbox"}"#, "\"rules\""),

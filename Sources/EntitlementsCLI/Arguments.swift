@@ -16,8 +16,9 @@ struct Arguments {
     /// The valued flags that may be given more than once (each value kept in ``repeated``).
     static let repeatable: Set<String> = ["--storefront"]
     /// The valued flags that name a file: an empty value is a mistake to say (`--db ""`
-    /// from an unset shell variable), not a path to try.
-    static let paths: Set<String> = ["--db", "--config"]
+    /// from an unset shell variable), not a path to try. (An empty `--config` is said
+    /// where the configuration is read, for every command that reads one.)
+    static let paths: Set<String> = ["--db"]
 
     /// - Parameters:
     ///   - valued: flags that take a value (`--db PATH`).

@@ -30,7 +30,6 @@ import TestSupport
             (["ingest", "--config"], "--config needs a value"),
             (["ingest", "--config", config, "--db", ""], "--db needs a path, got an empty one"),
             (["query", "--config", config, "--db=", "--app-transaction-id", "1"], "--db needs a path, got an empty one"),
-            (["audit", "--config", ""], "--config needs a path, got an empty one"),
             (["ingest"], "--config PATH is required"),
             (["recover"], "--config PATH is required"),
             (["query", "--config", config], "give exactly one of"),

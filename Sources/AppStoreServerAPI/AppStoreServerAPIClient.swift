@@ -59,7 +59,9 @@ public final class AppStoreServerAPIClient: Sendable {
             return try sendHere(request)
         } catch {
             guard error.apiErrorCode == Self.transactionIdNotFound, let sandboxFallback else { throw error }
-            return try sandboxFallback.send(request)
+            var response = try sandboxFallback.send(request)
+            response.answeredBySandboxFallback = true
+            return response
         }
     }
 
@@ -137,6 +139,9 @@ public struct APIResponse: Sendable {
     public var json: JSONValue?
     /// How many `429` answers were retried before this one.
     public var retries: Int
+    /// Whether Sandbox answered, asked again after Production's `4040010`
+    /// (``AppStoreServerAPIClient/sandboxFallback``).
+    public var answeredBySandboxFallback = false
 }
 
 /// A request the App Store Server API did not answer with success.

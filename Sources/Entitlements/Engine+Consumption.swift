@@ -186,14 +186,6 @@ extension APIRequest {
 }
 
 extension Engine {
-    /// Where App Store Server API requests about data of `environments` go: the
-    /// configured `baseURL`, else Apple's sandbox host for Sandbox-only data, else production.
-    public func appStoreServerAPIBaseURL(for environments: EnvironmentSet) -> URL? {
-        guard let api = configuration.appStoreServerAPI else { return nil }
-        if let url = api.baseURL { return url }
-        return environments == .sandbox ? AppStoreServerAPIConfiguration.sandboxURL : AppStoreServerAPIConfiguration.productionURL
-    }
-
     /// PUTs the answer `info.body(options)` to Apple through `client` and records the
     /// request and Apple's answer (an accepted one takes the request off the pending list).
     /// - Throws: ``EngineError`` when the answer cannot be recorded.

@@ -115,6 +115,8 @@ public final class TransactionFinisher: Sendable {
             let response = try client.send(request)
             result.status = response.status
             result.state = .finished
+            // Finished where the transaction is: Sandbox, when Production did not know it.
+            if response.answeredBySandboxFallback { result.environment = AppStoreEnvironment.sandbox.rawValue }
         } catch {
             result.status = error.status
             result.errorCode = error.apiErrorCode

@@ -107,16 +107,21 @@ enum ConsumptionCommand {
                 ])
                 return .rejected
             }
-            guard let signer = SignCommand.signer(engine.configuration, command: "consumption"),
-                let api = engine.configuration.appStoreServerAPI,
-                let baseURL = engine.appStoreServerAPIBaseURL(for: info.environments)
-            else { return .usage }
-            let transport: HTTPClient
-            do { transport = try AppStoreSync.httpClient(for: api) } catch {
-                Output.error("entitlements consumption: \(error.code.rawValue): \(error.message)")
-                return .storage
+            guard engine.configuration.appStoreServerAPI != nil else {
+                _ = SignCommand.signer(engine.configuration, command: "consumption")  // prints what is missing
+                return .usage
             }
-            let client = AppStoreServerAPIClient(signer: signer, baseURL: baseURL, transport: transport)
+            // An answer about Sandbox data goes to Sandbox; one about Production data is asked
+            // again of Sandbox on Production's 4040010 when Sandbox is configured too, as
+            // every request about a transaction is.
+            let client: AppStoreServerAPIClient
+            do {
+                client = try AppStoreSync.client(
+                    for: engine.configuration, environment: info.environments == .sandbox ? .sandbox : .production, transport: nil)
+            } catch {
+                Output.error("entitlements consumption: \(error.code): \(error.message)")
+                return .usage
+            }
             let result = try engine.sendConsumptionInformation(info, options: options, client: client)
             Output.line(result.json())
             try? engine.checkpoint()

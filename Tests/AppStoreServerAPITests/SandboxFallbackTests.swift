@@ -45,6 +45,55 @@ import TestSupport
         #expect(sandbox.requests.allSatisfy { $0.tokenProblem == nil })
     }
 
+    @Test func aTransactionFinishedInSandboxIsReportedAndRecordedThere() throws {
+        let (fixture, sandbox) = try Self.fixtures()
+        defer { sandbox.stop() }
+        sandbox.handle { request in
+            request.method == "POST" && request.path.hasSuffix("/finish") ? MockResponse(status: 200) : .error(404, code: 4_040_010, message: "Transaction id not found.")
+        }
+        try Data().write(to: fixture.folder.appendingPathComponent("empty.ndjson"))
+        #expect(try Tool.entitlements(["ingest", "--config", fixture.configPath, "empty.ndjson"], in: fixture.folder).status == 0)
+        let run = try Tool.entitlements(
+            ["finish-transaction", "--config", fixture.configPath, "--transaction-id", "3000000000099301"], in: fixture.folder)
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        let line = run.stdout.split(separator: "\n").compactMap { try? JSONParser().parse(String($0)) }.first
+        #expect(line?["finished"] == true)
+        #expect(line?["environment"] == "Sandbox", "\(run.stdout)")
+        #expect(try SupportScenario.finish("3000000000099301", in: fixture)?.environment == "Sandbox")
+        #expect(fixture.mock.requests.count == 1 && sandbox.requests.count == 1)
+    }
+
+    @Test func consumptionInformationProductionDoesNotKnowIsSentToSandbox() throws {
+        let (fixture, sandbox) = try Self.fixtures()
+        defer { sandbox.stop() }
+        let transactionId = "3000000000099401"
+        sandbox.handle { request in
+            request.method == "PUT" && request.path == "/inApps/v2/transactions/consumption/\(transactionId)"
+                ? MockResponse(status: 202) : .error(404, code: 4_040_010, message: "Transaction id not found.")
+        }
+        // A Production purchase (App Review buys in Sandbox, but its data may say otherwise) and
+        // a CONSUMPTION_REQUEST for it.
+        let now = Engine.now()
+        let purchase = TestPayloads.transaction(
+            transactionId: transactionId, productId: "com.example.lifetime", type: "Non-Consumable", purchaseDate: now - 4 * 86_400_000,
+            expiresDate: nil, environment: "Production")
+        let request = TestPayloads.notification(
+            type: "CONSUMPTION_REQUEST", uuid: "66666666-0000-4000-8000-000000000401", signedDate: now - 3_600_000, environment: "Production",
+            signedTransactionInfo: SyncScenario.pki.sign(purchase), consumptionRequestReason: "UNSATISFIED_WITH_PURCHASE")
+        try Data((TestPayloads.body(signedPayload: SyncScenario.pki.sign(request)) + "\n").utf8).write(
+            to: fixture.folder.appendingPathComponent("request.ndjson"))
+        let ingest = try Tool.entitlements(["ingest", "--config", fixture.configPath, "request.ndjson"], in: fixture.folder)
+        #expect(ingest.status == 0, "\(ingest.stdout) \(ingest.stderr)")
+
+        let send = try Tool.entitlements(
+            ["consumption", "--config", fixture.configPath, "--transaction-id", transactionId, "--customer-consented", "--send"], in: fixture.folder)
+        #expect(send.status == 0, "\(send.stdout) \(send.stderr)")
+        #expect(send.stdout.contains(#""accepted":true"#), "\(send.stdout)")
+        #expect(fixture.mock.requests.map(\.path) == ["/inApps/v2/transactions/consumption/\(transactionId)"])
+        #expect(sandbox.requests.map(\.path) == ["/inApps/v2/transactions/consumption/\(transactionId)"])
+        #expect(sandbox.requests.allSatisfy { $0.tokenProblem == nil })
+    }
+
     @Test func onlyTransactionIdNotFoundFallsBack() throws {
         let (fixture, sandbox) = try Self.fixtures()
         defer { sandbox.stop() }

@@ -510,11 +510,11 @@ final class TLSStream: ByteStream {
             if result == 1 { break }
             let error = SSL_get_error(ssl, result)
             if error == SSL_ERROR_WANT_READ {
-                try HTTPClient.wait(socket, for: Int16(POLLIN), deadline: deadline, doing: "the TLS handshake with \(host)")
+                try HTTPClient.wait(socket, for: Int16(POLLIN), deadline: deadline, doing: "making the TLS handshake with \(host)")
                 continue
             }
             if error == SSL_ERROR_WANT_WRITE {
-                try HTTPClient.wait(socket, for: Int16(POLLOUT), deadline: deadline, doing: "the TLS handshake with \(host)")
+                try HTTPClient.wait(socket, for: Int16(POLLOUT), deadline: deadline, doing: "making the TLS handshake with \(host)")
                 continue
             }
             let verification = SSL_get_verify_result(ssl)

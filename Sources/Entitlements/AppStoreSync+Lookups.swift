@@ -21,7 +21,8 @@ extension AppStoreSync {
         if let failure = ingest([document], request: request, response: response, totals: &totals, page: page) {
             return (SyncOutcome(totals: totals, failure: failure), nil)
         }
-        return (SyncOutcome(totals: totals, failure: nil), Self.decodedPayload(jws))
+        // What failed verification is quarantined, and not shown as if Apple had signed it.
+        return (SyncOutcome(totals: totals, failure: nil), totals.rejected == 0 ? Self.decodedPayload(jws) : nil)
     }
 
     // MARK: Get Refund History

@@ -11,7 +11,8 @@ enum TransactionInfoCommand {
         is asked again of Sandbox when the configuration accepts both).
 
         Prints {"request": "GET /inApps/v1/transactions/T", "status": 200, "items": 1}, then
-        {"transaction": {...}} (the signed payload, decoded), then
+        {"transaction": {...}} (the signed payload, decoded; not for a transaction that fails
+        verification, which is quarantined and counted rejected), then
         {"appended": A, "duplicate": D, "rejected": R}. An error prints {"request", "status",
         "errorCode", "errorMessage", "error": {"code", "message"}} with Apple's errorCode, then the totals.
 

@@ -48,6 +48,19 @@ import TestPKI
         #expect(S.lines(missing).last == ["appended": 0, "duplicate": 0, "rejected": 0])
     }
 
+    @Test func aTransactionThatFailsVerificationIsCountedRejectedAndNotPrinted() throws {
+        let fixture = try SyncFixture()
+        let jws = S.signed(S.transaction("3000000000088009"))
+        // The signature's last byte changed: the payload decodes, the signature does not verify.
+        let tampered = String(jws.dropLast()) + (jws.hasSuffix("A") ? "B" : "A")
+        fixture.mock.handle { _ in .json(["signedTransactionInfo": .string(tampered)]) }
+        let run = try Tool.entitlements(["transaction-info", "--config", fixture.configPath, "--transaction-id", "3000000000088009"], in: fixture.folder)
+        #expect(run.status == 1, "\(run.stdout) \(run.stderr)")
+        let output = S.lines(run)
+        #expect(!output.contains { $0["transaction"] != nil }, "\(run.stdout)")
+        #expect(output.last == ["appended": 0, "duplicate": 0, "rejected": 1])
+    }
+
     @Test func refundHistoryFollowsRevisionAndIngestsEachRefund() throws {
         let fixture = try SyncFixture()
         let refunded = (1...3).map { index in

@@ -44,10 +44,17 @@ extension AppStoreSync {
             guard let json = response.json, case .array(let signed) = json["signedTransactions"] else {
                 return (SyncOutcome(totals: totals, failure: .malformed(request, response, "has no signedTransactions array")), refunds)
             }
-            if case .failure(let failure) = ingestWhole(json, request: request, response: response, totals: &totals, page: page) {
-                return (SyncOutcome(totals: totals, failure: failure), refunds)
+            let results: [IngestResult]
+            switch ingestWhole(json, request: request, response: response, totals: &totals, page: page) {
+            case .failure(let failure): return (SyncOutcome(totals: totals, failure: failure), refunds)
+            case .success(let ingested): results = ingested
             }
-            for case .string(let jws) in signed { if let payload = Self.decodedPayload(jws) { refunds.append(payload) } }
+            // Each element is one input (numbered from 1); what failed verification is not shown.
+            let rejected = Set(results.filter { $0.outcome == .rejected }.compactMap(\.input))
+            for (offset, element) in signed.enumerated() {
+                guard case .string(let jws) = element, !rejected.contains(offset + 1), let payload = Self.decodedPayload(jws) else { continue }
+                refunds.append(payload)
+            }
             pages += 1
             guard let more = Self.hasMore(json) else {
                 return (SyncOutcome(totals: totals, failure: .malformed(request, response, Self.hasMoreNeitherTrueNorFalse(json))), refunds)

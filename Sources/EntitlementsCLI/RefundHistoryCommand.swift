@@ -11,7 +11,7 @@ enum RefundHistoryCommand {
         same verification as `ingest`: the customer's view then shows each refund.
 
         Prints one line per page, {"request": "GET /inApps/v2/refund/lookup/ID", "status": 200,
-        "items": N}, then one line per refunded transaction, {"refund": {"transactionId",
+        "items": N}, then one line per refunded transaction that verified, {"refund": {"transactionId",
         "originalTransactionId", "appTransactionId", "productId", "purchaseDate",
         "revocationDate", "revocationReason", "revocationType", "revocationPercentage", "price",
         "currency"}}, then {"appended": A, "duplicate": D, "rejected": R}. Paging that would

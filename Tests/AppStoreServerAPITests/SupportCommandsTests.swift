@@ -97,6 +97,22 @@ import TestPKI
         } == [true, true, true])
     }
 
+    @Test func aRefundThatFailsVerificationIsCountedRejectedAndNotPrinted() throws {
+        let fixture = try SyncFixture()
+        let refunded = (1...3).map { index in
+            S.signed(S.transaction("300000000008820\(index)", productId: "com.example.coins.100", type: "Consumable", daysAgo: 10, revocationDate: S.now - S.day))
+        }
+        let tampered = String(refunded[1].dropLast()) + (refunded[1].hasSuffix("A") ? "B" : "A")
+        fixture.mock.handle { _ in
+            .json(["signedTransactions": [.string(refunded[0]), .string(tampered), .string(refunded[2])], "revision": "rev-1", "hasMore": false])
+        }
+        let run = try Tool.entitlements(["refund-history", "--config", fixture.configPath, "--customer", S.original], in: fixture.folder)
+        #expect(run.status == 1, "\(run.stdout) \(run.stderr)")
+        let output = S.lines(run)
+        #expect(output.compactMap { $0["refund"]?["transactionId"] } == ["3000000000088201", "3000000000088203"])
+        #expect(output.last == ["appended": 2, "duplicate": 0, "rejected": 1])
+    }
+
     @Test func refundHistoryWhoseRevisionDoesNotAdvanceStopsWithPaginationLoop() throws {
         let fixture = try SyncFixture()
         let jws = S.signed(S.transaction("3000000000088201", revocationDate: S.now - S.day))

@@ -97,8 +97,8 @@ extension Engine {
                 UsageRefusal(code: "INVALID_USAGE", message: "--consumed is thousandths of a percent, 0 to 100000 (got \(share))"))
         default: break
         }
-        if let refusal = OperatorCheck.idRefusal(request.id) {
-            return .refused(UsageRefusal(code: "INVALID_USAGE", message: refusal.message.replacingOccurrences(of: "the id", with: "the usage id")))
+        if let refusal = OperatorCheck.idRefusal(request.id, name: "the usage id") {
+            return .refused(UsageRefusal(code: "INVALID_USAGE", message: refusal.message))
         }
         let at = request.at ?? now ?? Self.now()
         let answer: UsageAnswer

@@ -14,8 +14,8 @@ enum LinkCommand {
         its customer to the app user of the same lowercase UUID without a command.
 
         Refused, nothing recorded (exit 1): INVALID_APP_USER_ID (empty, or over 256 bytes),
-        INVALID_ID (--id over 256 bytes), NOT_FOUND (unknown customer), LINK_CONFLICT, ID_CONFLICT (the id was used for other
-        content).
+        INVALID_ID (--id over 256 bytes), NOT_FOUND (unknown customer), LINK_CONFLICT,
+        ID_CONFLICT (the id was used for other content).
 
         OPTIONS
           --app-user-id U   the team's account id (1 to 256 bytes)

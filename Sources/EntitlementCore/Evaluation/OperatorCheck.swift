@@ -22,13 +22,13 @@ public enum OperatorCheck {
     public static let maximumIdBytes = 256
 
     /// `nil` when `id` may name an operator action or a usage record (1 to 256 bytes of
-    /// UTF-8), else why not (`INVALID_ID`).
-    public static func idRefusal(_ id: String) -> OperatorRefusal? {
-        if id.isEmpty { return OperatorRefusal(code: "INVALID_ID", message: "the id must not be empty") }
+    /// UTF-8), else why not (`INVALID_ID`), the id called `name` in the message.
+    public static func idRefusal(_ id: String, name: String = "the id") -> OperatorRefusal? {
+        if id.isEmpty { return OperatorRefusal(code: "INVALID_ID", message: "\(name) must not be empty") }
         let bytes = id.utf8.count
         if bytes > maximumIdBytes {
             return OperatorRefusal(
-                code: "INVALID_ID", message: "the id has \(bytes) bytes; at most \(maximumIdBytes) are allowed (an order number or a UUID fits)")
+                code: "INVALID_ID", message: "\(name) has \(bytes) bytes; at most \(maximumIdBytes) are allowed (an order number or a UUID fits)")
         }
         return nil
     }

@@ -52,6 +52,9 @@ public struct UsageReceipt: Sendable, Hashable {
     /// `appended`, or `duplicate` when the same record was logged before.
     public var outcome: IngestResult.Outcome
     public var usage: UsageFacts
+    /// The customer the record belongs to now: the one it was filed under, or the one that
+    /// customer merged into since (a retry after the merge answers with it).
+    public var customer: CustomerKey
     /// The balance of the spent currency at the record's `at`, after it (spends only).
     public var balance: Int64?
 
@@ -60,7 +63,7 @@ public struct UsageReceipt: Sendable, Hashable {
         object["result"] = .string(outcome.rawValue)
         object["kind"] = "usage"
         object["eventId"] = .string(usage.usageId)
-        object["appTransactionId"] = .string(usage.customerKey)
+        object["appTransactionId"] = .string(customer)
         object["at"] = .int(usage.at)
         switch usage.amount {
         case .spend(let currency, let units):
@@ -152,7 +155,7 @@ extension Engine {
         if case .spend(let currency, _) = usage.amount {
             balance = Evaluation.evaluate(state, rules: rules, at: usage.at).balance(currency)
         }
-        return UsageReceipt(outcome: outcome, usage: usage, balance: balance)
+        return UsageReceipt(outcome: outcome, usage: usage, customer: state.key, balance: balance)
     }
 
     /// The key of the customer `customer` names, if the log knows it.

@@ -74,6 +74,8 @@ import TestSupport
         for customer in [UsageCustomer.originalTransactionId(unlock), .appTransactionId(app)] {
             let retry = try await engine.usage(UsageRequest(id: "u1", customer: customer, amount: spend, at: t0 + day))
             #expect(retry.json()["result"] == "duplicate", "\(customer): \(retry.json())")
+            // Named as the customer it belongs to now, as ingest's duplicates are.
+            #expect(retry.json()["appTransactionId"] == .string(app), "\(customer): \(retry.json())")
             if case .recorded(let receipt) = retry { #expect(receipt.balance == 40) }
         }
         // Other content under the id is still a conflict.

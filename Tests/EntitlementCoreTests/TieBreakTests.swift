@@ -35,6 +35,43 @@ struct TieBreakTests {
         #expect(state.transactions[Customer.otid]?.facts.expiresDate == Time.day(41))
     }
 
+    /// A version of the transaction of ``transactionEvent(seq:expires:raw:)`` carrying `token`.
+    static func tokenEvent(seq: Int64, token: String, raw: String?) -> Event {
+        var event = transactionEvent(seq: seq, expires: Time.day(30) + seq, raw: raw)
+        if case .transaction(var t) = event.body {
+            t.facts.appAccountToken = token
+            event.body = .transaction(t)
+        }
+        return event
+    }
+
+    @Test func theAccountTokenOfATieIsTheStandingVersions() throws {
+        // Two versions of one transaction, signed in the same millisecond, with other tokens:
+        // the greater raw is the version that stands, and its token the customer's.
+        let low = Self.tokenEvent(seq: 1, token: "bbbbbbbb-0000-4000-8000-000000000000", raw: "eyJ.AAAA.sig")
+        let high = Self.tokenEvent(seq: 2, token: "aaaaaaaa-0000-4000-8000-000000000000", raw: "eyJ.AAAB.sig")
+        for order in [[low, high], [high, low], [high, low, high]] {
+            let state = try Reducer.reduce(key: Customer.app, events: order, rules: testRules)
+            #expect(state.transactions[Customer.otid]?.ref == RawRef(eventSeq: 2, slot: .own))
+            #expect(state.accountToken?.token == "aaaaaaaa-0000-4000-8000-000000000000")
+            #expect(state.eventNeeds?.contains(.accountTokens) == true)
+        }
+        // As stored, without raws: the reducer asks for both, changes nothing, and decides
+        // once they are at hand.
+        let stored = try StateCodec.decode(StateCodec.encode(try Reducer.reduce(key: Customer.app, events: [low], rules: testRules)))
+        var event = try EventCodec.decode(EventCodec.encode(high), seq: 2)
+        var state = stored
+        #expect(throws: MissingRawJWS(refs: [RawRef(eventSeq: 1, slot: .own), RawRef(eventSeq: 2, slot: .own)])) {
+            try state.apply(event, rules: testRules)
+        }
+        #expect(state == stored)
+        let raws = [RawRef(eventSeq: 1, slot: .own): "eyJ.AAAA.sig", RawRef(eventSeq: 2, slot: .own): "eyJ.AAAB.sig"]
+        state.hydrate(raws)
+        event.hydrate(raws)
+        try state.apply(event, rules: testRules)
+        #expect(state.accountToken?.token == "aaaaaaaa-0000-4000-8000-000000000000")
+    }
+
     @Test func rawComparisonIsByteOrderAtAnyLength() throws {
         var rng = SplitMix64(seed: 77)
         let alphabet: [String] = ["a", "b", "Z", "0", ".", "-", "é", "\u{10FFFF}"]
@@ -167,7 +204,7 @@ struct TieBreakTests {
         #expect(state.lastNotification?.notificationUUID == "n-2")
     }
 
-    @Test func accountTokenTieTakesTheGreaterToken() throws {
+    @Test func anAccountTokenTieBetweenTwoObjectsTakesTheGreaterRaw() throws {
         let a = TransactionFacts(
             transactionId: "1", originalTransactionId: "1", appTransactionId: Customer.app, productId: Product.coins,
             type: .consumable, purchaseDate: Time.t0, signedDate: Time.t0, appAccountToken: "aaaa")
@@ -175,13 +212,22 @@ struct TieBreakTests {
         b.transactionId = "2"
         b.originalTransactionId = "2"
         b.appAccountToken = "bbbb"
+        // The smaller token in the greater raw: the raw decides, not the token.
         let events = [
-            Event(seq: 1, body: .transaction(Signed(a, ref: RawRef(eventSeq: 1, slot: .own)))),
-            Event(seq: 2, body: .transaction(Signed(b, ref: RawRef(eventSeq: 2, slot: .own)))),
+            Event(seq: 1, body: .transaction(Signed(a, ref: RawRef(eventSeq: 1, slot: .own), raw: "eyJ.B.sig"))),
+            Event(seq: 2, body: .transaction(Signed(b, ref: RawRef(eventSeq: 2, slot: .own), raw: "eyJ.A.sig"))),
         ]
         for order in [events, events.reversed()] {
             let state = try Reducer.reduce(key: Customer.app, events: order, rules: testRules)
-            #expect(state.accountToken?.token == "bbbb")
+            #expect(state.accountToken?.token == "aaaa")
+        }
+        // The same token from two objects needs no raw: the smaller ref stands.
+        var c = b
+        c.appAccountToken = "aaaa"
+        let same = [events[0], Event(seq: 2, body: .transaction(Signed(c, ref: RawRef(eventSeq: 2, slot: .own))))]
+        for order in [same, same.reversed()] {
+            let state = try Reducer.reduce(key: Customer.app, events: order, rules: testRules)
+            #expect(state.accountToken?.ref == RawRef(eventSeq: 1, slot: .own))
         }
     }
 }

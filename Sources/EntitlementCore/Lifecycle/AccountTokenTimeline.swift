@@ -1,8 +1,9 @@
 /// The app users a customer's `appAccountToken` made it over time, with
 /// `appUsers.fromAppAccountToken` (specification section 13): at every moment, the
-/// token of the latest-signed transaction or renewal info that carried one (on an
-/// equal `signedDate` the greater token, as ``CustomerState/accountToken`` is kept),
-/// lowercased.
+/// token of the latest-signed transaction or renewal info that carried one, lowercased.
+/// At the standing claim's `signedDate` its token (``CustomerState/accountToken``, decided
+/// by raw JWS on a tie); at an earlier moment two objects signed in the same millisecond
+/// with different tokens are told apart by the greater token (no raw is read for them).
 struct AccountTokenTimeline {
     /// One app user and the moment it took over.
     struct Change: Equatable {
@@ -46,6 +47,7 @@ struct AccountTokenTimeline {
             case .appTransaction, .receipt, .usage, .operatorAction: break
             }
         }
+        if let standing = state.accountToken { winners[standing.signedDate] = standing.token }
         var changes: [Change] = []
         for (at, token) in winners.sorted(by: { $0.key < $1.key }) {
             let user = token.lowercased()

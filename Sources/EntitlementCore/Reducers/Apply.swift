@@ -15,8 +15,8 @@ extension CustomerState {
     ///   needs the version that was current then.
     /// - An AppTransaction replaces the stored one when it is greater.
     /// - ``accountToken`` becomes the `appAccountToken` of the latest-signed
-    ///   transaction or renewal info that carries one (on an equal
-    ///   `signedDate`, the greater token string, so no raw JWS is needed).
+    ///   transaction or renewal info that carries one (on an equal `signedDate`
+    ///   and another token, the greater raw JWS, as between versions).
     /// - ``lastNotification`` becomes the notification's summary when it is
     ///   greater by (`signedDate`, `notificationUUID`).
     /// - ``environments`` gains the event's environment.
@@ -100,6 +100,24 @@ extension CustomerState {
             }
         }
 
+        // The account token's claims (a transaction's, then a renewal info's), each against
+        // the winner so far.
+        var tokenWinner = accountToken
+        var tokenClaims = 0
+        for claim in [Self.tokenClaim(of: transaction), Self.tokenClaim(of: renewalInfo)] {
+            guard let claim else { continue }
+            tokenClaims += 1
+            guard let standing = tokenWinner else {
+                tokenWinner = claim
+                continue
+            }
+            switch AccountTokenClaim.verdict(existing: standing, incoming: claim) {
+            case .keepExisting: break
+            case .takeIncoming: tokenWinner = claim
+            case .needsRaws(let refs): missing.formUnion(refs)
+            }
+        }
+
         // The transaction is decided last, in its own slot: its id is hashed once whether
         // the version is new or replaces one, and the slot is written only when no
         // verdict (its own or the ones above) needs raws.
@@ -110,11 +128,18 @@ extension CustomerState {
         guard missing.isEmpty else { throw MissingRawJWS(refs: missing) }
 
         // Commit the rest. Each version is bound once: a binding copies it.
-        if let transaction {
-            if transaction.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
-            if let token = transaction.facts.appAccountToken {
-                claim(token: token, signedDate: transaction.facts.signedDate, ref: transaction.ref, raw: transaction.raw)
+        if let transaction, transaction.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
+        if tokenClaims > 0 {
+            // A second token beside the standing one, whichever wins (so that it does not
+            // depend on the order of arrival).
+            if let standing = accountToken?.token {
+                if let token = transaction?.facts.appAccountToken { noteEventNeeds(token: token, beside: standing) }
+                if let token = renewalInfo?.facts.appAccountToken { noteEventNeeds(token: token, beside: standing) }
             }
+            if let transactionToken = transaction?.facts.appAccountToken, let renewalToken = renewalInfo?.facts.appAccountToken {
+                noteEventNeeds(token: transactionToken, beside: renewalToken)
+            }
+            accountToken = tokenWinner
         }
         if let renewalInfo {
             if let renewalPlacement {
@@ -126,9 +151,6 @@ extension CustomerState {
                 } else {
                     renewalInfos[renewalInfo.facts.originalTransactionId] = Self.firstVersion(renewalInfo)
                 }
-            }
-            if let token = renewalInfo.facts.appAccountToken {
-                claim(token: token, signedDate: renewalInfo.facts.signedDate, ref: renewalInfo.ref, raw: renewalInfo.raw)
             }
         }
         if let appTransaction, takeAppTransaction {
@@ -202,20 +224,10 @@ extension CustomerState {
         return low
     }
 
-    /// Keeps the greater claim by (`signedDate`, token), then the smaller ref.
-    /// The claim is made only when it wins.
-    private mutating func claim(token: String, signedDate: Int64, ref: RawRef, raw: String?) {
-        if let existing = accountToken {
-            noteEventNeeds(token: token, beside: existing.token)
-            if signedDate != existing.signedDate {
-                guard signedDate > existing.signedDate else { return }
-            } else if token != existing.token {
-                guard existing.token.utf8Precedes(token) else { return }
-            } else {
-                guard ref < existing.ref else { return }
-            }
-        }
-        accountToken = AccountTokenClaim(token: token, signedDate: signedDate, ref: ref, raw: raw)
+    /// The account token `version` claims, if it carries one.
+    private static func tokenClaim<Facts: AccountTokenCarrying>(of version: Signed<Facts>?) -> AccountTokenClaim? {
+        guard let version, let token = version.facts.appAccountToken else { return nil }
+        return AccountTokenClaim(token: token, signedDate: version.facts.signedDate, ref: version.ref, raw: version.raw)
     }
 
     /// Keeps the greater notification by (`signedDate`, `notificationUUID`).

@@ -1,0 +1,31 @@
+/// Signed facts that may carry an `appAccountToken`: transactions and renewal infos.
+protocol AccountTokenCarrying {
+    var appAccountToken: String? { get }
+    var signedDate: Int64 { get }
+}
+
+extension TransactionFacts: AccountTokenCarrying {}
+extension RenewalFacts: AccountTokenCarrying {}
+
+extension AccountTokenClaim {
+    /// Which of two claims stands (specification section 5): the later-signed; on an
+    /// equal `signedDate`, the one with the greater raw JWS, as between two versions of
+    /// one object (the raws are needed only when the tokens differ; the same token from
+    /// two objects keeps the smaller ref).
+    static func verdict(existing: AccountTokenClaim, incoming: AccountTokenClaim) -> VersionVerdict {
+        if incoming.signedDate != existing.signedDate {
+            return incoming.signedDate > existing.signedDate ? .takeIncoming : .keepExisting
+        }
+        if incoming.token == existing.token || incoming.ref == existing.ref {
+            return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
+        }
+        guard let existingRaw = existing.raw, let incomingRaw = incoming.raw else {
+            var refs = Set<RawRef>()
+            if existing.raw == nil { refs.insert(existing.ref) }
+            if incoming.raw == nil { refs.insert(incoming.ref) }
+            return .needsRaws(refs)
+        }
+        if existingRaw == incomingRaw { return incoming.ref < existing.ref ? .takeIncoming : .keepExisting }
+        return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting
+    }
+}

@@ -19,13 +19,6 @@ extension AccountTokenClaim {
         if incoming.token == existing.token || incoming.ref == existing.ref {
             return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
         }
-        guard let existingRaw = existing.raw, let incomingRaw = incoming.raw else {
-            var refs = Set<RawRef>()
-            if existing.raw == nil { refs.insert(existing.ref) }
-            if incoming.raw == nil { refs.insert(incoming.ref) }
-            return .needsRaws(refs)
-        }
-        if existingRaw == incomingRaw { return incoming.ref < existing.ref ? .takeIncoming : .keepExisting }
-        return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting
+        return VersionVerdict.byRaw(existing: (existing.ref, existing.raw), incoming: (incoming.ref, incoming.raw))
     }
 }

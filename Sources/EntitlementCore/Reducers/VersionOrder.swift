@@ -66,6 +66,14 @@ extension Signed where Facts: SignedDated {
             return incomingDate > existingDate ? .takeIncoming : .keepExisting
         }
         if incoming.ref == existing.ref { return .keepExisting }
+        return VersionVerdict.byRaw(existing: (existing.ref, existing.raw), incoming: (incoming.ref, incoming.raw))
+    }
+}
+
+extension VersionVerdict {
+    /// Two things signed in the same millisecond: the greater raw JWS (UTF-8 bytes) wins;
+    /// equal raws keep the smaller ref (the copy logged first); a raw not at hand is named.
+    static func byRaw(existing: (ref: RawRef, raw: String?), incoming: (ref: RawRef, raw: String?)) -> VersionVerdict {
         guard let existingRaw = existing.raw, let incomingRaw = incoming.raw else {
             var missing = Set<RawRef>()
             if existing.raw == nil { missing.insert(existing.ref) }

@@ -102,20 +102,14 @@ extension CustomerState {
 
         // The account token's claims (a transaction's, then a renewal info's), each against
         // the winner so far.
+        // (No array of the two: this runs for every event applied.)
         var tokenWinner = accountToken
-        var tokenClaims = 0
-        for claim in [Self.tokenClaim(of: transaction), Self.tokenClaim(of: renewalInfo)] {
-            guard let claim else { continue }
-            tokenClaims += 1
-            guard let standing = tokenWinner else {
-                tokenWinner = claim
-                continue
-            }
-            switch AccountTokenClaim.verdict(existing: standing, incoming: claim) {
-            case .keepExisting: break
-            case .takeIncoming: tokenWinner = claim
-            case .needsRaws(let refs): missing.formUnion(refs)
-            }
+        let transactionClaim = Self.tokenClaim(of: transaction)
+        let renewalClaim = Self.tokenClaim(of: renewalInfo)
+        let tokenClaims = (transactionClaim == nil ? 0 : 1) + (renewalClaim == nil ? 0 : 1)
+        if tokenClaims > 0 {
+            Self.decide(transactionClaim, against: &tokenWinner, missing: &missing)
+            Self.decide(renewalClaim, against: &tokenWinner, missing: &missing)
         }
 
         // The transaction is decided last, in its own slot: its id is hashed once whether
@@ -222,6 +216,20 @@ extension CustomerState {
             if versions[middle].facts.signedDate < signedDate { low = middle + 1 } else { high = middle }
         }
         return low
+    }
+
+    /// Makes `claim` the `winner` when it stands against it; adds the refs a tie needs to `missing`.
+    private static func decide(_ claim: AccountTokenClaim?, against winner: inout AccountTokenClaim?, missing: inout Set<RawRef>) {
+        guard let claim else { return }
+        guard let standing = winner else {
+            winner = claim
+            return
+        }
+        switch AccountTokenClaim.verdict(existing: standing, incoming: claim) {
+        case .keepExisting: break
+        case .takeIncoming: winner = claim
+        case .needsRaws(let refs): missing.formUnion(refs)
+        }
     }
 
     /// The account token `version` claims, if it carries one.

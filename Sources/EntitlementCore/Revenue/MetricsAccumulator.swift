@@ -149,15 +149,11 @@ public struct MetricsAccumulator: Sendable {
     public func result() -> [MetricsLine] {
         var result = lines
         for index in result.indices {
-            result[index].mrr = Self.clamped(Rounding.halfAwayFromZero(mrrTwelfths[index], dividedBy: 12))
-            result[index].revenue = Self.clamped(sums[index].revenue)
-            result[index].proceeds = Self.clamped(sums[index].proceeds)
+            result[index].mrr = Int64(clamping: Rounding.halfAwayFromZero(mrrTwelfths[index], dividedBy: 12))
+            result[index].revenue = Int64(clamping: sums[index].revenue)
+            result[index].proceeds = Int64(clamping: sums[index].proceeds)
         }
         return result
     }
 
-    /// `value`, or the nearest 64-bit number when it is past them.
-    static func clamped(_ value: Int128) -> Int64 {
-        value > Int128(Int64.max) ? Int64.max : (value < Int128(Int64.min) ? Int64.min : Int64(value))
-    }
 }

@@ -41,8 +41,7 @@ extension Engine {
     public func derivedLifecycle(of customer: CustomerKey) throws(EngineError) -> [LifecycleEvent] {
         do {
             return try readers.withReader { store throws(StoreError) in
-                store.appUsersFromAccountToken = configuration.appUsers.fromAppAccountToken
-                return try store.derivedLifecycle(of: try store.resolveCustomer(customer), rules: activeRules(store).rules)
+                try store.derivedLifecycle(of: try store.resolveCustomer(customer), rules: activeRules(store).rules)
             }
         } catch {
             throw EngineError(error)

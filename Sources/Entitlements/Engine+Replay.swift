@@ -24,8 +24,7 @@ extension Engine {
             // creates the database, and a read-only engine refuses it (DATABASE_READ_ONLY).
             let store = try EventStore(
                 path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode == .readOnly ? .readOnly : .existing,
-                busyTimeoutMilliseconds: configuration.storeBusyTimeout)
-            store.appUsersFromAccountToken = configuration.appUsers.fromAppAccountToken
+                busyTimeoutMilliseconds: configuration.storeBusyTimeout, appUsersFromAccountToken: configuration.appUsers.fromAppAccountToken)
             if replication != nil { try store.leaveCheckpointsToReplication() }
             let report = try store.replay(
                 rules: configuration.rules, rulesJSON: rulesJSON, now: now ?? Self.now(), collectDiff: diff,

@@ -63,8 +63,7 @@ public final class Engine: Sendable {
         do {
             let opened = try EventStore(
                 path: databasePath, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: mode.storeMode,
-                busyTimeoutMilliseconds: configuration.storeBusyTimeout)
-            opened.appUsersFromAccountToken = configuration.appUsers.fromAppAccountToken
+                busyTimeoutMilliseconds: configuration.storeBusyTimeout, appUsersFromAccountToken: configuration.appUsers.fromAppAccountToken)
             // With replication, Litestream alone checkpoints (specification section 15).
             if configuration.replication != nil { try opened.leaveCheckpointsToReplication() }
             // Before anything is read or written: the database must be this app's (section 2).
@@ -84,7 +83,9 @@ public final class Engine: Sendable {
                     rules: active, rulesJSON: stored.isEmpty ? rulesJSON : stored, now: Self.now(), collectDiff: false)
             }
             store = LockedStore(opened)
-            readers = ReaderPool(path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout, readsFollowedCopy: mode == .readOnly)
+            readers = ReaderPool(
+                path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout, readsFollowedCopy: mode == .readOnly,
+                appUsersFromAccountToken: configuration.appUsers.fromAppAccountToken)
         } catch {
             throw EngineError(error)
         }

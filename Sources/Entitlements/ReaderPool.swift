@@ -17,12 +17,15 @@ final class ReaderPool: @unchecked Sendable {
     private let busyTimeoutMilliseconds: Int32
     /// Whether a copy Litestream follows is read without locks: only where the engine only reads.
     private let readsFollowedCopy: Bool
+    /// `appUsers.fromAppAccountToken`, for the lifecycle a reader derives.
+    private let appUsersFromAccountToken: Bool
 
     init(
         path: String, keep: Int = max(2, ProcessInfo.processInfo.activeProcessorCount), busyTimeoutMilliseconds: Int32,
-        readsFollowedCopy: Bool
+        readsFollowedCopy: Bool, appUsersFromAccountToken: Bool = false
     ) {
         self.path = path
+        self.appUsersFromAccountToken = appUsersFromAccountToken
         self.keep = keep
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         self.readsFollowedCopy = readsFollowedCopy
@@ -47,7 +50,8 @@ final class ReaderPool: @unchecked Sendable {
             } else {
                 reader = try EventStore(
                     path: path, hash: { SHA256.hash($0) }, hashParts: { SHA256.hash($0, $1) }, mode: .readOnly,
-                    busyTimeoutMilliseconds: busyTimeoutMilliseconds, readsFollowedCopy: readsFollowedCopy)
+                    busyTimeoutMilliseconds: busyTimeoutMilliseconds, readsFollowedCopy: readsFollowedCopy,
+                    appUsersFromAccountToken: appUsersFromAccountToken)
                 try reader.prepareForQueries()
             }
             let result: Result<T, StoreError>

@@ -33,8 +33,8 @@ public final class EventStore {
     package var recordsLifecycle = true
     /// Whether an `appAccountToken` makes its customer the app user of that UUID
     /// (`appUsers.fromAppAccountToken`, specification section 13): the lifecycle then
-    /// reports an operator's first link to another app user as a TRANSFER.
-    public var appUsersFromAccountToken = false
+    /// reports a change of token, and an operator's first link away from it, as a TRANSFER.
+    public let appUsersFromAccountToken: Bool
 
     /// The hash used to chain events (SHA-256): supplied by the caller, so the
     /// store needs no crypto library of its own.
@@ -68,9 +68,10 @@ public final class EventStore {
     ///     (the default). A process that also writes the database passes false.
     public init(
         path: String, hash: @escaping HashFunction, hashParts: HashPartsFunction? = nil, mode: OpenMode = .create,
-        busyTimeoutMilliseconds: Int32 = 10_000, readsFollowedCopy: Bool = true
+        busyTimeoutMilliseconds: Int32 = 10_000, readsFollowedCopy: Bool = true, appUsersFromAccountToken: Bool = false
     ) throws(StoreError) {
         self.path = path
+        self.appUsersFromAccountToken = appUsersFromAccountToken
         self.hash = hash
         self.hashParts = hashParts ?? { first, second in hash(Array(first) + Array(second)) }
         self.mode = mode

@@ -123,7 +123,9 @@ final class ReplayScan {
         snapshotSeq = try reader.scalarInt("SELECT coalesce(max(seq), 0) FROM events") ?? 0
         identity = try ReplayIdentity(reader: reader)
         oldByKey = try reader.prepare("SELECT state FROM projections WHERE generation = ? AND customer_key = ?")
-        total = try reader.scalarInt("SELECT count(*) FROM event_facts") ?? 0
+        // The snapshot's events, every one at most `snapshotSeq`: counted from the smallest of
+        // the log's indexes, where counting the facts (or the events by `seq`) reads whole tables.
+        total = try reader.scalarInt("SELECT count(*) FROM events") ?? 0
         facts = try reader.prepare("SELECT customer_key, seq, facts FROM event_facts ORDER BY customer_key, seq")
         oldInOrder = try reader.prepare(
             "SELECT customer_key, state FROM projections WHERE generation = ? ORDER BY customer_key")
@@ -245,11 +247,14 @@ final class ReplayScan {
         return (lastSeq, StateCodec.encode(state))
     }
 
-    /// One event more done; progress every 16,384.
+    /// One facts row more done; progress every 16,384.
     private func countEvent() {
         report.events += 1
         if report.events & 0x3FFF == 0 {
-            progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
+            // Rows are counted, the log's events reported: an event filed under several keys has
+            // several rows, one about no customer none. Done is the total only once the scan is.
+            let done = min(report.events, max(total - 1, 0))
+            progress(ReplayProgress(eventsDone: done, eventsTotal: total, customersDone: report.customers))
         }
     }
 
@@ -369,10 +374,10 @@ final class ReplayScan {
         // went to others) is no customer's: taken away again.
         let untaken = heldPlaces.filter { !finishedOutOfOrder.contains($0) }
         if !untaken.isEmpty { try writer.remove(untaken) }
-        progress(ReplayProgress(eventsDone: report.events, eventsTotal: total, customersDone: report.customers))
         // What is reported is the log's events, each once: those about no customer
         // (a TEST notification) have no facts, those filed under several keys several.
-        report.events = try reader.scalarInt("SELECT count(*) FROM events WHERE seq <= \(snapshotSeq)") ?? report.events
+        report.events = total
+        progress(ReplayProgress(eventsDone: total, eventsTotal: total, customersDone: report.customers))
     }
 }
 

@@ -101,4 +101,22 @@ import Testing
         #expect(after.map(\.lastEventSeq) == [5, 4])
         #expect(try store.projection(of: "otid:1000") == nil && store.projection(of: "otid:2000") == nil)
     }
+
+    @Test func progressCountsTheLogsEventsAndReachesTheTotalOnlyAtTheEnd() throws {
+        // Enough rows for a report in the middle of the scan (one every 16,384), over
+        // customers of one key and the merged ones, read again at the end.
+        let store = try Self.mergedStore()
+        let inputs: [AppendItem] = (0..<16_400).map { index in
+            .verified(StoreFixtures.transaction(id: "p\(index)", original: "\(10_000 + index)", app: "app-p\(index / 4)"))
+        }
+        _ = try store.append(inputs, rules: StoreFixtures.rules, rulesJSON: "{}", receivedAt: Self.received + 10)
+        var reports: [ReplayProgress] = []
+        let report = try store.replay(
+            rules: StoreFixtures.rules, rulesJSON: "{}", now: Self.received, collectDiff: false, progress: { reports.append($0) })
+        #expect(report.events == 16_405 && report.changed == 0)
+        #expect(reports.count >= 2)
+        #expect(reports.allSatisfy { $0.eventsTotal == 16_405 && $0.eventsDone <= $0.eventsTotal })
+        #expect(reports.dropLast().allSatisfy { $0.eventsDone < $0.eventsTotal })
+        #expect(reports.last?.eventsDone == 16_405 && reports.last?.customersDone == report.customers)
+    }
 }

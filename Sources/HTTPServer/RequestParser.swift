@@ -216,9 +216,14 @@ public struct RequestParser: Sendable {
         guard parts[1].allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
             return .failure(HTTPParseError(400, "the request target holds a byte that is not visible ASCII"))
         }
-        let target = String(decoding: parts[1], as: UTF8.self)
-        guard target.hasPrefix("/") || target == "*" else {
-            return .failure(HTTPParseError(400, "the request target must be a path beginning with /"))
+        var target = String(decoding: parts[1], as: UTF8.self)
+        if !target.hasPrefix("/"), target != "*" {
+            // RFC 9112 section 3.2.2: a server accepts the absolute form too; its path and
+            // query are the target (the authority in it is not this server's concern).
+            guard let origin = originForm(ofAbsolute: parts[1]) else {
+                return .failure(HTTPParseError(400, "the request target must be a path beginning with / or an absolute http(s) URI"))
+            }
+            target = origin
         }
         let version = Array(parts[2])
         let prefix = Array("HTTP/".utf8)
@@ -231,6 +236,28 @@ public struct RequestParser: Sendable {
             return .failure(HTTPParseError(505, "only HTTP/1.1 and HTTP/1.0 are served"))
         }
         return .success((String(decoding: parts[0], as: UTF8.self), target, Int(version[7] - 0x30)))
+    }
+
+    /// The origin form (`/path?query`) of an absolute-form target (`http://host:port/path?query`,
+    /// either scheme in any case), or `nil` when `target` is not one: `/` when it has no path.
+    static func originForm(ofAbsolute target: ArraySlice<UInt8>) -> String? {
+        let lowered = target.prefix(8).map { $0 | 0x20 }
+        let scheme: Int
+        if lowered.starts(with: Array("https://".utf8)) {
+            scheme = 8
+        } else if lowered.starts(with: Array("http://".utf8)) {
+            scheme = 7
+        } else {
+            return nil
+        }
+        let afterScheme = target.dropFirst(scheme)
+        let pathStart = afterScheme.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        let authority = afterScheme[..<(pathStart ?? afterScheme.endIndex)]
+        guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")) else { return nil }
+        let rest = pathStart.map { afterScheme[$0...] } ?? []
+        guard rest.first != UInt8(ascii: "#") else { return nil }
+        let path = String(decoding: rest, as: UTF8.self)
+        return path.hasPrefix("/") ? path : "/" + path
     }
 
     static func parseField(_ line: ArraySlice<UInt8>) -> Result<HTTPField, HTTPParseError> {

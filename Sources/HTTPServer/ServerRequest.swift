@@ -23,7 +23,8 @@ public enum BodyFraming: Sendable, Hashable {
 public struct RequestHead: Sendable, Hashable {
     /// The method token, as sent (methods are case-sensitive).
     public var method: String
-    /// The request target in origin form (`/path?query`), as sent.
+    /// The request target in origin form (`/path?query`): as sent, or the path and query of
+    /// an absolute-form target (`http://host/path?query`).
     public var target: String
     /// `1` for HTTP/1.1, `0` for HTTP/1.0.
     public var minorVersion: Int

@@ -87,6 +87,22 @@ struct RequestParserTests {
         #expect(Self.requests(events)[0].body == Array("ok".utf8))
     }
 
+    @Test("an absolute-form target is served as its path and query")
+    func absoluteForm() {
+        let cases: [(String, String, String?)] = [
+            ("http://127.0.0.1:8080/customers/1?at=2", "/customers/1", "at=2"),
+            ("HTTPS://Example.com/health", "/health", nil),
+            ("http://example.com", "/", nil),
+            ("http://example.com?x=1", "/", "x=1"),
+        ]
+        for (target, path, query) in cases {
+            let requests = Self.requests(Self.eventsAtEverySplit("GET \(target) HTTP/1.1\r\nHost: a\r\n\r\n"))
+            #expect(requests.count == 1, "\(target)")
+            #expect(requests.first.map { String($0.head.path) } == path, "\(target)")
+            #expect(requests.first?.head.query.map(String.init) == query, "\(target)")
+        }
+    }
+
     @Test("Content-Encoding identity is the body as sent; a bodiless request's coding is not looked at")
     func identityCoding() {
         let text = "POST / HTTP/1.1\r\nHost: a\r\nContent-Encoding: identity\r\nContent-Length: 3\r\n\r\nabc"
@@ -107,7 +123,10 @@ struct RequestParserTests {
             ("GET /\r\nHost: a\r\n\r\n", 400),  // two parts
             ("GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400),  // double space
             ("G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400),  // not a token
-            ("GET http://x/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),  // not origin form
+            ("GET x/y HTTP/1.1\r\nHost: a\r\n\r\n", 400),  // neither origin nor absolute form
+            ("GET ftp://x/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),  // not an http(s) URI
+            ("GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", 400),  // no authority
+            ("GET http://user@x/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),  // userinfo
             ("GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505),
             ("GET / HTTX/1.1\r\nHost: a\r\n\r\n", 400),
             ("GET / HTTP/1.1\nHost: a\r\n\r\n", 400),  // bare LF

@@ -95,6 +95,16 @@ struct ByteWriter: ~Copyable {
         }
     }
 
+    /// A string that is the value of `field`, which a customer's versions mostly repeat:
+    /// written as ``string(_:)`` writes it.
+    mutating func string(_ value: String, repeating field: RepeatedField) {
+        if table != nil {
+            count(table!.number(of: value, repeating: field))
+        } else {
+            fullString(value)
+        }
+    }
+
     /// A string written out in full: a byte count and UTF-8.
     mutating func fullString(_ value: String) {
         let utf8 = value.utf8

@@ -128,7 +128,7 @@ extension ByteWriter {
         varint(flags)
         if let number = value.priceIncreaseStatus { int(number) }
         if let number = value.renewalPrice { int(number) }
-        if let text = value.currency { string(text) }
+        if let text = value.currency { string(text, repeating: .renewalCurrency) }
         if let ids = value.eligibleWinBackOfferIds {
             count(ids.count)
             for id in ids { string(id) }

@@ -108,26 +108,26 @@ extension ByteWriter {
         if facts.webOrderLineItemId != nil { flags |= F.webOrderLineItemId }
         varint(flags)
         string(facts.transactionId)
-        if !originalIsSelf { string(facts.originalTransactionId) }
-        string(facts.productId)
+        if !originalIsSelf { string(facts.originalTransactionId, repeating: .originalTransactionId) }
+        string(facts.productId, repeating: .productId)
         productType(facts.type)
         date(facts.purchaseDate)
         date(facts.signedDate)
         if facts.quantity != 1 { int(facts.quantity) }
-        if let value = facts.appTransactionId { string(value) }
-        if let value = facts.subscriptionGroupIdentifier { string(value) }
+        if let value = facts.appTransactionId { string(value, repeating: .appTransactionId) }
+        if let value = facts.subscriptionGroupIdentifier { string(value, repeating: .subscriptionGroupIdentifier) }
         if let value = facts.expiresDate { date(value) }
         if let value = facts.revocationDate { date(value) }
         if let value = facts.revocationType { revocationType(value) }
         if let value = facts.revocationPercentage { int(value) }
         if let value = facts.ownership { ownership(value) }
-        if let value = facts.appAccountToken { string(value) }
+        if let value = facts.appAccountToken { string(value, repeating: .appAccountToken) }
         if let value = facts.originalPurchaseDate { date(value) }
         if let value = facts.offerType { int(value) }
         if let value = facts.offerDiscountType { string(value) }
         if let value = facts.offerPeriod { string(value) }
         if let value = facts.price { int(value) }
-        if let value = facts.currency { string(value) }
+        if let value = facts.currency { string(value, repeating: .currency) }
         if let value = facts.extensions { transactionExtensions(value) }
         if let value = facts.receiptDigest { string(value) }
         if let value = facts.webOrderLineItemId { string(value) }
@@ -157,14 +157,14 @@ extension ByteWriter {
         if facts.expirationIntent != nil { flags |= F.expirationIntent }
         if facts.hasExtensions { flags |= F.extensions }
         varint(flags)
-        if !originalShared { string(facts.originalTransactionId) }
+        if !originalShared { string(facts.originalTransactionId, repeating: .renewalOriginalTransactionId) }
         date(facts.signedDate)
-        if !appShared, let value = facts.appTransactionId { string(value) }
-        if !productShared, let value = facts.productId { string(value) }
-        if !autoRenewIsProduct, let value = facts.autoRenewProductId { string(value) }
+        if !appShared, let value = facts.appTransactionId { string(value, repeating: .renewalAppTransactionId) }
+        if !productShared, let value = facts.productId { string(value, repeating: .renewalProductId) }
+        if !autoRenewIsProduct, let value = facts.autoRenewProductId { string(value, repeating: .autoRenewProductId) }
         if let value = facts.gracePeriodExpiresDate { date(value) }
         if let value = facts.expirationIntent { int(value) }
-        if !tokenShared, let value = facts.appAccountToken { string(value) }
+        if !tokenShared, let value = facts.appAccountToken { string(value, repeating: .renewalAppAccountToken) }
         if let value = facts.extensions { renewalExtensions(value) }
     }
 

@@ -71,8 +71,7 @@ public enum StateCodec {
         // Keys read through `keys` and versions through `values`: a whole element read by
         // its index would retain both for every comparison.
         let transactions = state.transactions
-        let transactionIds = transactions.keys
-        let transactionOrder = transactions.indices.sorted { transactionIds[$0].utf8Precedes(transactionIds[$1]) }
+        let transactionOrder = transactions.keys.indicesInUTF8Order()
         // The format version depends on what the facts hold: found while they are written.
         var display = state.appTransaction?.facts.hasDisplayFacts == true
         var extended = state.consentRescindedAt != nil || state.appTransaction?.facts.originalPlatform != nil
@@ -86,9 +85,7 @@ public enum StateCodec {
         }
 
         let renewalInfos = state.renewalInfos
-        let groupIds = renewalInfos.keys
-        let groupOrder = renewalInfos.indices.filter { !renewalInfos.values[$0].isEmpty }
-            .sorted { groupIds[$0].utf8Precedes(groupIds[$1]) }
+        let groupOrder = renewalInfos.keys.indicesInUTF8Order().filter { !renewalInfos.values[$0].isEmpty }
         writer.count(groupOrder.count)
         for index in groupOrder {
             let versions = renewalInfos.values[index]

@@ -63,9 +63,29 @@ struct StringTableBuilder {
         var hash: UInt32
     }
 
+    /// The last string numbered for each field of the facts (``RepeatedField``) and its
+    /// number (-1 before the first). A customer's versions repeat most of their fields,
+    /// each decoded into one shared `String` (``StringInterner``): the field's next value
+    /// is then usually that same string, which `==` finds by its first test (the same
+    /// storage, or the same inline bytes) without hashing it.
+    private var recentStrings: [String] = Array(repeating: "", count: RepeatedField.count)
+    private var recentNumbers: [Int] = Array(repeating: -1, count: RepeatedField.count)
+
     init() {
         // A customer's state holds about a dozen distinct strings.
         strings.reserveCapacity(16)
+    }
+
+    /// The number of `string`, the value of `field`: the same as ``number(of:)``.
+    @inline(__always)
+    mutating func number(of string: String, repeating field: RepeatedField) -> Int {
+        let slot = field.rawValue
+        let recent = recentNumbers[slot]
+        if recent >= 0, recentStrings[slot] == string { return recent }
+        let number = self.number(of: string)
+        recentStrings[slot] = strings[number]
+        recentNumbers[slot] = number
+        return number
     }
 
     /// The number of `string`, adding it when it is new.
@@ -105,6 +125,17 @@ struct StringTableBuilder {
         string.utf8.withContiguousStorageIfAvailable { quickHash(UnsafeRawBufferPointer($0)) }
             ?? UInt64(truncatingIfNeeded: string.hashValue)
     }
+}
+
+/// A field of the facts whose value a customer's versions mostly repeat (a product, an
+/// original transaction, an account token), numbered through a memo of its last value
+/// (``StringTableBuilder/number(of:repeating:)``).
+enum RepeatedField: Int, CaseIterable {
+    case originalTransactionId, productId, appTransactionId, subscriptionGroupIdentifier, appAccountToken, currency
+    case renewalOriginalTransactionId, renewalAppTransactionId, renewalProductId, autoRenewProductId, renewalAppAccountToken
+    case renewalCurrency
+
+    static let count = allCases.count
 }
 
 /// A cache of recently decoded strings, so that decoding many values that

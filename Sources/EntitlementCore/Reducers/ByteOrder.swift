@@ -33,3 +33,51 @@ extension String {
         return lhs.count < rhs.count
     }
 }
+
+extension String {
+    /// The first 16 bytes of the UTF-8 form as two big-endian words, zero-padded: two
+    /// strings whose words differ are ordered as their words are (``utf8Precedes(_:)``);
+    /// equal words leave the order to the whole strings.
+    var utf8Prefix: (UInt64, UInt64) {
+        let loaded: (UInt64, UInt64)? = utf8.withContiguousStorageIfAvailable { bytes in
+            guard bytes.count >= 16, let base = bytes.baseAddress else { return nil }
+            let raw = UnsafeRawPointer(base)
+            return (
+                UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)),
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
+        } ?? nil
+        if let loaded { return loaded }
+        var words: (UInt64, UInt64) = (0, 0)
+        for (position, byte) in utf8.prefix(16).enumerated() {
+            if position < 8 {
+                words.0 |= UInt64(byte) << (56 - 8 * position)
+            } else {
+                words.1 |= UInt64(byte) << (56 - 8 * (position - 8))
+            }
+        }
+        return words
+    }
+}
+
+extension Collection where Element == String {
+    /// The positions of the strings in the order of ``String/utf8Precedes(_:)``: each
+    /// string's first 16 bytes read once (``String/utf8Prefix``), compared as integers, the
+    /// whole strings only where those are equal. Sorting a dictionary's ids by comparing
+    /// the strings read each one's bytes again at every comparison.
+    func indicesInUTF8Order() -> [Index] {
+        var entries: [(first: UInt64, second: UInt64, index: Index)] = []
+        entries.reserveCapacity(count)
+        for index in indices {
+            let words = self[index].utf8Prefix
+            entries.append((words.0, words.1, index))
+        }
+        entries.sort { lhs, rhs in
+            if lhs.first != rhs.first { return lhs.first < rhs.first }
+            if lhs.second != rhs.second { return lhs.second < rhs.second }
+            return self[lhs.index].utf8Precedes(self[rhs.index])
+        }
+        return entries.map(\.index)
+    }
+}
+

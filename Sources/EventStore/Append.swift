@@ -214,6 +214,47 @@ extension EventStore {
     enum ProjectionTable: String {
         case current = "projections"
         case next = "projections_next"
+
+        /// Each statement's text made once per table: a text made at every call would be
+        /// built and hashed again to find its prepared statement (``Connection/cached(_:)``
+        /// finds one made once by its address).
+        private struct Statements {
+            let load: String
+            let loadByRow: String
+            let save: String
+            let exists: String
+            let delete: String
+
+            init(_ table: String) {
+                load = "SELECT state, last_event_seq FROM \(table) WHERE generation = ?1 AND customer_key = ?2"
+                loadByRow = load + " AND row_id = ?3"
+                save = """
+                    INSERT INTO \(table) (row_id, generation, customer_key, rules_version, last_event_seq, state)
+                        VALUES (coalesce(?6, (SELECT min(0, coalesce(min(row_id), 0)) - 1 FROM \(table))), ?1, ?2, ?3, ?4, ?5)
+                        ON CONFLICT (generation, customer_key) DO UPDATE
+                        SET rules_version = excluded.rules_version, last_event_seq = excluded.last_event_seq, state = excluded.state
+                    """
+                exists = "SELECT 1 FROM \(table) WHERE generation = ? AND customer_key = ?"
+                delete = "DELETE FROM \(table) WHERE generation = ? AND customer_key = ?"
+            }
+        }
+
+        private static let currentStatements = Statements(ProjectionTable.current.rawValue)
+        private static let nextStatements = Statements(ProjectionTable.next.rawValue)
+
+        private var statements: Statements {
+            switch self {
+            case .current: Self.currentStatements
+            case .next: Self.nextStatements
+            }
+        }
+
+        /// Loads a customer's state and last event; numbered by ``projectionRowNumber(of:)`` with `byRow`.
+        func loadSQL(byRow: Bool) -> String { byRow ? statements.loadByRow : statements.load }
+        /// Writes a customer's state (an upsert), numbering a new row.
+        var saveSQL: String { statements.save }
+        var existsSQL: String { statements.exists }
+        var deleteSQL: String { statements.delete }
     }
 
     /// Applies `events` to the stored projection of `key` in `generation` and writes it back.
@@ -223,10 +264,7 @@ extension EventStore {
         var state: CustomerState
         var lastSeq: Int64 = 0
         let row = try projectionRow(of: key)
-        let load = try connection.cached(
-            row == nil
-                ? "SELECT state, last_event_seq FROM \(table.rawValue) WHERE generation = ?1 AND customer_key = ?2"
-                : "SELECT state, last_event_seq FROM \(table.rawValue) WHERE generation = ?1 AND customer_key = ?2 AND row_id = ?3")
+        let load = try connection.cached(table.loadSQL(byRow: row != nil))
         try load.bind(1, generation)
         try load.bind(2, key)
         if let row { try load.bind(3, row) }
@@ -257,13 +295,7 @@ extension EventStore {
         key: CustomerKey, stateBytes: [UInt8], generation: Int64, rulesVersion: String, lastSeq: Int64,
         table: ProjectionTable = .current
     ) throws {
-        let save = try connection.cached(
-            """
-            INSERT INTO \(table.rawValue) (row_id, generation, customer_key, rules_version, last_event_seq, state)
-                VALUES (coalesce(?6, (SELECT min(0, coalesce(min(row_id), 0)) - 1 FROM \(table.rawValue))), ?1, ?2, ?3, ?4, ?5)
-                ON CONFLICT (generation, customer_key) DO UPDATE
-                SET rules_version = excluded.rules_version, last_event_seq = excluded.last_event_seq, state = excluded.state
-            """)
+        let save = try connection.cached(table.saveSQL)
         try save.bind(1, generation)
         try save.bind(2, key)
         try save.bind(3, rulesVersion)

@@ -264,7 +264,7 @@ extension EventStore {
     }
 
     func projectionExists(key: CustomerKey, generation: Int64, table: ProjectionTable) throws -> Bool {
-        let statement = try connection.cached("SELECT 1 FROM \(table.rawValue) WHERE generation = ? AND customer_key = ?")
+        let statement = try connection.cached(table.existsSQL)
         defer { statement.reset() }
         try statement.bind(1, generation)
         try statement.bind(2, key)
@@ -272,7 +272,7 @@ extension EventStore {
     }
 
     func deleteProjection(key: CustomerKey, generation: Int64, table: ProjectionTable) throws {
-        let delete = try connection.cached("DELETE FROM \(table.rawValue) WHERE generation = ? AND customer_key = ?")
+        let delete = try connection.cached(table.deleteSQL)
         try delete.bind(1, generation)
         try delete.bind(2, key)
         try delete.step()

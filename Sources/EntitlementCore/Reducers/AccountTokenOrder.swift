@@ -1,12 +1,3 @@
-/// Signed facts that may carry an `appAccountToken`: transactions and renewal infos.
-protocol AccountTokenCarrying {
-    var appAccountToken: String? { get }
-    var signedDate: Int64 { get }
-}
-
-extension TransactionFacts: AccountTokenCarrying {}
-extension RenewalFacts: AccountTokenCarrying {}
-
 extension AccountTokenClaim {
     /// Which of two claims stands (specification section 5): the later-signed; on an
     /// equal `signedDate`, the one with the greater raw JWS, as between two versions of

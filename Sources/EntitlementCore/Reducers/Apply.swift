@@ -104,8 +104,13 @@ extension CustomerState {
         // the winner so far.
         // (No array of the two: this runs for every event applied.)
         var tokenWinner = accountToken
-        let transactionClaim = Self.tokenClaim(of: transaction)
-        let renewalClaim = Self.tokenClaim(of: renewalInfo)
+        // Read through the optionals, not bound: a binding copies the whole version.
+        let transactionClaim = Self.tokenClaim(
+            token: transaction?.facts.appAccountToken, signedDate: transaction?.facts.signedDate, ref: transaction?.ref,
+            raw: transaction?.raw)
+        let renewalClaim = Self.tokenClaim(
+            token: renewalInfo?.facts.appAccountToken, signedDate: renewalInfo?.facts.signedDate, ref: renewalInfo?.ref,
+            raw: renewalInfo?.raw)
         let tokenClaims = (transactionClaim == nil ? 0 : 1) + (renewalClaim == nil ? 0 : 1)
         if tokenClaims > 0 {
             Self.decide(transactionClaim, against: &tokenWinner, missing: &missing)
@@ -122,7 +127,7 @@ extension CustomerState {
         guard missing.isEmpty else { throw MissingRawJWS(refs: missing) }
 
         // Commit the rest. Each version is bound once: a binding copies it.
-        if let transaction, transaction.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
+        if transaction?.facts.revocationDate != nil { noteEventNeeds(revoked: true) }
         if tokenClaims > 0 {
             // A second token beside the standing one, whichever wins (so that it does not
             // depend on the order of arrival).
@@ -133,7 +138,7 @@ extension CustomerState {
             if let transactionToken = transaction?.facts.appAccountToken, let renewalToken = renewalInfo?.facts.appAccountToken {
                 noteEventNeeds(token: transactionToken, beside: renewalToken)
             }
-            accountToken = tokenWinner
+            accountToken = consume tokenWinner
         }
         if let renewalInfo {
             if let renewalPlacement {
@@ -147,7 +152,7 @@ extension CustomerState {
                 }
             }
         }
-        if let appTransaction, takeAppTransaction {
+        if takeAppTransaction {
             self.appTransaction = appTransaction
         }
     }
@@ -232,10 +237,11 @@ extension CustomerState {
         }
     }
 
-    /// The account token `version` claims, if it carries one.
-    private static func tokenClaim<Facts: AccountTokenCarrying>(of version: Signed<Facts>?) -> AccountTokenClaim? {
-        guard let version, let token = version.facts.appAccountToken else { return nil }
-        return AccountTokenClaim(token: token, signedDate: version.facts.signedDate, ref: version.ref, raw: version.raw)
+    /// The account token a version claims (its token, signed date, reference and raw JWS),
+    /// if it carries one.
+    private static func tokenClaim(token: String?, signedDate: Int64?, ref: RawRef?, raw: String?) -> AccountTokenClaim? {
+        guard let token, let signedDate, let ref else { return nil }
+        return AccountTokenClaim(token: token, signedDate: signedDate, ref: ref, raw: raw)
     }
 
     /// Keeps the greater notification by (`signedDate`, `notificationUUID`).

@@ -80,4 +80,3 @@ extension Collection where Element == String {
         return entries.map(\.index)
     }
 }
-

@@ -218,7 +218,7 @@ extension EventStore {
         /// Each statement's text made once per table: a text made at every call would be
         /// built and hashed again to find its prepared statement (``Connection/cached(_:)``
         /// finds one made once by its address).
-        private struct Statements {
+        private final class Statements: Sendable {
             let load: String
             let loadByRow: String
             let save: String

@@ -1,7 +1,10 @@
 /// Progress of a replay, reported every few thousand events.
 public struct ReplayProgress: Sendable {
+    /// Events replayed so far: below ``eventsTotal`` until the scan is over, then equal to it.
     public var eventsDone: Int64
+    /// The events of the snapshot the replay reads (those appended meanwhile are caught up after it).
     public var eventsTotal: Int64
+    /// Customers rebuilt so far.
     public var customersDone: Int64
 
     public init(eventsDone: Int64, eventsTotal: Int64, customersDone: Int64) {

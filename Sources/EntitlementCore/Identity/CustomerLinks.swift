@@ -59,14 +59,11 @@ public struct LinkClaim: Sendable, Hashable {
             return incoming.signedDate > existing.signedDate ? .takeIncoming : .keepExisting
         }
         if incoming.ref == existing.ref { return .keepExisting }
-        guard let existingRaw = existing.raw, let incomingRaw = incoming.raw else {
-            var missing = Set<RawRef>()
-            if existing.raw == nil { missing.insert(existing.ref) }
-            if incoming.raw == nil { missing.insert(incoming.ref) }
-            return .needsRaws(missing)
+        switch VersionVerdict.byRaw(existing: (existing.ref, existing.raw), incoming: (incoming.ref, incoming.raw)) {
+        case .keepExisting: return .keepExisting
+        case .takeIncoming: return .takeIncoming
+        case .needsRaws(let refs): return .needsRaws(refs)
         }
-        if existingRaw == incomingRaw { return incoming.ref < existing.ref ? .takeIncoming : .keepExisting }
-        return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting
     }
 }
 

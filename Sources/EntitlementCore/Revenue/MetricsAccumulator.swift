@@ -155,5 +155,4 @@ public struct MetricsAccumulator: Sendable {
         }
         return result
     }
-
 }

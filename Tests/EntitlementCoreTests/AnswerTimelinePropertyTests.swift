@@ -73,3 +73,53 @@ struct AnswerTimelinePropertyTests {
         #expect(compared > 0)
     }
 }
+
+/// The change feed's answer worked out from the entitlements alone equals the
+/// answer read from the whole view, over randomized histories (subscriptions with
+/// grace and billing retry, commitments, Advanced Commerce items, passes,
+/// consumables, usage, operators' grants and credits), under rules that grant in
+/// grace or billing retry or neither, with and without a rescinded consent that
+/// ends access, at random moments and at every candidate moment and a
+/// millisecond either side of it.
+@Suite("The change feed's answer equals the view's")
+struct ReportedAnswerEvaluationTests {
+    static let ruleVariants: [Rules] = {
+        var variants: [Rules] = [testRules]
+        var lenient = testRules
+        lenient.billingRetryGrantsAccess = true
+        lenient.consentRescindedRevokesAccess = true
+        variants.append(lenient)
+        var strict = testRules
+        strict.gracePeriodGrantsAccess = false
+        strict.skus = [:]
+        variants.append(strict)
+        return variants
+    }()
+
+    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    func answerFromEntitlementsEqualsTheViews(seed: UInt64) throws {
+        let events = RandomHistory.events(seed: seed &+ 100)
+        var rng = SplitMix64(seed: seed &* 104_729 &+ 3)
+        var compared = 0
+        var active = 0
+        for rules in Self.ruleVariants {
+            for var state in try reduceAll(events, rules: rules).values {
+                let moments = AnswerTimeline(state: state, rules: rules, now: Time.day(5_000)).moments
+                if rules.consentRescindedRevokesAccess, !moments.isEmpty, rng.chance(0.5) {
+                    state.consentRescindedAt = moments[rng.index(moments.count)] + rng.pick([-1, 0, 1])
+                }
+                var instants = moments.flatMap { [$0 - 1, $0, $0 + 1] }
+                for _ in 0..<8 { instants.append(Time.t0 + rng.int(-30...400) * Time.day) }
+                for at in instants {
+                    let expected = ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: at))
+                    let answer = ReportedAnswer(evaluating: state, rules: rules, at: at)
+                    #expect(answer == expected, "seed \(seed), \(state.key) at \(at)")
+                    compared += 1
+                    if !expected.active.isEmpty { active += 1 }
+                }
+            }
+        }
+        // Enough answers with something active that the comparison has teeth.
+        #expect(active > compared / 10, "\(active) of \(compared) answers had an active entitlement")
+    }
+}

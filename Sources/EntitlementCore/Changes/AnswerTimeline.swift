@@ -23,13 +23,13 @@ public struct AnswerTimeline {
         self.rules = rules
         asOf = now
         self.moments = HistorySources(state: state, events: [Event](), rules: rules, until: now, momentsOnly: true).moments
-        self.answer = answer ?? ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: now))
+        self.answer = answer ?? ReportedAnswer(evaluating: state, rules: rules, at: now)
         self.firstAfterNow = moments.partitionPoint { $0 <= now }
     }
 
     /// The answer at `moment`.
     public func answer(at moment: Int64) -> ReportedAnswer {
-        moment == asOf ? answer : ReportedAnswer(Evaluation.evaluate(state, rules: rules, at: moment))
+        moment == asOf ? answer : ReportedAnswer(evaluating: state, rules: rules, at: moment)
     }
 
     /// The first candidate moment after ``asOf`` at which the answer differs from

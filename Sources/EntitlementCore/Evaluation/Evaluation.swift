@@ -49,6 +49,34 @@ public enum Evaluation {
         renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](),
         consentRescindedAt: Int64? = nil, operatorRecords: some Collection<OperatorRecord> = [OperatorRecord](), rules: Rules, at: Int64
     ) -> CustomerView {
+        var parts: ViewParts? = ViewParts()
+        let ledger = ledger(
+            transactions: transactions, renewalInfo: renewalInfo, usages: usages, consentRescindedAt: consentRescindedAt,
+            operatorRecords: operatorRecords, rules: rules, at: at, parts: &parts)
+        return CustomerView(
+            appTransactionId: key, at: at, appAccountToken: accountToken,
+            entitlements: ledger.views(), subscriptions: parts?.subscriptions ?? [], purchases: parts?.purchases ?? [],
+            balances: parts?.balances.balances() ?? [], originalPurchaseDate: appTransaction?.originalPurchaseDate,
+            originalApplicationVersion: appTransaction?.originalApplicationVersion,
+            originalPlatform: appTransaction?.originalPlatform,
+            consentRescindedAt: consentRescindedAt.flatMap { $0 <= at ? $0 : nil })
+    }
+
+    /// What a whole view holds beside its entitlements; the change feed's answer leaves it out.
+    struct ViewParts {
+        var subscriptions: [SubscriptionView] = []
+        var purchases: [PurchaseView] = []
+        var balances = BalanceSheet()
+    }
+
+    /// The entitlements granted at `at`, and with `parts` the rest of the view: its
+    /// subscriptions, purchases and balances (`nil`: the entitlements alone, as the
+    /// change feed asks for them at every moment it looks at).
+    static func ledger(
+        transactions: some Sequence<TransactionFacts>, renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?,
+        usages: some Collection<UsageFacts>, consentRescindedAt: Int64?, operatorRecords: some Collection<OperatorRecord>,
+        rules: Rules, at: Int64, parts: inout ViewParts?
+    ) -> EntitlementLedger {
         var ledger = EntitlementLedger()
         // With the rule, a rescinded consent ends every grant then.
         // A rescinded consent ends access from its moment on; before it, as a revocation
@@ -84,28 +112,27 @@ public enum Evaluation {
             }
         }
 
-        var subscriptions: [SubscriptionView] = []
-        subscriptions.reserveCapacity(autoRenewables.count)
+        parts?.subscriptions.reserveCapacity(autoRenewables.count)
         if autoRenewables.count > 1 {
             autoRenewables.sort { transactionIdPrecedes($0.originalTransactionId, $1.originalTransactionId) }
         }
         for (originalTransactionId, transactions) in autoRenewables {
             let renewalInfo = renewalInfo(originalTransactionId)
-            let evaluated = SubscriptionEvaluation.evaluate(
+            let decision = SubscriptionEvaluation.decide(
                 originalTransactionId: originalTransactionId, transactions: transactions,
-                renewalInfo: renewalInfo, rules: rules, at: at)
-            if let expiry = evaluated.grant {
-                ledger.grant(rules.products[evaluated.view.productId]?.entitlements ?? [], expiry, product: evaluated.view.productId)
-                ledger.grantItems(of: evaluated.current, expiry, rules: rules, at: at)
+                renewalInfo: renewalInfo?.0, rules: rules, at: at)
+            if let expiry = decision.grant {
+                let product = decision.current.productId
+                ledger.grant(rules.products[product]?.entitlements ?? [], expiry, product: product)
+                ledger.grantItems(of: decision.current, expiry, rules: rules, at: at)
             }
-            subscriptions.append(evaluated.view)
+            parts?.subscriptions.append(
+                SubscriptionEvaluation.view(of: decision, originalTransactionId: originalTransactionId, renewalInfo: renewalInfo, at: at))
         }
 
         others.sort(by: Self.purchaseOrder)
         var passes = PassStacker()
-        var balances = BalanceSheet()
-        var purchases: [PurchaseView] = []
-        purchases.reserveCapacity(others.count)
+        parts?.purchases.reserveCapacity(others.count)
         for transaction in others {
             let rule = rules.products[transaction.productId]
             let revoked = transaction.isRevoked(at: at)
@@ -118,7 +145,7 @@ public enum Evaluation {
                     ledger.grantItems(of: transaction, .forever, rules: rules, at: at)
                 }
             case .consumable:
-                balances.credit(transaction, rule: rule, at: at)
+                parts?.balances.credit(transaction, rule: rule, at: at)
             case .nonRenewing:
                 window = passes.window(for: transaction, rule: rule, at: at)
                 if let window, window.contains(at) {
@@ -128,7 +155,7 @@ public enum Evaluation {
                 // Auto-renewables are evaluated above; a type Apple adds later grants nothing until described.
                 break
             }
-            purchases.append(
+            parts?.purchases.append(
                 PurchaseView(
                     transactionId: transaction.transactionId, productId: transaction.productId,
                     type: type.rawValue, quantity: transaction.quantity, revoked: revoked,
@@ -139,8 +166,10 @@ public enum Evaluation {
                     currency: transaction.currency))
         }
 
-        for usage in usages where usage.at <= at {
-            if case .spend(let currency, let units) = usage.amount { balances.debit(currency, units: units) }
+        if parts != nil {
+            for usage in usages where usage.at <= at {
+                if case .spend(let currency, let units) = usage.amount { parts?.balances.debit(currency, units: units) }
+            }
         }
 
         if !operatorRecords.isEmpty {
@@ -149,18 +178,13 @@ public enum Evaluation {
                 ledger.mention([grant.entitlement])
                 if grant.isActive(at: at) { ledger.grant(grant.entitlement, until: grant.end, grantId: grant.id) }
             }
-            for record in operatorRecords where record.recordedAt <= at {
-                if case .credit(let currency, let units) = record.action { balances.debit(currency, units: -units) }
+            if parts != nil {
+                for record in operatorRecords where record.recordedAt <= at {
+                    if case .credit(let currency, let units) = record.action { parts?.balances.debit(currency, units: -units) }
+                }
             }
         }
-
-        return CustomerView(
-            appTransactionId: key, at: at, appAccountToken: accountToken,
-            entitlements: ledger.views(), subscriptions: subscriptions, purchases: purchases,
-            balances: balances.balances(), originalPurchaseDate: appTransaction?.originalPurchaseDate,
-            originalApplicationVersion: appTransaction?.originalApplicationVersion,
-            originalPlatform: appTransaction?.originalPlatform,
-            consentRescindedAt: consentRescindedAt.flatMap { $0 <= at ? $0 : nil })
+        return ledger
     }
 
     /// `purchaseDate`, then `transactionId`.
@@ -210,6 +234,26 @@ struct EvaluationInput: StateSink {
 
     mutating func operatorRecord(_ record: OperatorRecord, at offset: Int) throws(CodecError) {
         operatorRecords.append(record)
+    }
+}
+
+extension ReportedAnswer {
+    /// What the change feed reports of `state` at `at` under `rules`: equal to the
+    /// answer of ``Evaluation/evaluate(_:rules:at:)``'s view, worked out from the
+    /// entitlements alone (no subscription, purchase or balance is built).
+    public init(evaluating state: CustomerState, rules: Rules, at: Int64) {
+        var parts: Evaluation.ViewParts? = nil
+        let ledger = Evaluation.ledger(
+            transactions: state.transactions.values.lazy.map(\.facts),
+            renewalInfo: { otid in
+                // The standing version alone: the runs up to it feed only the view.
+                guard let versions = state.renewalInfos[otid], let standing = SubscriptionEvaluation.standingIndex(in: versions, at: at)
+                else { return nil }
+                return (versions[standing].facts, RenewalRuns())
+            },
+            usages: state.usages.values, consentRescindedAt: state.consentRescindedAt,
+            operatorRecords: state.operatorRecords.values, rules: rules, at: at, parts: &parts)
+        self = ledger.reportedAnswer()
     }
 }
 
@@ -348,6 +392,19 @@ struct EntitlementLedger {
             if let revoked = item.revocationDate, revoked <= at { continue }
             grant(rule.entitlements, expiry, product: transaction.productId)
         }
+    }
+
+    /// The active entitlements and their ends, as ``ReportedAnswer/init(_:)`` reads them from ``views()``.
+    func reportedAnswer() -> ReportedAnswer {
+        var active: [String: Int64?] = [:]
+        for (name, grant) in entries {
+            switch grant?.expiry {
+            case nil: continue
+            case .forever?: active[name] = .some(nil)
+            case .until(let date)?: active[name] = .some(date)
+            }
+        }
+        return ReportedAnswer(active: active)
     }
 
     func views() -> [EntitlementView] {

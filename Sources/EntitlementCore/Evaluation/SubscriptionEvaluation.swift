@@ -1,11 +1,12 @@
 /// Auto-renewable subscriptions: one per `originalTransactionId` (specification section 5).
 enum SubscriptionEvaluation {
-    /// One evaluated subscription and, when it grants, until when.
-    struct Evaluated {
-        var view: SubscriptionView
-        var grant: GrantExpiry?
+    /// What decides a subscription's access at a moment: its current transaction,
+    /// its status and, when it grants, until when.
+    struct Decision {
         /// The current transaction (its Advanced Commerce items grant beside its product).
         var current: TransactionFacts
+        var status: SubscriptionStatus
+        var grant: GrantExpiry?
     }
 
     /// The moments a subscription's status (section 5) can change, ascending: each
@@ -135,16 +136,13 @@ enum SubscriptionEvaluation {
         return .expired
     }
 
-    /// Evaluates one subscription from its counted transactions.
+    /// Decides one subscription from its counted transactions.
     /// - Parameters:
     ///   - transactions: The transactions of `originalTransactionId` counted at `at` (at least one).
     ///   - renewalInfo: The renewal info that stands at `at`.
-    static func evaluate(
-        originalTransactionId: String, transactions: [TransactionFacts], renewalInfo standing: (RenewalFacts, RenewalRuns)?,
-        rules: Rules, at: Int64
-    ) -> Evaluated {
-        let renewalInfo = standing?.0
-        let runs = standing?.1 ?? RenewalRuns()
+    static func decide(
+        originalTransactionId: String, transactions: [TransactionFacts], renewalInfo: RenewalFacts?, rules: Rules, at: Int64
+    ) -> Decision {
         // Callers pass at least one transaction; an empty list is evaluated as an expired placeholder.
         let current =
             current(among: transactions)
@@ -168,6 +166,18 @@ enum SubscriptionEvaluation {
             // A commitment month in billing retry grants nothing, whatever the rules say.
             grant = rules.billingRetryGrantsAccess && !current.isCommitmentMonth ? .until(current.expiresDate ?? at) : nil
         }
+        return Decision(current: current, status: status, grant: grant)
+    }
+
+    /// The view of a subscription decided at `at`.
+    /// - Parameter standing: The renewal info that stands at `at`, and the runs of versions up to it.
+    static func view(
+        of decision: Decision, originalTransactionId: String, renewalInfo standing: (RenewalFacts, RenewalRuns)?, at: Int64
+    ) -> SubscriptionView {
+        let renewalInfo = standing?.0
+        let runs = standing?.1 ?? RenewalRuns()
+        let current = decision.current
+        let status = decision.status
         let commitment = current.extensions?.commitment
         var willRenew =
             renewalInfo?.autoRenewStatus == true && (status == .active || status == .gracePeriod || status == .billingRetry)
@@ -189,14 +199,14 @@ enum SubscriptionEvaluation {
                 renewalPrice: renewalExtensions?.commitment?.commitmentRenewalPrice)
         }
 
-        let view = SubscriptionView(
+        var view = SubscriptionView(
             originalTransactionId: originalTransactionId, productId: current.productId,
             subscriptionGroupIdentifier: current.subscriptionGroupIdentifier, status: status,
             expiresDate: current.expiresDate, gracePeriodExpiresDate: renewalInfo?.gracePeriodExpiresDate,
             autoRenewStatus: renewalInfo?.autoRenewStatus, autoRenewProductId: renewalInfo?.autoRenewProductId,
             ownership: current.ownership?.rawValue,
             revocationType: status == .revoked ? current.revocationType?.rawValue : nil,
-            currentTransactionId: current.transactionId, grants: grant != nil, purchaseDate: current.purchaseDate,
+            currentTransactionId: current.transactionId, grants: decision.grant != nil, purchaseDate: current.purchaseDate,
             originalPurchaseDate: current.originalPurchaseDate, periodType: periodType(of: current),
             offerPeriod: current.offerPeriod,
             willRenew: willRenew,
@@ -208,9 +218,8 @@ enum SubscriptionEvaluation {
             expirationIntent: renewalInfo?.expirationIntent, priceIncreaseStatus: renewalExtensions?.priceIncreaseStatus,
             renewalPrice: renewalExtensions?.renewalPrice, renewalCurrency: renewalExtensions?.currency,
             offerDiscountType: current.offerDiscountType, eligibleWinBackOfferIds: renewalExtensions?.eligibleWinBackOfferIds)
-        var evaluated = Evaluated(view: view, grant: grant, current: current)
-        evaluated.view.advancedCommerceItems = current.extensions?.items
-        return evaluated
+        view.advancedCommerceItems = current.extensions?.items
+        return view
     }
 
     /// `trial` for a `FREE_TRIAL` discount, else by `offerType`: 1 `intro`,

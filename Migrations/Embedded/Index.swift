@@ -29,5 +29,7 @@ extension SchemaMigrations {
         m030_drop_events_by_customer,
         m031_projections_rowid,
         m032_projections_by_customer_number,
+        m033_changes_cursor_rowid,
+        m034_checks_as_comparisons,
     ]
 }

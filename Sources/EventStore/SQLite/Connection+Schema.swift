@@ -10,7 +10,7 @@ extension Connection {
     /// changes"): rows, their `seq` and hash chain, indexes and triggers stay
     /// exactly as they are. Defensive mode, which forbids it, is off only for the
     /// length of `body`.
-    func editingSchema(_ body: () throws -> Void) throws {
+    package func editingSchema(_ body: () throws -> Void) throws {
         precondition(isInTransaction, "edit the schema inside a write transaction")
         let version = try scalarInt("PRAGMA schema_version") ?? 0
         _ = csqlite_set_defensive(handle, 0)

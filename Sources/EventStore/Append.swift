@@ -151,11 +151,19 @@ extension EventStore {
         try customersMerged(merges, states: states, rules: rules, now: receivedAt)
         let merged = Set(merges.flatMap { [$0.from, $0.into] })
         let affected = try affectedCustomers(batch: batch, changes: changes, owners: &owners)
-        for key in affected where !merged.contains(key) {
-            let state = try states[key] ?? currentState(of: key)
-            try recordChanges(of: key, state: state, rules: rules, now: receivedAt, cause: .event)
+        do {
+            // The change feed's columns of each customer's row are written with the
+            // lifecycle's, in one statement (the lifecycle reads none of them).
+            defer { heldCustomerRows.removeAll() }
+            try holdingCustomerRows {
+                for key in affected where !merged.contains(key) {
+                    let state = try states[key] ?? currentState(of: key)
+                    try recordChanges(of: key, state: state, rules: rules, now: receivedAt, cause: .event)
+                }
+            }
+            try recordLifecycle(ofBatch: affected, merges: merges, states: states, rules: rules, now: receivedAt)
+            try writeHeldCustomerRows()
         }
-        try recordLifecycle(ofBatch: affected, merges: merges, states: states, rules: rules, now: receivedAt)
         for (index, event) in itemEvents {
             guard let owner = try owner(of: event, cache: &owners) else { continue }
             outcomes[index] = outcomes[index].naming(owner)

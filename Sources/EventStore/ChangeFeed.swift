@@ -13,6 +13,7 @@ extension EventStore {
     /// - Returns: How many changes were recorded.
     @discardableResult
     func recordChanges(of key: CustomerKey, state: CustomerState?, rules: Rules, now: Int64, cause: ChangeCause) throws -> Int {
+        assert(heldCustomerRows[key] == nil, "the answer read is not the one last written")
         let load = try connection.cached("SELECT answer, next_change_at FROM customer_rows WHERE customer_key = ?")
         try load.bind(1, key)
         var reported = ReportedAnswer()

@@ -44,8 +44,19 @@ extension EventStore {
     /// deletes it when none of its columns is left set.
     ///
     /// Only the columns named are written, so an index on a column not named is not touched.
+    ///
+    /// Columns held back for `key` (``holdingCustomerRows(_:)``) are written with these,
+    /// in one statement; while rows are held, these are held too.
     func writeCustomerRow(_ key: CustomerKey, _ values: [(CustomerRowColumn, CustomerRowValue)]) throws {
+        var values = values
+        if let held = heldCustomerRows.removeValue(forKey: key) {
+            values = held.filter { column, _ in !values.contains { $0.0 == column } } + values
+        }
         guard !values.isEmpty else { return }
+        if holdsCustomerRows {
+            heldCustomerRows[key] = values
+            return
+        }
         let clearsSome = values.contains { if case .null = $0.1 { true } else { false } }
         let setsSome = values.contains { if case .null = $0.1 { false } else { true } }
         // The statement's text depends on the columns alone, and a feed writes the same few
@@ -82,6 +93,34 @@ extension EventStore {
             defer { delete.reset() }
             try delete.bind(1, key)
             try delete.step()
+        }
+    }
+
+    /// Runs `body` (in the caller's transaction) with the writes of customers' rows held
+    /// back: each customer's columns are written at its next write after `body`, with what
+    /// that write sets (the change feed's answer with the lifecycle's columns: one leaf
+    /// rewritten a customer instead of two), or by ``writeHeldCustomerRows()``.
+    ///
+    /// Rows read while columns are held show them as they were: `body`, and what runs
+    /// before the held columns are written, read none of the columns they hold.
+    func holdingCustomerRows(_ body: () throws -> Void) throws {
+        precondition(!holdsCustomerRows && heldCustomerRows.isEmpty, "customer rows are held already")
+        holdsCustomerRows = true
+        defer { holdsCustomerRows = false }
+        do {
+            try body()
+        } catch {
+            heldCustomerRows.removeAll()
+            throw error
+        }
+    }
+
+    /// Writes every customer's columns still held back (``holdingCustomerRows(_:)``), in
+    /// the customers' order, in the caller's transaction.
+    func writeHeldCustomerRows() throws {
+        for key in heldCustomerRows.keys.sorted() {
+            guard let values = heldCustomerRows.removeValue(forKey: key) else { continue }
+            try writeCustomerRow(key, values)
         }
     }
 

@@ -28,6 +28,11 @@ public final class EventStore {
     /// The statements that write `customer_rows`, by the columns they write (see
     /// ``writeCustomerRow(_:_:)``): their text made once, not at every write.
     var customerRowSQL: [Int: String] = [:]
+    /// The columns of `customer_rows` held back while ``holdsCustomerRows`` (see
+    /// ``writeCustomerRow(_:_:)``), by customer: written with the customer's next write.
+    var heldCustomerRows: [CustomerKey: [(CustomerRowColumn, CustomerRowValue)]] = [:]
+    /// Whether ``writeCustomerRow(_:_:)`` holds its columns back instead of writing them.
+    var holdsCustomerRows = false
     /// Whether writes record the lifecycle feed (specification section 12), as they must.
     /// Off only in the benchmark that measures what recording it costs the ingest.
     package var recordsLifecycle = true

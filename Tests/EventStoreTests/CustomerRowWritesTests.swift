@@ -40,4 +40,72 @@ import Testing
         #expect(try Self.row(store, "a") == nil)
         #expect(store.customerRowSQL.count == 7)
     }
+
+    @Test("held columns are written with the customer's next write, or by writeHeldCustomerRows; an error drops them")
+    func heldColumns() throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        try store.holdingCustomerRows {
+            try store.writeCustomerRow("a", [(.answer, .blob([1])), (.nextChangeAt, .integer(6))])
+            try store.writeCustomerRow("b", [(.nextChangeAt, .integer(8))])
+            // A second write while held joins the first, the later value of a column winning.
+            try store.writeCustomerRow("b", [(.nextChangeAt, .integer(9)), (.nextDueAt, .integer(10))])
+        }
+        #expect(try Self.row(store, "a") == nil)
+        #expect(try Self.row(store, "b") == nil)
+        // The next write of `a` carries its held columns, in one statement.
+        try store.writeCustomerRow("a", [(.nextDueAt, .integer(11)), (.idHashes, .blob([5]))])
+        #expect(try Self.row(store, "a") == "6 11 NULL X'01' X'05' NULL")
+        #expect(try Self.row(store, "b") == nil)
+        try store.writeHeldCustomerRows()
+        #expect(try Self.row(store, "b") == "9 10 NULL NULL NULL NULL")
+        #expect(store.heldCustomerRows.isEmpty)
+        // A write with nothing of its own still writes what was held.
+        try store.holdingCustomerRows { try store.writeCustomerRow("c", [(.nextChangeAt, .integer(3))]) }
+        try store.writeCustomerRow("c", [])
+        #expect(try Self.row(store, "c") == "3 NULL NULL NULL NULL NULL")
+        // What is held when the body throws goes: nothing of it is written later.
+        struct Failure: Error {}
+        #expect(throws: Failure.self) {
+            try store.holdingCustomerRows {
+                try store.writeCustomerRow("d", [(.nextChangeAt, .integer(4))])
+                throw Failure()
+            }
+        }
+        #expect(store.heldCustomerRows.isEmpty)
+        try store.writeHeldCustomerRows()
+        #expect(try Self.row(store, "d") == nil)
+    }
+
+    @Test("an append writes each customer's row once, the change feed's columns with the lifecycle's", arguments: [true, false])
+    func oneWriteACustomer(lifecycle: Bool) throws {
+        let store = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
+        store.recordsLifecycle = lifecycle
+        try store.rawConnection.execute(
+            """
+            CREATE TEMP TABLE row_writes (customer_key TEXT);
+            CREATE TEMP TRIGGER row_inserted AFTER INSERT ON main.customer_rows
+            BEGIN INSERT INTO row_writes VALUES (new.customer_key); END;
+            CREATE TEMP TRIGGER row_updated AFTER UPDATE ON main.customer_rows
+            BEGIN INSERT INTO row_writes VALUES (new.customer_key); END;
+            """)
+        let purchase: Int64 = 1_700_000_000_000
+        let inputs = (1...6).map { index in
+            StoreFixtures.transaction(id: "t\(index)", original: "\(1_000 + index)", app: "app-\(index)", purchase: purchase)
+        }
+        try LifecycleFeedTests.append(store, inputs, at: purchase + 1_000)
+        let writes = try store.rawConnection.scalarString(
+            "SELECT group_concat(customer_key || ':' || n, ' ') FROM (SELECT customer_key, count(*) AS n FROM row_writes GROUP BY customer_key ORDER BY customer_key)")
+        #expect(writes == (1...6).map { "app-\($0):1" }.joined(separator: " "))
+        // Each row holds the feed's answer (and, with the lifecycle, what it keeps).
+        for index in 1...6 {
+            let row = try store.rawConnection.scalarString(
+                """
+                SELECT next_change_at || ' ' || (answer IS NOT NULL) || ' ' || (id_hashes IS NOT NULL)
+                FROM customer_rows WHERE customer_key = 'app-\(index)'
+                """)
+            #expect(row == "1702592000000 1 \(lifecycle ? 1 : 0)", "the next change is the expiry; the answer kept; the ids with the lifecycle")
+        }
+        #expect(store.heldCustomerRows.isEmpty)
+        #expect(try store.changes(after: 0).count == 6)
+    }
 }

@@ -43,13 +43,7 @@ extension EventStore {
     static func insert(
         _ row: LogRow, into table: String, on connection: Connection, headers: JWSHeaders, form: LogColumns.Form
     ) throws {
-        let insert = try connection.cached(
-            """
-            INSERT INTO \(table) (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
-                transaction_id, notification_type, subtype, signed_date, received_at, header_id, body, signature, raw,
-                prev_hash, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let insert = try connection.cached(table == "events" ? insertIntoEvents : insertSQL(into: table))
         try insert.bind(1, row.seq)
         try insert.bind(2, row.identity)
         try insert.bind(3, row.kind)
@@ -91,6 +85,19 @@ extension EventStore {
             try nested.step()
         }
     }
+
+    /// The statement that inserts a log row into `table`.
+    private static func insertSQL(into table: String) -> String {
+        """
+        INSERT INTO \(table) (seq, identity, kind, event_id, customer_key, app_transaction_id, original_transaction_id,
+            transaction_id, notification_type, subtype, signed_date, received_at, header_id, body, signature, raw,
+            prev_hash, hash)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+    }
+
+    /// ``insertSQL(into:)`` of `events`, made once: one text, found by its address.
+    private static let insertIntoEvents = insertSQL(into: "events")
 
     /// The input logged at `seq` exactly as received (a JWS byte for byte, or a
     /// usage record's JSON), from the columns `header_id, body, signature, raw` of

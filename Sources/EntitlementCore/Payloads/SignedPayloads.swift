@@ -71,11 +71,7 @@ public struct SignedNotification: Sendable, Hashable {
 ///
 /// Only the verifier makes these from bytes; the core trusts that what it is
 /// handed was verified.
-///
-/// Each case's payload is kept boxed (`indirect`): a copy of an input, as it passes
-/// from the verifying threads to the appending one and through the append, retains
-/// one box instead of every string of a notification and its nested payloads.
-public indirect enum VerifiedInput: Sendable, Hashable {
+public enum VerifiedInput: Sendable, Hashable {
     case notification(SignedNotification)
     case transaction(SignedTransaction)
     case renewalInfo(SignedRenewalInfo)

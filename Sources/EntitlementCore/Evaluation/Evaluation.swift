@@ -49,14 +49,15 @@ public enum Evaluation {
         renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](),
         consentRescindedAt: Int64? = nil, operatorRecords: some Collection<OperatorRecord> = [OperatorRecord](), rules: Rules, at: Int64
     ) -> CustomerView {
-        var parts: ViewParts? = ViewParts()
+        var collected: ViewParts? = ViewParts()
         let ledger = ledger(
             transactions: transactions, renewalInfo: renewalInfo, usages: usages, consentRescindedAt: consentRescindedAt,
-            operatorRecords: operatorRecords, rules: rules, at: at, parts: &parts)
+            operatorRecords: operatorRecords, rules: rules, at: at, parts: &collected)
+        let parts = collected ?? ViewParts()
         return CustomerView(
             appTransactionId: key, at: at, appAccountToken: accountToken,
-            entitlements: ledger.views(), subscriptions: parts?.subscriptions ?? [], purchases: parts?.purchases ?? [],
-            balances: parts?.balances.balances() ?? [], originalPurchaseDate: appTransaction?.originalPurchaseDate,
+            entitlements: ledger.views(), subscriptions: parts.subscriptions, purchases: parts.purchases,
+            balances: parts.balances.balances(), originalPurchaseDate: appTransaction?.originalPurchaseDate,
             originalApplicationVersion: appTransaction?.originalApplicationVersion,
             originalPlatform: appTransaction?.originalPlatform,
             consentRescindedAt: consentRescindedAt.flatMap { $0 <= at ? $0 : nil })

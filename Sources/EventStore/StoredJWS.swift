@@ -154,7 +154,7 @@ public struct StoredJWS: Sendable, Hashable {
     }
 
     /// Splits a verified input's JWS, with the payload bytes its verifier kept.
-    package init?(_ input: VerifiedInput) {
+    package init?(_ input: __shared VerifiedInput) {
         guard let outer = Parts(Substring(input.jws), decoded: input.signedBytes) else { return nil }
         self.init(outer: outer, nested: Self.nestedCandidates(of: input))
     }

@@ -48,17 +48,18 @@ public typealias CustomerKey = String
 extension Event {
     /// Builds the event for a verified input appended at `seq`, carrying each
     /// signed object's raw JWS.
-    public init(seq: Int64, input: VerifiedInput) {
+    ///
+    /// The input is borrowed (`__shared`), not copied: a copy of a notification would
+    /// retain each of its strings and its nested payloads', only to read some of them.
+    public init(seq: Int64, input: __shared VerifiedInput) {
         self.seq = seq
         self.environment = input.environment
         switch input {
         case .notification(let n):
-            let data = n.payload.data
             let appTransactionId = n.payload.json["data"]?["appTransactionId"].flatMap { value -> String? in
                 if case .string(let text) = value, !text.isEmpty { return text }
                 return nil
             }
-            _ = data
             body = .notification(
                 NotificationFacts(
                     notificationUUID: n.payload.notificationUUID, type: n.payload.notificationType,

@@ -61,6 +61,8 @@ extension Engine {
             let thread = Thread { [self] in
                 let deferred = DeferredSignatures()
                 while let (number, documents) = pipeline.read(source.value) {
+                    // The batches appended since, released here (see IngestPipeline.giveBack).
+                    _ = pipeline.takeSpent()
                     pipeline.put(number, (documents, VerifiedBatch(documents, verifier: self.documentVerifier, deferring: deferred)))
                 }
                 pipeline.laneFinished()
@@ -75,6 +77,7 @@ extension Engine {
             number += 1
             do {
                 deliver(try append(documents, verified: verified, receivedAt: receivedAt))
+                pipeline.giveBack((consume documents, consume verified))
             } catch where error.code == .replicationTimeout {
                 // Committed, not acknowledged: each line says so, and nothing after it is appended.
                 deliver(Self.unacknowledged(documents, counts: verified.counts, error: error))

@@ -16,6 +16,8 @@ final class IngestPipeline: @unchecked Sendable {
     private var verifying = 0
     private var stopped = false
     private let inFlight: Int
+    /// Batches appended and given back (``giveBack(_:)``), for a lane to release.
+    private var spent: [Batch] = []
 
     /// - Parameters:
     ///   - inFlight: the most batches read and not yet taken.
@@ -83,6 +85,23 @@ final class IngestPipeline: @unchecked Sendable {
         nextToTake += 1
         condition.broadcast()
         return batch
+    }
+
+    /// Consumer: `batch` is appended; a lane releases it (``takeSpent()``). What the
+    /// lanes allocated (the documents, the payloads and their strings) is then freed on
+    /// a lane, not on the appending thread whose pace is the ingest's.
+    func giveBack(_ batch: Batch) {
+        condition.lock()
+        defer { condition.unlock() }
+        if !stopped { spent.append(batch) }
+    }
+
+    /// Lane: the batches given back, to let go of outside the lock.
+    func takeSpent() -> [Batch] {
+        condition.lock()
+        defer { condition.unlock() }
+        defer { spent = [] }
+        return spent
     }
 
     /// Consumer: no more batches are wanted; lanes end after the batch under way,

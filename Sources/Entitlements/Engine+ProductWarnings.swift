@@ -97,21 +97,23 @@ extension Engine {
                 }
             }
         }
-        for item in items {
-            guard case .verified(let input) = item else { continue }
-            switch input {
-            case .notification(let n):
+        // Each item matched down to the payload read, in place: no copy of a whole input
+        // (which retains each string of a notification and its nested payloads).
+        for index in items.indices {
+            switch items[index] {
+            case .rejected: continue
+            case .verified(.notification(let n)):
                 if let t = n.transaction { transaction(t.payload) }
                 if let p = n.renewalInfo?.payload.productId, n.renewalInfo?.payload.advancedCommerceInfo == nil,
                     n.transaction?.payload.advancedCommerceInfo == nil
                 {
                     products.append(p)
                 }
-            case .transaction(let t): transaction(t.payload)
-            case .renewalInfo(let r):
+            case .verified(.transaction(let t)): transaction(t.payload)
+            case .verified(.renewalInfo(let r)):
                 if let p = r.payload.productId, r.payload.advancedCommerceInfo == nil { products.append(p) }
-            case .receipt(let r): products.append(contentsOf: r.entries.map(\.productId))
-            case .appTransaction: break
+            case .verified(.receipt(let r)): products.append(contentsOf: r.entries.map(\.productId))
+            case .verified(.appTransaction): break
             }
         }
         productWarnings.note(products, rules: rules)

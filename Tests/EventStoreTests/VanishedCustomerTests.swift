@@ -25,6 +25,9 @@ import Testing
         let changes = try store.changes(after: before)
         #expect(changes.map(\.appTransactionId) == ["app-2"], "\(changes)")
         #expect(changes.allSatisfy { !$0.active && $0.entitlement == "pro" && $0.cause == .event })
+        // The row kept for the other feed is left as it was.
+        #expect(try store.connection.scalarString(
+            "SELECT quote(next_due_at) || ' ' || quote(answer) FROM customer_rows WHERE customer_key = 'ghost'") == "1 NULL")
         // Reported once: its answer is now the empty one.
         let again = try store.lastChangeCursor()
         try store.connection.write { () throws -> ((), Connection.Completion) in

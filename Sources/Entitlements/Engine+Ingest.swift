@@ -19,7 +19,7 @@ extension Engine {
 
     /// Appends a verified batch in one transaction; one result per item, in order.
     private func append(_ documents: [InputBytes], verified: VerifiedBatch, receivedAt: Int64?) throws(EngineError) -> [IngestResult] {
-        let outcomes = try appendRetryingBusy(verified.items, receivedAt: receivedAt ?? Self.now())
+        let outcomes = try appendRetryingBusy(verified.items, products: verified.products, receivedAt: receivedAt ?? Self.now())
         return Self.results(outcomes, documents: documents, counts: verified.counts, items: verified.items)
     }
 
@@ -63,7 +63,8 @@ extension Engine {
                 while let (number, documents) = pipeline.read(source.value) {
                     // The batches appended since, released here (see IngestPipeline.giveBack).
                     _ = pipeline.takeSpent()
-                    pipeline.put(number, (documents, VerifiedBatch(documents, verifier: self.documentVerifier, deferring: deferred)))
+                    let verified = VerifiedBatch(documents, verifier: self.documentVerifier, deferring: deferred)
+                    pipeline.put(number, (documents, verified.gatheringProducts()))
                 }
                 pipeline.laneFinished()
             }
@@ -148,8 +149,10 @@ extension Engine {
     /// otherwise (a server that must answer in time, or is stopping): then it is reported
     /// `DATABASE_BUSY`. With replication it returns once the replica holds the batch,
     /// unless `confirming` is false (the caller then confirms before it acknowledges).
+    /// `products`: the products the items name, when the verifying thread gathered them.
     func appendRetryingBusy(
-        _ items: [AppendItem], receivedAt: Int64, confirming: Bool = true, giveUp: () -> Bool = { false }
+        _ items: [AppendItem], products: NamedProducts? = nil, receivedAt: Int64, confirming: Bool = true,
+        giveUp: () -> Bool = { false }
     ) throws(EngineError) -> [AppendOutcome] {
         var attempt = 0
         let finishing = finishesTransactions
@@ -159,7 +162,7 @@ extension Engine {
             do {
                 (outcomes, queuedFinishes) = try store.withLock { store throws(StoreError) in
                     let active = try activeRules(store)
-                    noteProducts(items, rules: active.rules)
+                    noteProducts(products ?? NamedProducts(items), rules: active.rules)
                     // Finishes are queued in the batch's own transaction; Apple is called later, outside it.
                     return try store.append(
                         items, rules: active.rules, rulesJSON: active.json, receivedAt: receivedAt,

@@ -78,45 +78,18 @@ extension Engine {
         return "note: product \(finding.productId) is in rules.products but in no ingested data yet"
     }
 
-    /// Notes the products that verified items carry.
-    func noteProducts(_ items: [AppendItem], rules: Rules) {
-        var products: [String] = []
+    /// Notes the products and Advanced Commerce SKUs a batch named, gathered where it
+    /// was verified.
+    func noteProducts(_ named: NamedProducts, rules: Rules) {
+        productWarnings.note(named.productIds, rules: rules)
         var messages: [String] = []
-        func transaction(_ t: TransactionPayload) {
-            guard let items = t.advancedCommerceInfo?.items else {
-                products.append(t.productId)
-                return
-            }
-            // An Advanced Commerce purchase grants through its SKUs (rules.skus); its product may grant nothing.
-            for item in items {
-                if let sku = item.sku {
-                    if rules.skus[sku] == nil { messages.append("warning: SKU \(sku) is not in rules.skus: it grants nothing") }
-                } else {
-                    messages.append(
-                        "warning: transaction \(t.transactionId) has an Advanced Commerce item without a SKU: it grants nothing")
-                }
+        for item in named.commerceItems {
+            if let sku = item.sku {
+                if rules.skus[sku] == nil { messages.append("warning: SKU \(sku) is not in rules.skus: it grants nothing") }
+            } else {
+                messages.append("warning: transaction \(item.transactionId) has an Advanced Commerce item without a SKU: it grants nothing")
             }
         }
-        // Each item matched down to the payload read, in place: no copy of a whole input
-        // (which retains each string of a notification and its nested payloads).
-        for index in items.indices {
-            switch items[index] {
-            case .rejected: continue
-            case .verified(.notification(let n)):
-                if let t = n.transaction { transaction(t.payload) }
-                if let p = n.renewalInfo?.payload.productId, n.renewalInfo?.payload.advancedCommerceInfo == nil,
-                    n.transaction?.payload.advancedCommerceInfo == nil
-                {
-                    products.append(p)
-                }
-            case .verified(.transaction(let t)): transaction(t.payload)
-            case .verified(.renewalInfo(let r)):
-                if let p = r.payload.productId, r.payload.advancedCommerceInfo == nil { products.append(p) }
-            case .verified(.receipt(let r)): products.append(contentsOf: r.entries.map(\.productId))
-            case .verified(.appTransaction): break
-            }
-        }
-        productWarnings.note(products, rules: rules)
         if !messages.isEmpty { productWarnings.note(messages: messages) }
     }
 

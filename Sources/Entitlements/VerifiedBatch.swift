@@ -6,6 +6,15 @@ extension Engine {
     struct VerifiedBatch {
         var items: [AppendItem] = []
         var counts: [Int] = []
+        /// The products the items name, when gathered on the verifying thread
+        /// (``gatheringProducts()``); else the append gathers them.
+        var products: NamedProducts?
+
+        /// The batch with the products its items name gathered, on this thread.
+        consuming func gatheringProducts() -> VerifiedBatch {
+            products = NamedProducts(items)
+            return self
+        }
 
         /// The documents' items, verified one document after another on this thread.
         ///

@@ -70,6 +70,50 @@ import TestSupport
         #expect(try Probe(workspace.path("failing.sqlite")).eventCount() > 0)
     }
 
+    @Test("the products the lanes gather: each product the rules lack warned once, as one batch at a time warns it",
+          arguments: [1, 2])
+    func productWarningsFromTheLanes(workers: Int) throws {
+        let workspace = try Workspace(name: "pipeline-products")
+        // Products outside the rules, repeated within a batch and across batches, in
+        // transactions, notifications and renewal infos; the known ones around them.
+        let unknown = ["com.example.pro.montly", "com.example.gems.9", "com.example.renewal.only"]
+        var texts = History.generate(lines: 40, seed: 0x63).lines.map(\.text)
+        for serial in 0..<12 {
+            let product = unknown[serial % 2]
+            let transaction = Scenario.pki.sign(TestPayloads.transaction(
+                transactionId: "29\(serial)", appTransactionId: "70400000000009\(serial)", productId: product))
+            texts.insert(serial % 3 == 0
+                ? TestPayloads.body(signedPayload: Scenario.pki.sign(TestPayloads.notification(
+                    type: "DID_RENEW", signedDate: TestPayloads.january2025 + Int64(serial), signedTransactionInfo: transaction)))
+                : TestPayloads.body(signedTransactionInfo: transaction),
+                at: min(texts.count, serial * 3))
+        }
+        texts.append(TestPayloads.body(signedRenewalInfo: Scenario.pki.sign(TestPayloads.renewalInfo(
+            originalTransactionId: "2999", appTransactionId: "704000000000009999", productId: unknown[2]))))
+        let documents = texts.enumerated().map { InputBytes(bytes: Array($1.utf8), number: $0 + 1) }
+        let batches = stride(from: 0, to: documents.count, by: 5).map { Array(documents[$0..<min($0 + 5, documents.count)]) }
+
+        let engine = try workspace.engine("products-\(workers).sqlite")
+        var remaining = batches
+        var appended = 0
+        try engine.ingest(batches: { remaining.isEmpty ? nil : remaining.removeFirst() }, workers: workers) { results in
+            appended += results.filter { $0.outcome == .appended }.count
+        }
+        #expect(appended >= 13)
+        let warnings = engine.takeProductWarnings()
+        let reference = try workspace.engine("products-reference-\(workers).sqlite")
+        for batch in batches { _ = try reference.ingest(batch) }
+        #expect(warnings == reference.takeProductWarnings())
+        for product in unknown {
+            #expect(warnings.filter { $0.hasPrefix("warning: product \(product) is not in rules.products") }.count == 1, "\(warnings)")
+        }
+        #expect(warnings.count == unknown.count, "\(warnings)")
+        // Reported once per engine: the same products again warn nothing.
+        var again = [batches[0], batches[1]]
+        try engine.ingest(batches: { again.isEmpty ? nil : again.removeFirst() }, workers: workers) { _ in }
+        #expect(engine.takeProductWarnings().isEmpty)
+    }
+
     @Test("memory stays bounded: at most 2 x workers + 3 batches are read and not yet delivered", arguments: [1, 2])
     func readAheadIsBounded(workers: Int) throws {
         let workspace = try Workspace(name: "pipeline-bound")

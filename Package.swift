@@ -81,7 +81,7 @@ let package = Package(
         // One test target per target; each declares exactly the modules it imports.
         .testTarget(name: "EntitlementCoreTests", dependencies: ["EntitlementCore", "TestSupport"]),
         .testTarget(name: "AppStoreVerificationTests", dependencies: ["AppStoreVerification", "EntitlementCore", "TestPKI", "COpenSSL", "TestSupport"]),
-        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore", "SchemaMigrations", "TestSupport"]),
+        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EntitlementCore", "SchemaMigrations", "TestSupport", "CSQLite"]),
         .testTarget(
             name: "AppStoreServerAPITests",
             dependencies: ["AppStoreServerAPI", "Entitlements", "EntitlementCore", "EventStore", "TestPKI", "COpenSSL", "CLibSSL", "TestSupport"]),

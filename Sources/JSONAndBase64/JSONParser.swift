@@ -255,15 +255,19 @@ private struct Reader {
                 if Self.isPlainASCII(word) { index += 8 } else { break }
             }
         }
+        // Up to here every byte was plain ASCII; the bytes after, up to the quote, say
+        // whether the string still is (then its bytes need no validation as UTF-8).
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                return try Self.validated(slice, at: start)
+                return ascii ? String(decoding: slice, as: UTF8.self) : try Self.validated(slice, at: start)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("control character in string") }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         guard index < bytes.count else { throw fail("unterminated string") }

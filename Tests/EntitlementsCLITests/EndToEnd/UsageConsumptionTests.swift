@@ -397,8 +397,10 @@ import TestSupport
         #expect(replay.lines.first?["changed"] == 0)
     }
 
-    /// A database made before usage existed: migration 011 lets the log take usage
-    /// records without touching an event's seq or hash, and keeps the triggers.
+    /// Migration 011 run again on a database whose log it left (its table and index for
+    /// consumption requests dropped, the migration not recorded): they come back, and no
+    /// event's seq or hash changes, the triggers stay and usage records are taken. (Its
+    /// loosening of the log's check on a database made before it: `UsageKindMigrationTests`.)
     @Test func migrationKeepsTheLogAndItsTriggers() throws {
         let folder = E2E.folder()
         let path = folder.appendingPathComponent("old.sqlite").path
@@ -409,23 +411,31 @@ import TestSupport
             original = try engine.audit()
             try engine.checkpoint()
         }
-        // Back to the schema before 011, as an older engine left it.
-        let downgrade = """
-            PRAGMA writable_schema = ON;
-            UPDATE sqlite_master SET sql = replace(sql, ', ''usage'')', ')') WHERE type = 'table' AND name = 'events';
-            PRAGMA writable_schema = OFF;
+        // What 011 adds besides the log's check, gone, and the migration not recorded.
+        func sqlite(_ sql: String) throws -> String {
+            let process = Process()
+            let output = Pipe()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            process.arguments = [path, sql]
+            process.standardOutput = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let added = "SELECT count(*) FROM sqlite_master WHERE name IN ('consumption_answers', 'events_consumption_requests')"
+        #expect(try sqlite(added) == "2")
+        _ = try sqlite(
+            """
             DROP TABLE consumption_answers;
             DROP INDEX events_consumption_requests;
             DELETE FROM schema_migrations WHERE identifier = '011_usage';
-            """
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [path, downgrade]
-        try sqlite.run()
-        sqlite.waitUntilExit()
-        #expect(sqlite.terminationStatus == 0)
+            """)
+        #expect(try sqlite(added) == "0")
 
         let engine = try E2E.engine(path: path)
+        #expect(try sqlite(added) == "2")
         let before = try engine.audit()
         #expect(before.headHash == original.headHash && before.headSeq == original.headSeq)
         guard case .recorded = try engine.usage(Self.spend("after-migration", 10, at: Self.t0 + 1)) else {

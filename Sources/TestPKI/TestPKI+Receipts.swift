@@ -1,5 +1,5 @@
 internal import COpenSSL
-public import JSONAndBase64
+import JSONAndBase64
 
 /// One in-app entry of a test receipt, every field type of Apple's receipt format.
 public struct TestReceiptEntry: Sendable {

@@ -49,6 +49,12 @@ public final class Engine: Sendable {
     ///     database (replay); ``DatabaseMode/readOnly`` only reads (query, audit,
     ///     history, changes): it never creates, migrates or writes anything, and
     ///     works on a read-only copy, as another user, and on a full disk.
+    ///
+    /// The first engine a process opens, before anything else in it has used SQLite,
+    /// switches off SQLite's process-wide memory statistics (`SQLITE_CONFIG_MEMSTATUS`):
+    /// the engine reads none, and counting them took a process-wide mutex on every
+    /// allocation. A host application that reads `sqlite3_memory_used()` sees 0 then;
+    /// one that used SQLite first keeps its statistics.
     /// - Throws: ``EngineError`` when the trust store or the database cannot be used:
     ///   `DATABASE_NOT_FOUND` (no file, for ``DatabaseMode/existing`` and
     ///   ``DatabaseMode/readOnly``), `DATABASE_TOO_NEW` (written by a newer engine),

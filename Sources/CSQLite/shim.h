@@ -21,6 +21,7 @@ static inline int csqlite_set_defensive(sqlite3 *db, int on) {
 static inline int csqlite_set_no_checkpoint_on_close(sqlite3 *db, int on) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on, (int *)0);
 }
+
 /// sqlite3_config is variadic too. Memory statistics off (SQLITE_CONFIG_MEMSTATUS 0): each
 /// of SQLite's allocations and frees then skips a process-wide mutex and its counters.
 /// Only possible before SQLite is initialized: afterwards SQLite refuses (SQLITE_MISUSE)

@@ -5,10 +5,10 @@ import EntitlementCore
 ///
 /// Gathered from a batch on the thread that verified it (``Engine/VerifiedBatch``),
 /// so that the appending thread checks a few names instead of reading every input.
-struct NamedProducts: Sendable, Equatable {
+struct NamedProducts: Sendable {
     /// An Advanced Commerce item: it grants through its SKU (`rules.skus`), and an item
     /// without one grants nothing.
-    struct CommerceItem: Sendable, Equatable {
+    struct CommerceItem: Sendable {
         var sku: String?
         var transactionId: String
     }
@@ -18,8 +18,6 @@ struct NamedProducts: Sendable, Equatable {
     /// Advanced Commerce items, in the order met.
     private(set) var commerceItems: [CommerceItem] = []
     private var seen: Set<String> = []
-
-    init() {}
 
     init(_ items: [AppendItem]) {
         // Each item matched down to the payload read, in place: no copy of a whole input

@@ -290,17 +290,19 @@ struct Bench {
     func commandLineIngest(_ corpus: Corpus, documents: [InputBytes], corpusPath: String) throws {
         if let binary = CLIIngestBench.binary {
             let config = try CLIIngestBench.writeConfiguration(corpus, folder: workFolder)
-            var runs: [Bool: [CLIIngestBench.Run]] = [false: [], true: []]
+            var fileRuns: [CLIIngestBench.Run] = []
+            var standardInputRuns: [CLIIngestBench.Run] = []
             for _ in 0..<commandLineRounds {
                 for stdin in [false, true] {
-                    runs[stdin, default: []].append(try CLIIngestBench.run(
+                    let run = try CLIIngestBench.run(
                         binary: binary, corpusPath: corpusPath, config: config, notifications: documents.count, stdin: stdin, workers: 2,
-                        database: workFolder + "/cli-ingest.sqlite"))
+                        database: workFolder + "/cli-ingest.sqlite")
+                    if stdin { standardInputRuns.append(run) } else { fileRuns.append(run) }
                 }
             }
             func median(_ runs: [CLIIngestBench.Run]) -> CLIIngestBench.Run { runs.sorted { $0.rate < $1.rate }[runs.count / 2] }
-            let (file, standardInput) = (median(runs[false] ?? []), median(runs[true] ?? []))
-            for (run, all) in [(file, runs[false] ?? []), (standardInput, runs[true] ?? [])] {
+            let (file, standardInput) = (median(fileRuns), median(standardInputRuns))
+            for (run, all) in [(file, fileRuns), (standardInput, standardInputRuns)] {
                 let rates = all.map(\.rate)
                 let range = all.count > 1 ? "; runs " + Format.count(rates.min() ?? 0) + "–" + Format.count(rates.max() ?? 0) + " /s" : ""
                 report.row(
@@ -316,8 +318,8 @@ struct Bench {
                     "fileNotificationsPerSecond": .double(file.rate), "stdinNotificationsPerSecond": .double(standardInput.rate),
                     "fileCPUSeconds": .double(file.cpuSeconds), "stdinCPUSeconds": .double(standardInput.cpuSeconds),
                     "stdinShareOfFilePercent": .double(ratio),
-                    "fileRunsPerSecond": .array((runs[false] ?? []).map { .double($0.rate) }),
-                    "stdinRunsPerSecond": .array((runs[true] ?? []).map { .double($0.rate) }),
+                    "fileRunsPerSecond": .array(fileRuns.map { .double($0.rate) }),
+                    "stdinRunsPerSecond": .array(standardInputRuns.map { .double($0.rate) }),
                 ])
         } else {
             note("ingest: no release `entitlements` beside the benchmark (swift build -c release): the command-line runs are skipped")

@@ -31,19 +31,11 @@ import Testing
         let store = try EventStore(path: path, hash: StoreFixtures.hash)
         let connection = store.rawConnection
         #expect(try connection.scalarInt("SELECT count(*) FROM schema_migrations WHERE identifier = '011_usage'") == 1)
-        try connection.execute(Self.usageRow(seq: 2))
+        try connection.execute(ChecksAsComparisonsTests.insert("events", "usage", 2))
         #expect(try connection.scalarInt("SELECT count(*) FROM events WHERE kind = 'usage'") == 1)
         // The same check as a new database's: every kind a new database accepts, and no other.
         let fresh = try EventStore(path: StoreFixtures.temporaryDatabase(), hash: StoreFixtures.hash)
         let table = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'"
         #expect(try connection.scalarString(table) == fresh.rawConnection.scalarString(table))
-    }
-
-    /// A usage row of the log as this engine's schema has it.
-    static func usageRow(seq: Int, kind: String = "usage") -> String {
-        """
-        INSERT INTO events (seq, identity, kind, event_id, signed_date, received_at, raw, prev_hash, hash)
-        VALUES (\(seq), 'usage-check-\(seq)', '\(kind)', 'e\(seq)', 0, 0, '{}', x'00', x'00')
-        """
     }
 }

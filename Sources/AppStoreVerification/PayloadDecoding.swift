@@ -9,9 +9,7 @@ extension SignedDataVerifier {
         try checkAppTransactionId(json["appTransactionId"], field: "appTransactionId")
         try checkBundleId(payload.bundleId)
         try checkEnvironment(payload.environment, field: "environment")
-        var signed = SignedTransaction(jws: jws, payload: payload)
-        signed.signedBytes = opened.bytes
-        return signed
+        return SignedTransaction(jws: jws, payload: payload, signedBytes: opened.bytes)
     }
 
     /// The verified renewal info from its opened JWS: its payload decoded as that kind, checked, with the bytes as signed.
@@ -23,9 +21,7 @@ extension SignedDataVerifier {
         // Renewal info carries no bundleId in Apple's schema; check it if it ever does.
         if case .string(let bundleId)? = json["bundleId"] { try checkBundleId(bundleId) }
         try checkEnvironment(payload.environment, field: "environment")
-        var signed = SignedRenewalInfo(jws: jws, payload: payload)
-        signed.signedBytes = opened.bytes
-        return signed
+        return SignedRenewalInfo(jws: jws, payload: payload, signedBytes: opened.bytes)
     }
 
     /// The verified AppTransaction from its opened JWS: its payload decoded as that kind, checked, with the bytes as signed.
@@ -37,9 +33,7 @@ extension SignedDataVerifier {
         try checkBundleId(payload.bundleId)
         try checkAppAppleId(payload.appAppleId, environment: payload.receiptType)
         try checkEnvironment(payload.receiptType, field: "receiptType")
-        var signed = SignedAppTransaction(jws: jws, payload: payload)
-        signed.signedBytes = opened.bytes
-        return signed
+        return SignedAppTransaction(jws: jws, payload: payload, signedBytes: opened.bytes)
     }
 
     /// The verified notification from its opened JWS: its payload decoded as that kind, checked, with the bytes as signed.
@@ -50,20 +44,23 @@ extension SignedDataVerifier {
         try checkAppTransactionId(json["data"]?["appTransactionId"], field: "data.appTransactionId")
         try checkNotificationIdentity(payload)
 
-        var result = SignedNotification(jws: jws, payload: payload)
-        result.signedBytes = opened.bytes
+        var transaction: SignedTransaction? = nil
+        var renewalInfo: SignedRenewalInfo? = nil
+        var appTransaction: SignedAppTransaction? = nil
         if let nested = payload.data?.signedTransactionInfo {
-            do { result.transaction = try verifyTransaction(nested, deferring: deferred) } catch { throw error.prefixed("data.signedTransactionInfo") }
+            do { transaction = try verifyTransaction(nested, deferring: deferred) } catch { throw error.prefixed("data.signedTransactionInfo") }
         }
         if let nested = payload.data?.signedRenewalInfo {
-            do { result.renewalInfo = try verifyRenewalInfo(nested, deferring: deferred) } catch { throw error.prefixed("data.signedRenewalInfo") }
+            do { renewalInfo = try verifyRenewalInfo(nested, deferring: deferred) } catch { throw error.prefixed("data.signedRenewalInfo") }
         }
         if let nested = payload.appData?.signedAppTransactionInfo {
-            do { result.appTransaction = try verifyAppTransaction(nested, deferring: deferred) } catch {
+            do { appTransaction = try verifyAppTransaction(nested, deferring: deferred) } catch {
                 throw error.prefixed("appData.signedAppTransactionInfo")
             }
         }
-        return result
+        return SignedNotification(
+            jws: jws, payload: payload, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction,
+            signedBytes: opened.bytes)
     }
 }
 

@@ -20,21 +20,16 @@ struct NamedProducts: Sendable {
     private var seen: Set<String> = []
 
     init(_ items: [AppendItem]) {
-        // Each item matched down to the payload read, in place: no copy of a whole input
-        // (which retains each string of a notification and its nested payloads).
+        // Each item matched down to the fields read, in place: no copy of a payload
+        // (which retains each of its strings).
         for index in items.indices {
             switch items[index] {
             case .rejected: continue
             case .verified(.notification(let n)):
-                if let t = n.transaction { add(t.payload) }
-                if let p = n.renewalInfo?.payload.productId, n.renewalInfo?.payload.advancedCommerceInfo == nil,
-                    n.transaction?.payload.advancedCommerceInfo == nil
-                {
-                    add(product: p)
-                }
-            case .verified(.transaction(let t)): add(t.payload)
-            case .verified(.renewalInfo(let r)):
-                if let p = r.payload.productId, r.payload.advancedCommerceInfo == nil { add(product: p) }
+                if let t = n.transaction { add(t) }
+                if let r = n.renewalInfo, n.transaction?.payload.advancedCommerceInfo == nil { add(r) }
+            case .verified(.transaction(let t)): add(t)
+            case .verified(.renewalInfo(let r)): add(r)
             case .verified(.receipt(let r)): for entry in r.entries { add(product: entry.productId) }
             case .verified(.appTransaction): break
             }
@@ -47,11 +42,16 @@ struct NamedProducts: Sendable {
 
     /// A transaction's product, or its Advanced Commerce items (an Advanced Commerce
     /// purchase grants through its SKUs: its product may grant nothing).
-    private mutating func add(_ t: TransactionPayload) {
-        guard let items = t.advancedCommerceInfo?.items else {
-            add(product: t.productId)
+    private mutating func add(_ t: SignedTransaction) {
+        guard let items = t.payload.advancedCommerceInfo?.items else {
+            add(product: t.payload.productId)
             return
         }
-        for item in items { commerceItems.append(CommerceItem(sku: item.sku, transactionId: t.transactionId)) }
+        for item in items { commerceItems.append(CommerceItem(sku: item.sku, transactionId: t.payload.transactionId)) }
+    }
+
+    /// A renewal info's product, unless it renews through Advanced Commerce.
+    private mutating func add(_ r: SignedRenewalInfo) {
+        if let product = r.payload.productId, r.payload.advancedCommerceInfo == nil { add(product: product) }
     }
 }

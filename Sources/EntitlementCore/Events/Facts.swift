@@ -202,7 +202,7 @@ public struct TransactionFacts: Sendable, Hashable {
         return copy
     }
 
-    public init(_ p: TransactionPayload) {
+    public init(_ p: __shared TransactionPayload) {
         self.init(
             transactionId: p.transactionId, originalTransactionId: p.originalTransactionId,
             appTransactionId: p.appTransactionId, productId: p.productId,
@@ -305,7 +305,7 @@ public struct RenewalFacts: Sendable, Hashable {
     /// Whether ``extensions`` holds any (read in place, not copied).
     var hasExtensions: Bool { storage.fields.extensions != nil }
 
-    public init(_ p: RenewalInfoPayload) {
+    public init(_ p: __shared RenewalInfoPayload) {
         self.init(
             originalTransactionId: p.originalTransactionId, appTransactionId: p.appTransactionId,
             productId: p.productId, autoRenewProductId: p.autoRenewProductId,

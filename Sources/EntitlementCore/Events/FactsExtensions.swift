@@ -52,7 +52,7 @@ public struct TransactionExtensions: Sendable, Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(storage.fields) }
 
     /// The extensions `payload` carries, `nil` when it carries none.
-    init?(_ p: TransactionPayload) {
+    init?(_ p: __shared TransactionPayload) {
         self.init(
             billingPlanType: p.billingPlanType, commitment: p.commitmentInfo,
             previousOriginalTransactionId: p.previousOriginalTransactionId, items: p.advancedCommerceInfo?.items)

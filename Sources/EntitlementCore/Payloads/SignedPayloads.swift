@@ -19,147 +19,124 @@ package struct SignedBytes: Sendable, Hashable {
     package func hash(into hasher: inout Hasher) {}
 }
 
-/// A signed transaction: the JWS exactly as received, and its decoded payload.
+/// A signed transaction, renewal info or AppTransaction: the JWS exactly as received, and
+/// its decoded payload.
 ///
-/// A value whose parts live in one immutable box that its copies share (as those of the
-/// other signed kinds do): a copy of a verified input is one reference count, not one for
-/// each of its strings and those of its nested payloads. Setting a part makes a new box.
-public struct SignedTransaction: Sendable, Hashable {
-    @usableFromInline var box: SignedBox<TransactionPayload>
-    public var jws: String {
-        @inlinable _read { yield box.jws }
-        set { box = SignedBox(jws: newValue, payload: box.payload, signedBytes: box.signedBytes) }
+/// A value whose parts live in one immutable box that its copies share (as a
+/// ``SignedNotification``'s do): a copy of a verified input is one reference count, not
+/// one for each of its strings and those of its nested payloads. Setting a part makes a
+/// new box.
+public struct SignedJWS<Payload: Sendable & Hashable>: Sendable, Hashable {
+    @usableFromInline struct Parts: Sendable {
+        @usableFromInline var jws: String
+        @usableFromInline var payload: Payload
+        var signedBytes: SignedBytes
     }
-    public var payload: TransactionPayload {
-        @inlinable _read { yield box.payload }
-        set { box = SignedBox(jws: box.jws, payload: newValue, signedBytes: box.signedBytes) }
+
+    @usableFromInline var box: SharedParts<Parts>
+
+    public var jws: String {
+        @inlinable _read { yield box.parts.jws }
+        set { box = box.with { $0.jws = newValue } }
+    }
+    public var payload: Payload {
+        @inlinable _read { yield box.parts.payload }
+        set { box = box.with { $0.payload = newValue } }
     }
     /// The payload's bytes as signed, when the verifier kept them.
     package var signedBytes: SignedBytes {
-        get { box.signedBytes }
-        set { box = SignedBox(jws: box.jws, payload: box.payload, signedBytes: newValue) }
+        get { box.parts.signedBytes }
+        set { box = box.with { $0.signedBytes = newValue } }
     }
-    public init(jws: String, payload: TransactionPayload) { box = SignedBox(jws: jws, payload: payload, signedBytes: SignedBytes()) }
+
+    public init(jws: String, payload: Payload) { self.init(jws: jws, payload: payload, signedBytes: SignedBytes()) }
+
     /// The value as the verifier makes it, with the payload's bytes as signed.
-    package init(jws: String, payload: TransactionPayload, signedBytes: SignedBytes) {
-        box = SignedBox(jws: jws, payload: payload, signedBytes: signedBytes)
+    package init(jws: String, payload: Payload, signedBytes: SignedBytes) {
+        box = SharedParts(Parts(jws: jws, payload: payload, signedBytes: signedBytes))
     }
+
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.box === rhs.box || (lhs.jws == rhs.jws && lhs.payload == rhs.payload) }
+
     public func hash(into hasher: inout Hasher) {
         hasher.combine(jws)
         hasher.combine(payload)
     }
 }
 
-/// A signed renewal info: the JWS exactly as received, and its decoded payload (boxed as
-/// ``SignedTransaction`` is).
-public struct SignedRenewalInfo: Sendable, Hashable {
-    @usableFromInline var box: SignedBox<RenewalInfoPayload>
-    public var jws: String {
-        @inlinable _read { yield box.jws }
-        set { box = SignedBox(jws: newValue, payload: box.payload, signedBytes: box.signedBytes) }
-    }
-    public var payload: RenewalInfoPayload {
-        @inlinable _read { yield box.payload }
-        set { box = SignedBox(jws: box.jws, payload: newValue, signedBytes: box.signedBytes) }
-    }
-    /// The payload's bytes as signed, when the verifier kept them.
-    package var signedBytes: SignedBytes {
-        get { box.signedBytes }
-        set { box = SignedBox(jws: box.jws, payload: box.payload, signedBytes: newValue) }
-    }
-    public init(jws: String, payload: RenewalInfoPayload) { box = SignedBox(jws: jws, payload: payload, signedBytes: SignedBytes()) }
-    /// The value as the verifier makes it, with the payload's bytes as signed.
-    package init(jws: String, payload: RenewalInfoPayload, signedBytes: SignedBytes) {
-        box = SignedBox(jws: jws, payload: payload, signedBytes: signedBytes)
-    }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.box === rhs.box || (lhs.jws == rhs.jws && lhs.payload == rhs.payload) }
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(jws)
-        hasher.combine(payload)
-    }
-}
-
-/// A signed AppTransaction: the JWS exactly as received, and its decoded payload (boxed as
-/// ``SignedTransaction`` is).
-public struct SignedAppTransaction: Sendable, Hashable {
-    @usableFromInline var box: SignedBox<AppTransactionPayload>
-    public var jws: String {
-        @inlinable _read { yield box.jws }
-        set { box = SignedBox(jws: newValue, payload: box.payload, signedBytes: box.signedBytes) }
-    }
-    public var payload: AppTransactionPayload {
-        @inlinable _read { yield box.payload }
-        set { box = SignedBox(jws: box.jws, payload: newValue, signedBytes: box.signedBytes) }
-    }
-    /// The payload's bytes as signed, when the verifier kept them.
-    package var signedBytes: SignedBytes {
-        get { box.signedBytes }
-        set { box = SignedBox(jws: box.jws, payload: box.payload, signedBytes: newValue) }
-    }
-    public init(jws: String, payload: AppTransactionPayload) { box = SignedBox(jws: jws, payload: payload, signedBytes: SignedBytes()) }
-    /// The value as the verifier makes it, with the payload's bytes as signed.
-    package init(jws: String, payload: AppTransactionPayload, signedBytes: SignedBytes) {
-        box = SignedBox(jws: jws, payload: payload, signedBytes: signedBytes)
-    }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.box === rhs.box || (lhs.jws == rhs.jws && lhs.payload == rhs.payload) }
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(jws)
-        hasher.combine(payload)
-    }
-}
+/// A signed transaction: the JWS exactly as received, and its decoded payload.
+public typealias SignedTransaction = SignedJWS<TransactionPayload>
+/// A signed renewal info: the JWS exactly as received, and its decoded payload.
+public typealias SignedRenewalInfo = SignedJWS<RenewalInfoPayload>
+/// A signed AppTransaction: the JWS exactly as received, and its decoded payload.
+public typealias SignedAppTransaction = SignedJWS<AppTransactionPayload>
 
 /// A signed notification with its nested signed objects, each verified on its own
-/// (boxed as ``SignedTransaction`` is).
+/// (boxed as ``SignedJWS`` is).
 public struct SignedNotification: Sendable, Hashable {
-    @usableFromInline var box: NotificationBox
+    @usableFromInline struct Parts: Sendable {
+        @usableFromInline var jws: String
+        @usableFromInline var payload: NotificationPayload
+        @usableFromInline var transaction: SignedTransaction?
+        @usableFromInline var renewalInfo: SignedRenewalInfo?
+        @usableFromInline var appTransaction: SignedAppTransaction?
+        var signedBytes: SignedBytes
+    }
+
+    @usableFromInline var box: SharedParts<Parts>
+
     public var jws: String {
-        @inlinable _read { yield box.jws }
-        set { box = NotificationBox(jws: newValue, payload: box.payload, transaction: box.transaction, renewalInfo: box.renewalInfo, appTransaction: box.appTransaction, signedBytes: box.signedBytes) }
+        @inlinable _read { yield box.parts.jws }
+        set { box = box.with { $0.jws = newValue } }
     }
     public var payload: NotificationPayload {
-        @inlinable _read { yield box.payload }
-        set { box = NotificationBox(jws: box.jws, payload: newValue, transaction: box.transaction, renewalInfo: box.renewalInfo, appTransaction: box.appTransaction, signedBytes: box.signedBytes) }
+        @inlinable _read { yield box.parts.payload }
+        set { box = box.with { $0.payload = newValue } }
     }
     public var transaction: SignedTransaction? {
-        @inlinable _read { yield box.transaction }
-        set { box = NotificationBox(jws: box.jws, payload: box.payload, transaction: newValue, renewalInfo: box.renewalInfo, appTransaction: box.appTransaction, signedBytes: box.signedBytes) }
+        @inlinable _read { yield box.parts.transaction }
+        set { box = box.with { $0.transaction = newValue } }
     }
     public var renewalInfo: SignedRenewalInfo? {
-        @inlinable _read { yield box.renewalInfo }
-        set { box = NotificationBox(jws: box.jws, payload: box.payload, transaction: box.transaction, renewalInfo: newValue, appTransaction: box.appTransaction, signedBytes: box.signedBytes) }
+        @inlinable _read { yield box.parts.renewalInfo }
+        set { box = box.with { $0.renewalInfo = newValue } }
     }
     public var appTransaction: SignedAppTransaction? {
-        @inlinable _read { yield box.appTransaction }
-        set { box = NotificationBox(jws: box.jws, payload: box.payload, transaction: box.transaction, renewalInfo: box.renewalInfo, appTransaction: newValue, signedBytes: box.signedBytes) }
+        @inlinable _read { yield box.parts.appTransaction }
+        set { box = box.with { $0.appTransaction = newValue } }
     }
     /// The payload's bytes as signed, when the verifier kept them.
     package var signedBytes: SignedBytes {
-        get { box.signedBytes }
-        set { box = NotificationBox(jws: box.jws, payload: box.payload, transaction: box.transaction, renewalInfo: box.renewalInfo, appTransaction: box.appTransaction, signedBytes: newValue) }
+        get { box.parts.signedBytes }
+        set { box = box.with { $0.signedBytes = newValue } }
     }
+
     public init(
         jws: String, payload: NotificationPayload, transaction: SignedTransaction? = nil,
         renewalInfo: SignedRenewalInfo? = nil, appTransaction: SignedAppTransaction? = nil
     ) {
-        box = NotificationBox(
+        self.init(
             jws: jws, payload: payload, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction,
             signedBytes: SignedBytes())
     }
+
     /// The value as the verifier makes it, with the payload's bytes as signed.
     package init(
         jws: String, payload: NotificationPayload, transaction: SignedTransaction?, renewalInfo: SignedRenewalInfo?,
         appTransaction: SignedAppTransaction?, signedBytes: SignedBytes
     ) {
-        box = NotificationBox(
-            jws: jws, payload: payload, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction,
-            signedBytes: signedBytes)
+        box = SharedParts(
+            Parts(
+                jws: jws, payload: payload, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction,
+                signedBytes: signedBytes))
     }
+
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.box === rhs.box
             || (lhs.jws == rhs.jws && lhs.payload == rhs.payload && lhs.transaction == rhs.transaction
                 && lhs.renewalInfo == rhs.renewalInfo && lhs.appTransaction == rhs.appTransaction)
     }
+
     public func hash(into hasher: inout Hasher) {
         hasher.combine(jws)
         hasher.combine(payload)
@@ -169,38 +146,17 @@ public struct SignedNotification: Sendable, Hashable {
     }
 }
 
-/// The parts of a signed transaction, renewal info or AppTransaction, which its copies share.
-@usableFromInline final class SignedBox<Payload: Sendable>: Sendable {
-    @usableFromInline let jws: String
-    @usableFromInline let payload: Payload
-    let signedBytes: SignedBytes
+/// The parts of a signed value, which its copies share; never changed once made.
+@usableFromInline final class SharedParts<Parts: Sendable>: Sendable {
+    @usableFromInline let parts: Parts
 
-    init(jws: String, payload: Payload, signedBytes: SignedBytes) {
-        self.jws = jws
-        self.payload = payload
-        self.signedBytes = signedBytes
-    }
-}
+    init(_ parts: Parts) { self.parts = parts }
 
-/// The parts of a signed notification, which its copies share.
-@usableFromInline final class NotificationBox: Sendable {
-    @usableFromInline let jws: String
-    @usableFromInline let payload: NotificationPayload
-    @usableFromInline let transaction: SignedTransaction?
-    @usableFromInline let renewalInfo: SignedRenewalInfo?
-    @usableFromInline let appTransaction: SignedAppTransaction?
-    let signedBytes: SignedBytes
-
-    init(
-        jws: String, payload: NotificationPayload, transaction: SignedTransaction?, renewalInfo: SignedRenewalInfo?,
-        appTransaction: SignedAppTransaction?, signedBytes: SignedBytes
-    ) {
-        self.jws = jws
-        self.payload = payload
-        self.transaction = transaction
-        self.renewalInfo = renewalInfo
-        self.appTransaction = appTransaction
-        self.signedBytes = signedBytes
+    /// A new box with the parts `change` made of these.
+    func with(_ change: (inout Parts) -> Void) -> SharedParts {
+        var parts = self.parts
+        change(&parts)
+        return SharedParts(parts)
     }
 }
 

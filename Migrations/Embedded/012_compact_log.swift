@@ -2,7 +2,7 @@
 // edit that file and run the script again.
 extension SchemaMigrations {
     static let m012_compact_log = Migration(identifier: "012_compact_log", sql: ####"""
--- The log in parts (issue 16): a JWS Apple signs carries its certificate chain in
+-- The log in parts: a JWS Apple signs carries its certificate chain in
 -- its header (4-5 KB, the same for every JWS signed with one certificate), and a
 -- notification repeats it three times (its own, and its nested transaction's and
 -- renewal info's, base64url-encoded once more inside its payload). The log now

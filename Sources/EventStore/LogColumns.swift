@@ -51,11 +51,11 @@ enum LogColumns {
         return Base64.encodeURL(statement.blob(column) ?? [])
     }
 
+    private static let nestedSlots: [RawRef.Slot] = [.nestedTransaction, .nestedRenewalInfo, .nestedAppTransaction]
+
     /// The number a nested JWS's path is kept as, when it is a known one.
     static func pathCode(_ path: String) -> Int64? {
-        for slot in [RawRef.Slot.nestedTransaction, .nestedRenewalInfo, .nestedAppTransaction] where StoredJWS.path(of: slot) == path {
-            return Int64(slot.rawValue)
-        }
+        for slot in nestedSlots where StoredJWS.path(of: slot) == path { return Int64(slot.rawValue) }
         return nil
     }
 

@@ -131,12 +131,21 @@ public struct StoredJWS: Sendable, Hashable {
 
     /// The JSON path (`$.data.signedTransactionInfo`) of the JWS nested in `slot`.
     public static func path(of slot: RawRef.Slot) -> String? {
-        keys(of: slot).map { "$." + $0.joined(separator: ".") }
+        switch slot {
+        case .own: return nil
+        case .nestedTransaction: return nestedPaths[0].path
+        case .nestedRenewalInfo: return nestedPaths[1].path
+        case .nestedAppTransaction: return nestedPaths[2].path
+        }
     }
 
-    /// The JSON paths where a notification nests JWS, and the keys that reach them.
+    /// The JSON paths where a notification nests JWS, and the keys that reach them, in the
+    /// order of their slots: made once (every event logged names them).
     public static let nestedPaths: [(path: String, keys: [String])] = [RawRef.Slot.nestedTransaction, .nestedRenewalInfo, .nestedAppTransaction]
-        .map { (path(of: $0)!, keys(of: $0)!) }
+        .map { slot in
+            let keys = keys(of: slot)!
+            return ("$." + keys.joined(separator: "."), keys)
+        }
 
     public init(header: String, signature: String, body: [UInt8], nested: [Nested]) {
         self.header = header

@@ -3,11 +3,21 @@ import EventStore
 import Testing
 import TestSupport
 
-/// The log keeps a JWS in parts (issue 16); the parts must give back the JWS
+/// The log keeps a JWS in parts; the parts must give back the JWS
 /// byte for byte, or the hash chain computed over it would no longer match.
 @Suite struct StoredJWSTests {
     static func jws(header: String, payload: String, signature: String) -> String {
         header + "." + Base64.encodeURL(Array(payload.utf8)) + "." + signature
+    }
+
+    @Test func eachNestedSlotHasThePathItsKeysSpell() {
+        #expect(StoredJWS.path(of: .own) == nil && StoredJWS.keys(of: .own) == nil)
+        let slots: [RawRef.Slot] = [.nestedTransaction, .nestedRenewalInfo, .nestedAppTransaction]
+        #expect(slots.map { StoredJWS.path(of: $0) } == ["$.data.signedTransactionInfo", "$.data.signedRenewalInfo", "$.appData.signedAppTransactionInfo"])
+        for (slot, nested) in zip(slots, StoredJWS.nestedPaths) {
+            #expect(nested.path == StoredJWS.path(of: slot) && nested.keys == StoredJWS.keys(of: slot))
+            #expect(nested.path == "$." + nested.keys.joined(separator: "."))
+        }
     }
 
     @Test func base64urlEncodingIsTheInverseOfTheStrictDecoder() {

@@ -4,7 +4,7 @@ import Testing
 
 /// A replay writes its new generation in background transactions, one after
 /// another; an ingest (a foreground write) that asks for the lock meanwhile must
-/// go before the next of them, not sleep through the gaps (issue 17).
+/// go before the next of them, not sleep through the gaps.
 @Suite struct WriterPriorityTests {
     /// Runs `body` on a thread of its own (writes block; never on the cooperative pool).
     static func onThread(_ body: @escaping @Sendable () -> Void) -> DispatchSemaphore {

@@ -25,7 +25,7 @@ package struct CorpusCase {
     package var isHuge: Bool { input.count > 1 << 20 }
 }
 
-/// The named corpus of hostile inputs (issue 7), built in code so that it is reproducible:
+/// The named corpus of hostile inputs, built in code so that it is reproducible:
 /// the verification issue's list (empty input, truncation, invalid base64 and UTF-8, 5 MB
 /// lines, deep nesting, alg none or HS256, 2 or 4 certificates, an unrelated root,
 /// certificates without Apple's OIDs, expired or not-yet-valid certificates at signedDate,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long crash-safety and concurrency run (issue 7). The test suite runs the same tests small
+# The long crash-safety and concurrency run. The test suite runs the same tests small
 # and fast; this script runs them at scale:
 #
 #   Tests/reliability/crash-test.sh [--inputs N] [--kills K] [--seed S] [--writers W] [--race-inputs N] [--release]

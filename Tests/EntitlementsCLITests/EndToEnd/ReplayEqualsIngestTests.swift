@@ -5,7 +5,7 @@ import TestPKI
 import Testing
 import TestSupport
 
-/// Issue 5's property, end to end: randomized signed histories ingested one by
+/// Replay equals ingest, end to end: randomized signed histories ingested one by
 /// one in random orders with duplicates give the same state as one batch, and a
 /// replay of the log gives exactly that state again. The histories mix objects
 /// that carry an appTransactionId with legacy ones that do not (links arriving

@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 extension Reliability {
-    /// Migration 012 rewrites a log made by the previous schema into parts (issue 16),
+    /// Migration 012 rewrites a log made by the previous schema into parts,
     /// on databases that build made: `Fixtures/legacy/*-011.sqlite`, written by the
     /// engine at commit c8ec548 (schema 011) from the demo's histories with a usage
     /// record and a quarantined input, and from each real Apple-signed sample.

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 extension Reliability {
-    /// Inputs that are not hostile, only odd (issue 14): endless, with a byte order mark,
+    /// Inputs that are not hostile, only odd: endless, with a byte order mark,
     /// with classic Mac line ends, or a list of files with a typo in it.
     @Suite("Odd inputs")
     struct OddInputs {

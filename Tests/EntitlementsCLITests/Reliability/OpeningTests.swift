@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 extension Reliability {
-    /// How each command opens the database (issue 14): readers never create, migrate or
+    /// How each command opens the database: readers never create, migrate or
     /// write it, and never leave files behind; a database from a newer engine is refused;
     /// a lock held while the database is created or migrated is waited for.
     @Suite("Opening the database")

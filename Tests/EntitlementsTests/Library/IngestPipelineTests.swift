@@ -6,7 +6,7 @@ import TestPKI
 import TestSupport
 
 /// `Engine.ingest(batches:workers:deliver:)` verifies batches side by side on its own
-/// threads and appends them in order (issue 16): whatever the lanes, every batch is
+/// threads and appends them in order: whatever the lanes, every batch is
 /// delivered once, in the order read, and the log equals a one-batch-at-a-time ingest.
 @Suite struct IngestPipelineTests {
 

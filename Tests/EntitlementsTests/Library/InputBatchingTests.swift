@@ -7,8 +7,8 @@ import Glibc
 #endif
 
 /// How `ingest` cuts its input into batches (one transaction each): a file gives
-/// full batches, a stream what has arrived, never waiting for more (issue 16: a
-/// file cut into the few lines one read returned made thousands of commits).
+/// full batches, a stream what has arrived, never waiting for more (a
+/// file cut into the few lines one read returned would make thousands of commits).
 @Suite struct InputBatchingTests {
     static func line(_ index: Int) -> String {
         "{\"signedPayload\":\"" + String(repeating: "A", count: 15_000 + index % 7) + "\"}"

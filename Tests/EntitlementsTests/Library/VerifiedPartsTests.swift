@@ -5,7 +5,7 @@ import Testing
 import TestPKI
 import TestSupport
 
-/// The verifier hands the log the payload bytes it decoded (issue 16), so that the log
+/// The verifier hands the log the payload bytes it decoded, so that the log
 /// does not decode every segment a second time: the parts stored from those bytes must
 /// be exactly the parts decoded afresh, and give back the JWS byte for byte.
 @Suite struct VerifiedPartsTests {

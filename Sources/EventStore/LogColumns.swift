@@ -51,12 +51,9 @@ enum LogColumns {
         return Base64.encodeURL(statement.blob(column) ?? [])
     }
 
-    private static let nestedSlots: [RawRef.Slot] = [.nestedTransaction, .nestedRenewalInfo, .nestedAppTransaction]
-
     /// The number a nested JWS's path is kept as, when it is a known one.
     static func pathCode(_ path: String) -> Int64? {
-        for slot in nestedSlots where StoredJWS.path(of: slot) == path { return Int64(slot.rawValue) }
-        return nil
+        StoredJWS.nestedPaths.firstIndex { $0.path == path }.map { Int64(StoredJWS.nestedSlots[$0].rawValue) }
     }
 
     /// Binds a nested JWS's path at `index` in `form`.

@@ -131,21 +131,18 @@ public struct StoredJWS: Sendable, Hashable {
 
     /// The JSON path (`$.data.signedTransactionInfo`) of the JWS nested in `slot`.
     public static func path(of slot: RawRef.Slot) -> String? {
-        switch slot {
-        case .own: return nil
-        case .nestedTransaction: return nestedPaths[0].path
-        case .nestedRenewalInfo: return nestedPaths[1].path
-        case .nestedAppTransaction: return nestedPaths[2].path
-        }
+        nestedSlots.firstIndex(of: slot).map { nestedPaths[$0].path }
     }
 
+    /// The slots of the JWS a notification nests.
+    static let nestedSlots: [RawRef.Slot] = [.nestedTransaction, .nestedRenewalInfo, .nestedAppTransaction]
+
     /// The JSON paths where a notification nests JWS, and the keys that reach them, in the
-    /// order of their slots: made once (every event logged names them).
-    public static let nestedPaths: [(path: String, keys: [String])] = [RawRef.Slot.nestedTransaction, .nestedRenewalInfo, .nestedAppTransaction]
-        .map { slot in
-            let keys = keys(of: slot)!
-            return ("$." + keys.joined(separator: "."), keys)
-        }
+    /// order of ``nestedSlots``: made once (every event logged names them).
+    public static let nestedPaths: [(path: String, keys: [String])] = nestedSlots.map { slot in
+        let keys = keys(of: slot)!
+        return ("$." + keys.joined(separator: "."), keys)
+    }
 
     public init(header: String, signature: String, body: [UInt8], nested: [Nested]) {
         self.header = header

@@ -57,15 +57,35 @@ public struct StoredJWS: Sendable, Hashable {
         init?(_ jws: Substring, decoded: [UInt8]?) {
             var text = jws
             guard let parts = text.withUTF8({ bytes -> (String, [UInt8], String)? in
-                guard let base = bytes.baseAddress, bytes.count > 0,
-                    let first = memchr(base, Int32(UInt8(ascii: ".")), bytes.count)
-                else { return nil }
-                let firstDot = base.distance(to: first.assumingMemoryBound(to: UInt8.self))
+                guard let base = bytes.baseAddress, bytes.count > 0 else { return nil }
+                let dot = UInt8(ascii: ".")
+                // The header is most often the one met last, compared whole in any case
+                // (``headerText(_:)``): its length then places the first dot.
+                let known = Self.lastHeader.withLock { $0 }
+                let firstDot: Int
+                let header: String
+                if Self.startsWithHeader(known, followedBy: dot, in: bytes) {
+                    firstDot = known.utf8.count
+                    header = known
+                } else {
+                    guard let first = memchr(base, Int32(dot), bytes.count) else { return nil }
+                    firstDot = base.distance(to: first.assumingMemoryBound(to: UInt8.self))
+                    header = Self.headerText(UnsafeBufferPointer(rebasing: bytes[0..<firstDot]))
+                }
                 let afterFirst = firstDot + 1
-                guard let second = memchr(base + afterFirst, Int32(UInt8(ascii: ".")), bytes.count - afterFirst) else { return nil }
-                let secondDot = base.distance(to: second.assumingMemoryBound(to: UInt8.self))
+                // The verifier's decoded payload gives its segment's length: the second dot
+                // is there when the segment is the one it decoded (strict base64url: no dot).
+                let secondDot: Int
+                if let decoded, afterFirst + Base64.encodedLengthURL(decoded.count) < bytes.count,
+                    bytes[afterFirst + Base64.encodedLengthURL(decoded.count)] == dot
+                {
+                    secondDot = afterFirst + Base64.encodedLengthURL(decoded.count)
+                } else {
+                    guard let second = memchr(base + afterFirst, Int32(dot), bytes.count - afterFirst) else { return nil }
+                    secondDot = base.distance(to: second.assumingMemoryBound(to: UInt8.self))
+                }
                 let afterSecond = secondDot + 1
-                guard memchr(base + afterSecond, Int32(UInt8(ascii: ".")), bytes.count - afterSecond) == nil else { return nil }
+                guard memchr(base + afterSecond, Int32(dot), bytes.count - afterSecond) == nil else { return nil }
                 let segment = UnsafeBufferPointer(rebasing: bytes[afterFirst..<secondDot])
                 let payload: [UInt8]
                 if let decoded, Base64.encodedLengthURL(decoded.count) == segment.count {
@@ -74,12 +94,19 @@ public struct StoredJWS: Sendable, Hashable {
                     guard let fresh = Base64.decodeURL(segment), String(validating: fresh, as: UTF8.self) != nil else { return nil }
                     payload = fresh
                 }
-                return (
-                    Self.headerText(UnsafeBufferPointer(rebasing: bytes[0..<firstDot])), payload,
-                    String(decoding: UnsafeBufferPointer(rebasing: bytes[afterSecond...]), as: UTF8.self)
-                )
+                return (header, payload, String(decoding: UnsafeBufferPointer(rebasing: bytes[afterSecond...]), as: UTF8.self))
             }) else { return nil }
             (header, payload, signature) = parts
+        }
+
+        /// Whether `bytes` begin with `header`'s text and then `separator`. A header
+        /// kept as the last one met holds no dot (it was the text before a first dot).
+        private static func startsWithHeader(_ header: String, followedBy separator: UInt8, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            var header = header
+            return header.withUTF8 { known in
+                !known.isEmpty && known.count < bytes.count && bytes[known.count] == separator
+                    && memcmp(known.baseAddress!, bytes.baseAddress!, known.count) == 0
+            }
         }
 
         /// The header met last, shared: nearly every JWS carries the header of the one
@@ -250,21 +277,27 @@ public struct StoredJWS: Sendable, Hashable {
     /// (`memchr` to each candidate start, `memcmp` to check it.)
     static func onlyQuotedOccurrence(of needle: UnsafeBufferPointer<UInt8>, in haystack: [UInt8]) -> (start: Int, end: Int)? {
         guard let pin = needle.baseAddress, !needle.isEmpty, haystack.count >= needle.count + 2 else { return nil }
+        let quote = UInt8(ascii: "\"")
+        // An occurrence found, the next can begin no sooner than at its closing quote,
+        // unless the needle holds a quote itself (then one may begin inside it).
+        let step = memchr(pin, Int32(quote), needle.count) == nil ? needle.count + 1 : 1
         return haystack.withUnsafeBufferPointer { hay -> (start: Int, end: Int)? in
             let base = hay.baseAddress!
-            let quote = UInt8(ascii: "\"")
-            // The needle starts after an opening quote (index >= 1) and ends before a closing one.
-            let last = hay.count - needle.count - 1
-            var index = 1
+            // Each opening quote with room after it for the needle and a closing quote.
+            let last = hay.count - needle.count - 2
+            var index = 0
             var found: (start: Int, end: Int)? = nil
             while index <= last {
-                guard let hit = memchr(base + index, Int32(pin[0]), last - index + 1) else { break }
-                let at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                if base[at - 1] == quote && base[at + needle.count] == quote && memcmp(base + at, pin, needle.count) == 0 {
+                guard let hit = memchr(base + index, Int32(quote), last - index + 1) else { break }
+                let open = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                let at = open + 1
+                if base[at] == pin[0] && base[at + needle.count] == quote && memcmp(base + at, pin, needle.count) == 0 {
                     if found != nil { return nil }
                     found = (at, at + needle.count)
+                    index = open + step
+                } else {
+                    index = open + 1
                 }
-                index = at + 1
             }
             return found
         }

@@ -47,7 +47,7 @@ extension AppStoreSync {
                 return report
             }
             if report.arrived {
-                askStatus(token, into: &report)  // the attempt that delivered it, as Apple records it
+                awaitDeliveringAttempt(token, into: &report)
                 break
             }
             if Date() >= deadline { break }
@@ -55,6 +55,21 @@ extension AppStoreSync {
         }
         report.waited = clock() - started
         return report
+    }
+
+    /// The attempt that delivered the notification, as Apple lists it. Apple records an
+    /// attempt once the webhook has answered, which is after the log took the notification:
+    /// Apple is asked again, once a second, until it lists one more attempt than before the
+    /// arrival (or a successful one), for `grace` seconds at most.
+    private func awaitDeliveringAttempt(_ token: String, into report: inout TestNotificationReport, grace: Double = 5) {
+        let before = report.sendAttempts.count
+        let giveUp = Date(timeIntervalSinceNow: grace)
+        while true {
+            askStatus(token, into: &report)
+            let succeeded = report.sendAttempts.contains { $0["sendAttemptResult"] == .string("SUCCESS") }
+            if report.sendAttempts.count > before || succeeded || Date() >= giveUp { return }
+            Thread.sleep(forTimeInterval: min(1, max(0.01, giveUp.timeIntervalSinceNow)))
+        }
     }
 
     /// Get Test Notification Status: the send attempts, and the notification's UUID (its

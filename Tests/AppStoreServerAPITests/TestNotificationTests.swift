@@ -63,6 +63,8 @@ import Glibc
     struct Sent: Sendable {
         var signedPayload: String?
         var attempts: [JSONValue] = []
+        /// Status answers given since the notification was delivered.
+        var asksSinceDelivery = 0
     }
 
     final class SentLog: Sendable {
@@ -71,9 +73,11 @@ import Glibc
     }
 
     /// A mock that, asked for a test notification, delivers it with `deliver` (on a thread of
-    /// its own, after answering, as Apple does) and reports what it sent.
+    /// its own, after answering, as Apple does) and reports what it sent. With `attemptListedLate`,
+    /// the status answers list the attempt only from the second one after the delivery (Apple
+    /// records an attempt some time after the webhook answered).
     static func serveTestNotifications(
-        _ fixture: SyncFixture, uuid: String, deliver: @escaping @Sendable (String) -> String
+        _ fixture: SyncFixture, uuid: String, attemptListedLate: Bool = false, deliver: @escaping @Sendable (String) -> String
     ) -> SentLog {
         let sent = SentLog()
         let token = "ce3af791-365e-4c60-841b-1674b43c1609"
@@ -91,9 +95,13 @@ import Glibc
                 thread.start()
                 return .json(["testNotificationToken": .string(token)])
             case ("GET", "/inApps/v1/notifications/test/\(token)"):
-                let state = sent.withLock { $0 }
+                let state = sent.withLock { sent in
+                    if sent.signedPayload != nil { sent.asksSinceDelivery += 1 }
+                    return sent
+                }
                 guard let payload = state.signedPayload else { return .error(404, code: 4_040_007, message: "Test notification not found.") }
-                return .json(["signedPayload": .string(payload), "sendAttempts": .array(state.attempts)])
+                let listed = attemptListedLate && state.asksSinceDelivery < 2 ? [] : state.attempts
+                return .json(["signedPayload": .string(payload), "sendAttempts": .array(listed)])
             case ("POST", let path) where path.hasSuffix("/finish"):
                 return MockResponse(status: 200)
             default:
@@ -146,6 +154,22 @@ import Glibc
         stopped = true
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(fixture.mock.requests.filter { $0.path.hasSuffix("/finish") }.count == 1)
+    }
+
+    @Test func theAttemptThatDeliveredItIsReportedWhenAppleListsItLate() throws {
+        let fixture = try SyncFixture()
+        let served = try Served(fixture, database: "late.sqlite")
+        defer { _ = served.stop() }
+        let uuid = "7e57e57e-0000-4000-8000-000000000004"
+        let sent = Self.serveTestNotifications(fixture, uuid: uuid, attemptListedLate: true) { body in
+            served.post(body) == 200 ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+        }
+        let run = try Tool.entitlements(["test-notification", "--config", fixture.configPath, "--db", "late.sqlite"], in: fixture.folder)
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        let line = try #require(S.lines(run).first)
+        #expect(line["arrived"] == true)
+        #expect(line["sendAttempts"]?.element(0)?["sendAttemptResult"] == "SUCCESS")
+        #expect(sent.withLock { $0.asksSinceDelivery } >= 2)
     }
 
     @Test func aNotificationThatNeverArrivesExitsOneWithApplesAttempts() throws {

@@ -105,7 +105,7 @@ extension EventStore {
         var batch: [Event] = []
         var changes = IdentityChanges()
         // Outcomes name the customer each item belongs to once the batch's links are in.
-        var itemEvents: [(index: Int, event: Event)] = []
+        var itemOwners: [(index: Int, query: OwnerQuery)] = []
 
         let findExisting = try connection.cached("SELECT seq, customer_key FROM events WHERE identity = ?")
         for item in items {
@@ -117,7 +117,7 @@ extension EventStore {
                 let identity = EventIdentity.identity(of: input, hash: hash)
                 let eventId = EventIdentity.eventId(of: input)
                 if let (seq, key) = try existingEvent(identity: identity, input: input, findExisting: findExisting) {
-                    itemEvents.append((outcomes.count, Event(seq: seq, input: input)))
+                    itemOwners.append((outcomes.count, OwnerQuery(Event(seq: seq, input: input))))
                     outcomes.append(.duplicate(eventId: eventId, kind: .signed(input.kind), customerKey: key, seq: seq))
                     continue
                 }
@@ -138,7 +138,7 @@ extension EventStore {
                     batch.append(event)
                 }
                 for claim in Self.strongest(event.linkClaims) { try record(claim, changes: &changes) }
-                itemEvents.append((outcomes.count, event))
+                itemOwners.append((outcomes.count, OwnerQuery(event)))
                 outcomes.append(.appended(eventId: eventId, kind: .signed(input.kind), customerKey: key, seq: seq))
             }
         }
@@ -164,8 +164,8 @@ extension EventStore {
             try recordLifecycle(ofBatch: affected, merges: merges, states: states, rules: rules, now: receivedAt)
             try writeHeldCustomerRows()
         }
-        for (index, event) in itemEvents {
-            guard let owner = try owner(of: event, cache: &owners) else { continue }
+        for (index, query) in itemOwners {
+            guard let owner = try owner(of: query, cache: &owners) else { continue }
             outcomes[index] = outcomes[index].naming(owner)
         }
         if lastSeq > firstSeq { head = LogHead(seq: lastSeq, hash: Self.hex(prevHash)) }
@@ -393,7 +393,7 @@ extension EventStore {
             }
             return previous.map(carried) ?? false
         }
-        if let otid = event.originalTransactionId, knownLookups.needsWriting(kind: "originalTransactionId", value: otid, customer: key),
+        if let otid = event.originalTransactionId, knownLookups.needsWriting(.originalTransactionId, value: otid, customer: key),
             try !carriedBefore({ $0.originalTransactionId == otid })
         {
             insert.reset()
@@ -403,7 +403,7 @@ extension EventStore {
             try insert.step()
         }
         for token in event.appAccountTokens.map({ $0.lowercased() })
-        where knownLookups.needsWriting(kind: "appAccountToken", value: token, customer: key) {
+        where knownLookups.needsWriting(.appAccountToken, value: token, customer: key) {
             if try carriedBefore({ $0.appAccountTokens.contains { $0.lowercased() == token } }) { continue }
             insert.reset()
             try insert.bind(1, "appAccountToken")

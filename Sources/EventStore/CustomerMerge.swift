@@ -93,9 +93,26 @@ extension EventStore {
     /// The customer `event` belongs to now: the one its originalTransactionId
     /// is linked to, else `otid:<X>`, else the appTransactionId it carries.
     func owner(of event: Event, cache: inout [String: CustomerKey]) throws -> CustomerKey? {
-        guard let otid = event.originalTransactionId else {
+        try owner(of: OwnerQuery(event), cache: &cache)
+    }
+
+    /// What naming an event's owner reads of it: kept instead of the event where the
+    /// owner is asked for after the event itself is no longer needed.
+    struct OwnerQuery {
+        let originalTransactionId: String?
+        let customerKey: CustomerKey?
+
+        init(_ event: Event) {
+            originalTransactionId = event.originalTransactionId
+            customerKey = event.customerKey
+        }
+    }
+
+    /// The customer of the event `query` was read from (``owner(of:cache:)-(Event,_)``).
+    func owner(of query: OwnerQuery, cache: inout [String: CustomerKey]) throws -> CustomerKey? {
+        guard let otid = query.originalTransactionId else {
             // A record filed under an otid: key (a usage recorded before the merge) follows its link too.
-            guard let key = event.customerKey, key.hasPrefix("otid:") else { return event.customerKey }
+            guard let key = query.customerKey, key.hasPrefix("otid:") else { return query.customerKey }
             return try resolve(key)
         }
         if let known = cache[otid] { return known }

@@ -8,9 +8,14 @@
 /// and kind (a name filed under several customers is only written again, `INSERT OR
 /// IGNORE`), and past ``capacity`` names the memory starts again.
 final class KnownLookups {
-    /// Customer by name, one table per kind of name.
-    private var customers: [String: [String: String]] = [:]
-    private var uncommitted: [(kind: String, value: String)] = []
+    /// The kinds of name `customer_lookup` files customers under.
+    enum Kind: Int, CaseIterable {
+        case originalTransactionId, appAccountToken
+    }
+
+    /// Customer by name, one table per kind of name (indexed by ``Kind``'s raw value).
+    private var customers = [[String: String]](repeating: [:], count: Kind.allCases.count)
+    private var uncommitted: [(kind: Kind, value: String)] = []
     private var count = 0
     let capacity: Int
 
@@ -19,14 +24,14 @@ final class KnownLookups {
     /// Whether the row (`kind`, `value`, `customer`) needs writing: `false` when it is
     /// known to be in the database; `true` (and it is remembered as written by the
     /// transaction under way) when it is not.
-    func needsWriting(kind: String, value: String, customer: String) -> Bool {
-        if customers[kind]?[value] == customer { return false }
+    func needsWriting(_ kind: Kind, value: String, customer: String) -> Bool {
+        if customers[kind.rawValue][value] == customer { return false }
         if count >= capacity {
-            customers.removeAll()
+            for index in customers.indices { customers[index].removeAll() }
             uncommitted.removeAll()
             count = 0
         }
-        if customers[kind, default: [:]].updateValue(customer, forKey: value) == nil { count += 1 }
+        if customers[kind.rawValue].updateValue(customer, forKey: value) == nil { count += 1 }
         uncommitted.append((kind, value))
         return true
     }
@@ -36,7 +41,7 @@ final class KnownLookups {
 
     /// The transaction rolled back: the rows it wrote are not in the database.
     func forgetUncommitted() {
-        for (kind, value) in uncommitted where customers[kind]?.removeValue(forKey: value) != nil { count -= 1 }
+        for (kind, value) in uncommitted where customers[kind.rawValue].removeValue(forKey: value) != nil { count -= 1 }
         uncommitted.removeAll()
     }
 }

@@ -31,9 +31,12 @@ extension Engine {
     /// appends and delivers the batches in order. Verification and SQLite run on
     /// different cores, and a batch is delivered as soon as it is committed: `next`
     /// may wait for input (a live stream on standard input) without holding back
-    /// the acknowledgment of what came before. At most `2 × workers + 3` batches are
-    /// read and not yet delivered (the one being appended included), so memory stays
-    /// bounded, and a lane seldom waits while the append pauses (for a WAL checkpoint).
+    /// the acknowledgment of what came before. At most `workers + 3` batches are
+    /// read and not yet delivered (the one being appended included): the lanes verify
+    /// faster than one thread appends, so what they have verified ahead is appended
+    /// alone once the input ends; two batches ahead keep the appending thread fed
+    /// (through a pause for a WAL checkpoint too) while memory, and that last stretch
+    /// on one core, stay small.
     ///
     /// `next` is called on those threads, one call at a time, never after it
     /// returned `nil` or after this method returned. A failure to store a batch ends
@@ -54,7 +57,7 @@ extension Engine {
         deliver: ([IngestResult]) -> Void
     ) throws(EngineError) {
         let lanes = max(1, workers)
-        let pipeline = IngestPipeline(inFlight: 2 * lanes + 2, lanes: lanes)
+        let pipeline = IngestPipeline(inFlight: lanes + 2, lanes: lanes)
         let source = UncheckedSendableBox(next)
         // Threads of the engine's own, not Dispatch's shared pool, which a server's handlers may fill.
         for lane in 0..<lanes {

@@ -2,7 +2,8 @@ import EntitlementCore
 import SchemaMigrations
 import Synchronization
 
-/// Applies the schema migrations in order, each with its record in one transaction.
+/// Applies the schema migrations in order, each with its record in one transaction (all
+/// of them in one for a new database).
 public enum Migrator {
     /// Where a database's schema stands against the migrations this engine knows.
     public enum SchemaStatus: Sendable, Equatable {
@@ -67,7 +68,9 @@ public enum Migrator {
     public static func migrate(_ connection: Connection, migrations: [SchemaMigrations.Migration]) throws -> [String] {
         // Up to date already (every open but the first): a read, no write lock. Opening
         // must not queue behind writers, or a query could fail on a busy database.
-        if try status(connection, migrations: migrations) == .current { return [] }
+        let before = try status(connection, migrations: migrations)
+        if before == .current { return [] }
+        let startedEmpty = before == .empty
         try connection.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (identifier TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT")
         // Each step rewrites the schema's pages into the write-ahead log: checkpointed only
@@ -83,50 +86,29 @@ public enum Migrator {
             if autoCheckpoint > Self.migratingCheckpointPages { _ = try? connection.execute("PRAGMA wal_autocheckpoint = \(autoCheckpoint)") }
         }
         var applied: [String] = []
-        for migration in migrations {
-            let didApply: Bool = try connection.write {
-                // Under the write lock: another engine may have got there first, newer or not.
-                _ = try status(connection, migrations: migrations)
-                let check = try connection.cached("SELECT 1 FROM schema_migrations WHERE identifier = ?")
-                // A stepped statement pins a read snapshot until reset: reset it at once.
-                defer { check.reset() }
-                try check.bind(1, migration.identifier)
-                if try check.step() { return (false, .commit) }
-                if migration.sql.contains(Self.editsSchemaMarker) {
-                    try connection.editingSchema { try connection.execute(migration.sql) }
-                } else if let step = migration.sql.range(of: Self.stepMarker) {
-                    // SQL, then the engine's step named on the marker line, then the rest of the SQL.
-                    let after = migration.sql[step.upperBound...]
-                    let name = after.prefix { !$0.isNewline }.trimmingCharacters(in: .whitespaces)
-                    try connection.execute(String(migration.sql[..<step.lowerBound]))
-                    let known = try Self.runStep(name, on: connection) { done, total in
-                        Self.progressHandler.withLock { $0 }?(MigrationProgress(
-                            migration: migration.identifier, path: connection.path, eventsDone: done, eventsTotal: total))
-                    }
-                    guard known else {
-                        throw StoreError(code: .corrupt, message: "migration \(migration.identifier) names an unknown step \(name)")
-                    }
-                    try connection.execute(String(after.drop { !$0.isNewline }))
-                } else {
-                    try connection.execute(migration.sql)
+        if startedEmpty {
+            // A new database: every step in one transaction, one commit (a step per commit
+            // cost a new database tens of milliseconds of syncs before its first event).
+            // Another engine creating it at the same moment is seen under the write lock: the
+            // steps it applied are skipped, as below.
+            applied = try connection.write {
+                var done: [String] = []
+                for migration in migrations where try apply(migration, on: connection, migrations: migrations) {
+                    done.append(migration.identifier)
                 }
-                let record = try connection.cached(
-                    "INSERT INTO schema_migrations (identifier, applied_at) VALUES (?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))")
-                try record.bind(1, migration.identifier)
-                try record.step()
-                // The schema version says how far this database has come, so that an older
-                // engine refuses it (DATABASE_TOO_NEW) even before reading schema_migrations.
-                let number = Self.number(of: migration.identifier)
-                if (try connection.scalarInt("PRAGMA user_version") ?? 0) < Int64(number) {
-                    try connection.execute("PRAGMA user_version = \(number)")
-                }
-                return (true, .commit)
+                return (done, .commit)
             }
-            if didApply { applied.append(migration.identifier) }
-            if didApply && migration.sql.contains(Self.stepMarker) {
-                // A rewrite of the log left a write-ahead log as large as the log: move it into
-                // the database and give its space back now, not at some later checkpoint.
-                _ = try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        } else {
+            for migration in migrations {
+                let didApply: Bool = try connection.write {
+                    (try apply(migration, on: connection, migrations: migrations), .commit)
+                }
+                if didApply { applied.append(migration.identifier) }
+                if didApply && migration.sql.contains(Self.stepMarker) {
+                    // A rewrite of the log left a write-ahead log as large as the log: move it into
+                    // the database and give its space back now, not at some later checkpoint.
+                    _ = try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                }
             }
         }
         if !applied.isEmpty {
@@ -136,6 +118,47 @@ public enum Migrator {
             _ = try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
         return applied
+    }
+
+    /// Applies `migration` in the caller's write transaction, with its record and the
+    /// schema version; `false` when it was applied already.
+    private static func apply(_ migration: SchemaMigrations.Migration, on connection: Connection, migrations: [SchemaMigrations.Migration]) throws -> Bool {
+        // Under the write lock: another engine may have got there first, newer or not.
+        _ = try status(connection, migrations: migrations)
+        let check = try connection.cached("SELECT 1 FROM schema_migrations WHERE identifier = ?")
+        // A stepped statement pins a read snapshot until reset: reset it at once.
+        defer { check.reset() }
+        try check.bind(1, migration.identifier)
+        if try check.step() { return false }
+        if migration.sql.contains(Self.editsSchemaMarker) {
+            try connection.editingSchema { try connection.execute(migration.sql) }
+        } else if let step = migration.sql.range(of: Self.stepMarker) {
+            // SQL, then the engine's step named on the marker line, then the rest of the SQL.
+            let after = migration.sql[step.upperBound...]
+            let name = after.prefix { !$0.isNewline }.trimmingCharacters(in: .whitespaces)
+            try connection.execute(String(migration.sql[..<step.lowerBound]))
+            let known = try Self.runStep(name, on: connection) { done, total in
+                Self.progressHandler.withLock { $0 }?(MigrationProgress(
+                    migration: migration.identifier, path: connection.path, eventsDone: done, eventsTotal: total))
+            }
+            guard known else {
+                throw StoreError(code: .corrupt, message: "migration \(migration.identifier) names an unknown step \(name)")
+            }
+            try connection.execute(String(after.drop { !$0.isNewline }))
+        } else {
+            try connection.execute(migration.sql)
+        }
+        let record = try connection.cached(
+            "INSERT INTO schema_migrations (identifier, applied_at) VALUES (?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))")
+        try record.bind(1, migration.identifier)
+        try record.step()
+        // The schema version says how far this database has come, so that an older
+        // engine refuses it (DATABASE_TOO_NEW) even before reading schema_migrations.
+        let number = Self.number(of: migration.identifier)
+        if (try connection.scalarInt("PRAGMA user_version") ?? 0) < Int64(number) {
+            try connection.execute("PRAGMA user_version = \(number)")
+        }
+        return true
     }
 
     /// The write-ahead log's pages past which a commit checkpoints it while migrating.

@@ -76,10 +76,10 @@ public struct StoredJWS: Sendable, Hashable {
                 // The verifier's decoded payload gives its segment's length: the second dot
                 // is there when the segment is the one it decoded (strict base64url: no dot).
                 let secondDot: Int
-                if let decoded, afterFirst + Base64.encodedLengthURL(decoded.count) < bytes.count,
-                    bytes[afterFirst + Base64.encodedLengthURL(decoded.count)] == dot
+                if let decoded, case let placed = afterFirst + Base64.encodedLengthURL(decoded.count),
+                    placed < bytes.count, bytes[placed] == dot
                 {
-                    secondDot = afterFirst + Base64.encodedLengthURL(decoded.count)
+                    secondDot = placed
                 } else {
                     guard let second = memchr(base + afterFirst, Int32(dot), bytes.count - afterFirst) else { return nil }
                     secondDot = base.distance(to: second.assumingMemoryBound(to: UInt8.self))

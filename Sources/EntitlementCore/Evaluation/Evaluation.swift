@@ -242,7 +242,7 @@ extension ReportedAnswer {
     /// What the change feed reports of `state` at `at` under `rules`: equal to the
     /// answer of ``Evaluation/evaluate(_:rules:at:)``'s view, worked out from the
     /// entitlements alone (no subscription, purchase or balance is built).
-    public init(evaluating state: CustomerState, rules: Rules, at: Int64) {
+    public init(evaluating state: __shared CustomerState, rules: Rules, at: Int64) {
         var parts: Evaluation.ViewParts? = nil
         let ledger = Evaluation.ledger(
             transactions: state.transactions.values.lazy.map(\.facts),

@@ -104,7 +104,7 @@ struct HistorySources {
 
     /// - Parameter momentsOnly: only ``moments`` is wanted (when an answer may
     ///   change, not why): no cause is built.
-    init(state: CustomerState, events: some Sequence<Event>, rules: Rules, until: Int64, momentsOnly: Bool = false) {
+    init(state: __shared CustomerState, events: some Sequence<Event>, rules: Rules, until: Int64, momentsOnly: Bool = false) {
         let carriers = momentsOnly ? NotificationCarriers(events: [Event]()) : NotificationCarriers(events: events)
         var sources: [Source] = []
         var bare: [Int64] = []

@@ -61,7 +61,7 @@ extension AppStoreSync {
     /// attempt once the webhook has answered, which is after the log took the notification:
     /// Apple is asked again, once a second, until it lists one more attempt than before the
     /// arrival (or a successful one), for `grace` seconds at most.
-    private func awaitDeliveringAttempt(_ token: String, into report: inout TestNotificationReport, grace: Double = 5) {
+    private func awaitDeliveringAttempt(_ token: String, into report: inout TestNotificationReport, grace: Double = 10) {
         let before = report.sendAttempts.count
         let giveUp = Date(timeIntervalSinceNow: grace)
         while true {

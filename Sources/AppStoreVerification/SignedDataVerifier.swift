@@ -46,6 +46,7 @@ public struct SignedDataVerifier: Sendable {
     ///   is missing; `INVALID_CERTIFICATE` when a trusted root does not parse or, outside
     ///   Xcode/LocalTesting, no root is configured.
     public init(configuration: VerifierConfiguration) throws(VerificationError) {
+        OpenSSLAtExit.keepStateUntilTheEnd()
         if configuration.environments.contains(.production) && configuration.appAppleId == nil {
             throw VerificationError(.invalidAppIdentifier, "appAppleId is required when the environment is Production")
         }

@@ -86,6 +86,7 @@ public struct EngineConfiguration: Sendable {
 
     /// Reads a configuration document.
     public init(json: JSONValue, baseDirectory: URL) throws(ConfigurationError) {
+        OpenSSLAtExit.keepStateUntilTheEnd()  // before the certificates are read
         guard case .object(let object) = json else {
             throw ConfigurationError(field: nil, message: "the configuration must be a JSON object")
         }

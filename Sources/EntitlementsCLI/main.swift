@@ -91,4 +91,6 @@ Engine.setMigrationProgressHandler { progress in
     Output.error(
         "entitlements: migrating \(progress.path) (\(progress.migration)): \(progress.eventsDone) of \(progress.eventsTotal) events rewritten")
 }
+// Before anything uses OpenSSL: exiting while another thread is inside it must not crash.
+OpenSSLAtExit.keepStateUntilTheEnd()
 exit(run(CommandLine.arguments).rawValue)

@@ -59,8 +59,8 @@ public struct StoredJWS: Sendable, Hashable {
             guard let parts = text.withUTF8({ bytes -> (String, [UInt8], String)? in
                 guard let base = bytes.baseAddress, bytes.count > 0 else { return nil }
                 let dot = UInt8(ascii: ".")
-                // The header is most often the one met last, compared whole in any case
-                // (``headerText(_:)``): its length then places the first dot.
+                // The header is most often the one met last: compared whole (to share its
+                // text), its length then places the first dot.
                 let known = Self.lastHeader.withLock { $0 }
                 let firstDot: Int
                 let header: String
@@ -70,7 +70,7 @@ public struct StoredJWS: Sendable, Hashable {
                 } else {
                     guard let first = memchr(base, Int32(dot), bytes.count) else { return nil }
                     firstDot = base.distance(to: first.assumingMemoryBound(to: UInt8.self))
-                    header = Self.headerText(UnsafeBufferPointer(rebasing: bytes[0..<firstDot]))
+                    header = Self.rememberedHeader(UnsafeBufferPointer(rebasing: bytes[0..<firstDot]))
                 }
                 let afterFirst = firstDot + 1
                 // The verifier's decoded payload gives its segment's length: the second dot
@@ -114,12 +114,8 @@ public struct StoredJWS: Sendable, Hashable {
         /// not copied again, and the log's header cache then finds it by identity.
         private static let lastHeader = Mutex<String>("")
 
-        /// The text of `bytes`, the header met last when they are its bytes.
-        static func headerText(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
-            let known = lastHeader.withLock { $0 }
-            var candidate = known
-            let same = candidate.withUTF8 { $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }
-            if same { return known }
+        /// The text of `bytes`, kept as the header met last.
+        private static func rememberedHeader(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
             let text = String(decoding: bytes, as: UTF8.self)
             lastHeader.withLock { $0 = text }
             return text

@@ -199,6 +199,20 @@ extension EventStore {
     /// are kept, to be decided against the log.
     static func strongest(_ claims: [LinkClaim]) -> [LinkClaim] {
         guard claims.count > 1 else { return claims }
+        // A notification's two claims, decided without a table.
+        guard claims.count > 2 else {
+            guard claims[0].originalTransactionId == claims[1].originalTransactionId else { return claims }
+            switch LinkClaim.verdict(existing: claims[0], incoming: claims[1]) {
+            case .keepExisting: return [claims[0]]
+            case .takeIncoming: return [claims[1]]
+            case .needsRaws: return claims
+            }
+        }
+        return strongestByTable(claims)
+    }
+
+    /// ``strongest(_:)`` for any number of claims, through a table by originalTransactionId.
+    static func strongestByTable(_ claims: [LinkClaim]) -> [LinkClaim] {
         var best: [String: LinkClaim] = [:]
         var order: [String] = []
         var undecided: [LinkClaim] = []

@@ -44,4 +44,30 @@ struct ByteOrderTests {
         #expect("0123456789abcdefXYZ".utf8Prefix == (0x3031_3233_3435_3637, 0x3839_6162_6364_6566))
         #expect("é".utf8Prefix == (0xC3A9_0000_0000_0000, 0))
     }
+    /// The three-way order agrees with the bytes' `lexicographicallyPrecedes` and equality,
+    /// for strings that share long prefixes (as two raw JWS of one certificate do) and
+    /// differ before, at and after each 8- and 32-byte step, or only in length.
+    @Test func utf8OrderIsTheOrderOfTheBytes() {
+        var random = SplitMix64(seed: 0x0BDE)
+        let alphabet: [UInt8] = Array("AZaz09-_.".utf8) + [0x00, 0x7F]
+        for _ in 0..<20_000 {
+            let length = random.index(130)
+            var left = (0..<length).map { _ in alphabet[random.index(alphabet.count)] }
+            var right = left
+            switch random.index(4) {
+            case 0: break
+            case 1 where length > 0: right[random.index(length)] = alphabet[random.index(alphabet.count)]
+            case 2: right.append(contentsOf: (0...random.index(40)).map { _ in alphabet[random.index(alphabet.count)] })
+            default: left = Array(left.prefix(random.index(length + 1)))
+            }
+            if random.index(2) == 0 { swap(&left, &right) }
+            let a = String(decoding: left, as: UTF8.self)
+            let b = String(decoding: right, as: UTF8.self)
+            let expected = left == right ? 0 : (left.lexicographicallyPrecedes(right) ? -1 : 1)
+            #expect(a.utf8Order(b) == expected)
+            #expect(b.utf8Order(a) == -expected)
+            #expect(a.utf8Precedes(b) == (expected < 0))
+        }
+        #expect("é".utf8Order("e\u{301}") == 1)  // canonically equal, but not the same bytes
+    }
 }

@@ -2,35 +2,52 @@ extension String {
     /// Whether `self` sorts before `other` by their UTF-8 bytes, as `memcmp`
     /// would order them (the specification's "greater raw JWS string").
     ///
-    /// Raw JWS run to kilobytes; this compares eight bytes at a time where the
+    /// Raw JWS run to kilobytes; this compares words of eight bytes where the
     /// generic `lexicographicallyPrecedes` walks byte by byte.
-    func utf8Precedes(_ other: String) -> Bool {
-        let fast: Bool?? = utf8.withContiguousStorageIfAvailable { lhs in
-            other.utf8.withContiguousStorageIfAvailable { rhs in Self.bytesPrecede(lhs, rhs) }
+    func utf8Precedes(_ other: String) -> Bool { utf8Order(other) < 0 }
+
+    /// The order of `self` and `other` by their UTF-8 bytes, as `memcmp` then the
+    /// lengths give it: negative when `self` sorts first, zero when the bytes are equal,
+    /// positive when `other` sorts first. One pass answers both "equal?" and "which
+    /// first?" (two raw JWS of one certificate share kilobytes of header).
+    func utf8Order(_ other: String) -> Int {
+        let fast: Int?? = utf8.withContiguousStorageIfAvailable { lhs in
+            other.utf8.withContiguousStorageIfAvailable { rhs in Self.bytesOrder(lhs, rhs) }
         }
         if let fast, let result = fast { return result }
-        return utf8.lexicographicallyPrecedes(other.utf8)
+        if utf8.elementsEqual(other.utf8) { return 0 }
+        return utf8.lexicographicallyPrecedes(other.utf8) ? -1 : 1
     }
 
-    private static func bytesPrecede(_ lhs: UnsafeBufferPointer<UInt8>, _ rhs: UnsafeBufferPointer<UInt8>) -> Bool {
+    private static func bytesOrder(_ lhs: UnsafeBufferPointer<UInt8>, _ rhs: UnsafeBufferPointer<UInt8>) -> Int {
         let common = Swift.min(lhs.count, rhs.count)
         var index = 0
         if common >= 8, let left = lhs.baseAddress, let right = rhs.baseAddress {
             let leftRaw = UnsafeRawPointer(left)
             let rightRaw = UnsafeRawPointer(right)
+            // 32 bytes a step while they agree, then the first differing word of eight.
+            while index + 32 <= common {
+                var differ: UInt64 = 0
+                for offset in stride(from: 0, to: 32, by: 8) {
+                    differ |= leftRaw.loadUnaligned(fromByteOffset: index + offset, as: UInt64.self)
+                        ^ rightRaw.loadUnaligned(fromByteOffset: index + offset, as: UInt64.self)
+                }
+                if differ != 0 { break }
+                index += 32
+            }
             while index + 8 <= common {
                 let a = leftRaw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
                 let b = rightRaw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
                 // Read as big-endian, the first differing byte decides, as in memcmp.
-                if a != b { return UInt64(bigEndian: a) < UInt64(bigEndian: b) }
+                if a != b { return UInt64(bigEndian: a) < UInt64(bigEndian: b) ? -1 : 1 }
                 index += 8
             }
         }
         while index < common {
-            if lhs[index] != rhs[index] { return lhs[index] < rhs[index] }
+            if lhs[index] != rhs[index] { return lhs[index] < rhs[index] ? -1 : 1 }
             index += 1
         }
-        return lhs.count < rhs.count
+        return lhs.count == rhs.count ? 0 : (lhs.count < rhs.count ? -1 : 1)
     }
 }
 

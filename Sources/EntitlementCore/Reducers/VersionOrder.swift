@@ -80,10 +80,11 @@ extension VersionVerdict {
             if incoming.raw == nil { missing.insert(incoming.ref) }
             return .needsRaws(missing)
         }
-        if existingRaw == incomingRaw {
+        let order = existingRaw.utf8Order(incomingRaw)
+        if order == 0 {
             return incoming.ref < existing.ref ? .takeIncoming : .keepExisting
         }
-        return existingRaw.utf8Precedes(incomingRaw) ? .takeIncoming : .keepExisting
+        return order < 0 ? .takeIncoming : .keepExisting
     }
 }
 

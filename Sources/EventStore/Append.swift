@@ -97,6 +97,12 @@ extension EventStore {
     ) throws -> [AppendOutcome] {
         let engine = try currentEngineState()
         let rules = try activeRulesInTransaction(rules, rulesJSON: rulesJSON, engine: engine)
+        // The projections written here are of `engine.generation`, the current one, all in this transaction.
+        remembersProjectedSeqs = true
+        defer {
+            remembersProjectedSeqs = false
+            projectedLastSeqs.removeAll()
+        }
         var (lastSeq, prevHash) = try lastEvent()
         let digestFrom = try chainDigestFrom()
         let firstSeq = lastSeq
@@ -325,6 +331,7 @@ extension EventStore {
         try save.bind(5, blob: stateBytes)
         try save.bind(6, try projectionRow(of: key))
         try save.step()
+        if remembersProjectedSeqs && table == .current { projectedLastSeqs[key] = lastSeq }
     }
 
     /// Applies one event, loading raw JWS from the log when two versions tie on `signedDate`.

@@ -293,6 +293,7 @@ extension EventStore {
         try delete.bind(1, generation)
         try delete.bind(2, key)
         try delete.step()
+        if table == .current { projectedLastSeqs[key] = nil }
     }
 
     // MARK: Reading

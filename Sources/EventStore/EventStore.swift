@@ -33,6 +33,12 @@ public final class EventStore {
     var heldCustomerRows: [CustomerKey: [(CustomerRowColumn, CustomerRowValue)]] = [:]
     /// Whether ``writeCustomerRow(_:_:)`` holds its columns back instead of writing them.
     var holdsCustomerRows = false
+    /// The last event of each projection written in the current generation while an
+    /// append's transaction runs (``remembersProjectedSeqs``): the revenue facts are kept
+    /// at it, without reading back the row just written. Emptied when that transaction ends.
+    var projectedLastSeqs: [CustomerKey: Int64] = [:]
+    /// Whether ``writeProjection(key:stateBytes:generation:rulesVersion:lastSeq:table:)`` fills ``projectedLastSeqs``.
+    var remembersProjectedSeqs = false
     /// Whether writes record the lifecycle feed (specification section 12), as they must.
     /// Off only in the benchmark that measures what recording it costs the ingest.
     package var recordsLifecycle = true

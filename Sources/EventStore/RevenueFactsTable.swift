@@ -11,14 +11,18 @@ extension EventStore {
     func revenueFactsColumns(
         of key: CustomerKey, state: CustomerState, events: [Event], turns: SubscriptionTurns
     ) throws -> [(CustomerRowColumn, CustomerRowValue)] {
-        let seq = try connection.cached(
-            "SELECT last_event_seq FROM projections WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) AND customer_key = ?")
-        try seq.bind(1, key)
-        let lastSeq: Int64? = try seq.step() ? seq.int64(0) : nil
-        seq.reset()
-        guard let lastSeq else { return [] }
+        guard let lastSeq = try projectedLastSeqs[key] ?? projectionLastSeq(of: key) else { return [] }
         let facts = RevenueFacts.derive(state: state, events: events, turns: turns)
         return [(.revenueSeq, .integer(lastSeq)), (.revenueFacts, .blob(RevenueFactsCodec.encode(facts)))]
+    }
+
+    /// The last event of `key`'s projection in the current generation, read from it; `nil` when it has none.
+    private func projectionLastSeq(of key: CustomerKey) throws -> Int64? {
+        let seq = try connection.cached(
+            "SELECT last_event_seq FROM projections WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) AND customer_key = ?")
+        defer { seq.reset() }
+        try seq.bind(1, key)
+        return try seq.step() ? seq.int64(0) : nil
     }
 
     /// Whether the database has the table that keeps revenue facts (a database opened

@@ -11,6 +11,10 @@ public final class Statement {
     let handle: OpaquePointer
     unowned let connection: Connection
     public let sql: String
+    /// Whether the statement was bound or stepped since its last reset: a reset of one
+    /// that was not (the connection's cache resets each statement it hands out, and most
+    /// users reset theirs when done) then costs nothing.
+    private var used = false
 
     init(connection: Connection, sql: String) throws(SQLiteError) {
         var handle: OpaquePointer?
@@ -34,15 +38,19 @@ public final class Statement {
 
     /// Clears bindings and resets so the statement can run again.
     public func reset() {
+        guard used else { return }
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+        used = false
     }
 
     public func bind(_ index: Int32, _ value: Int64?) throws(SQLiteError) {
+        used = true
         if let value { try check(sqlite3_bind_int64(handle, index, value)) } else { try check(sqlite3_bind_null(handle, index)) }
     }
 
     public func bind(_ index: Int32, _ value: String?) throws(SQLiteError) {
+        used = true
         guard let value else { try check(sqlite3_bind_null(handle, index)); return }
         var copy = value
         let code = copy.withUTF8 { buffer -> Int32 in
@@ -54,6 +62,7 @@ public final class Statement {
 
     /// Binds `text`, UTF-8 bytes, as TEXT (stored and read back byte for byte).
     public func bind(_ index: Int32, text: [UInt8]?) throws(SQLiteError) {
+        used = true
         guard let text else { try check(sqlite3_bind_null(handle, index)); return }
         let code = text.withUnsafeBytes { buffer in
             sqlite3_bind_text(
@@ -71,6 +80,7 @@ public final class Statement {
     }
 
     public func bind(_ index: Int32, blob: [UInt8]?) throws(SQLiteError) {
+        used = true
         guard let blob else { try check(sqlite3_bind_null(handle, index)); return }
         let code = blob.withUnsafeBytes { buffer in
             sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), csqlite_transient())
@@ -81,6 +91,7 @@ public final class Statement {
     /// Steps once: `true` when a row is available, `false` when done.
     @discardableResult
     public func step() throws(SQLiteError) -> Bool {
+        used = true
         let code = sqlite3_step(handle)
         switch code {
         case SQLITE_ROW: return true

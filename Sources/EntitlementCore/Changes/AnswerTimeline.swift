@@ -50,7 +50,9 @@ public struct AnswerTimeline {
     /// before differs). One walk back over the moments serves every name; a name
     /// with no such moment within `limit` moments is absent.
     public func effectiveAt(of names: some Sequence<String>, limit: Int = 256) -> [String: Int64] {
-        var pending = Set(names)
+        // The names asked are a few: a list, searched in place, costs less than a set's hashing.
+        var pending: [String] = []
+        for name in names where !pending.contains(name) { pending.append(name) }
         var found: [String: Int64] = [:]
         var index = firstAfterNow - 1
         var checked = 0
@@ -65,10 +67,11 @@ public struct AnswerTimeline {
                 let at = carried
                 let before = answer(at: moment - 1)
                 carried = before
-                for name in pending where at.active[name] != before.active[name] {
+                pending.removeAll { name in
+                    guard at.active[name] != before.active[name] else { return false }
                     found[name] = moment
+                    return true
                 }
-                pending.subtract(found.keys)
             }
             index -= 1
             checked += 1

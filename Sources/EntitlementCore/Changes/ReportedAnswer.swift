@@ -22,9 +22,12 @@ public struct ReportedAnswer: Sendable, Hashable {
 
     /// What changed from `old` to `self`, by entitlement name.
     public func differences(from old: ReportedAnswer) -> [Difference] {
-        let names = Set(old.active.keys).union(active.keys).sorted { $0.utf8Precedes($1) }
+        // Both answers' names, sorted, each taken once (an answer holds a few: no set is built).
+        var names = Array(old.active.keys)
+        names.append(contentsOf: active.keys)
+        names.sort { $0.utf8Precedes($1) }
         var result: [Difference] = []
-        for name in names {
+        for (index, name) in names.enumerated() where index == 0 || names[index - 1] != name {
             switch (old.active[name], active[name]) {
             case (nil, nil): continue
             case (_?, nil): result.append(Difference(entitlement: name, active: false, expiresDate: nil))

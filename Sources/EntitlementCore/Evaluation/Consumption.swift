@@ -87,7 +87,7 @@ public enum Consumption {
         let passes = state.transactions.values.lazy.map(\.facts)
             .filter {
                 $0.productId == transaction.productId && $0.purchaseDate <= max(at, transaction.purchaseDate)
-                    && $0.evaluatedType(rule: rules.products[$0.productId]) == .nonRenewing
+                    && $0.evaluatedType(rules: rules) == .nonRenewing
             }
             .sorted(by: Evaluation.purchaseOrder)
         var stacker = PassStacker()

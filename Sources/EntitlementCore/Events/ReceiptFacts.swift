@@ -46,4 +46,11 @@ extension TransactionFacts {
         if rule.currency != nil { return .consumable }
         return type
     }
+
+    /// ``evaluatedType(rule:)`` with the product's rule looked up in `rules` only where it
+    /// can matter (a receipt's one-time purchase).
+    public func evaluatedType(rules: Rules) -> ProductType {
+        guard receiptDigest != nil, expiresDate == nil else { return type }
+        return evaluatedType(rule: rules.products[productId])
+    }
 }

@@ -108,6 +108,7 @@ struct HistorySources {
         let carriers = momentsOnly ? NotificationCarriers(events: [Event]()) : NotificationCarriers(events: events)
         var sources: [Source] = []
         var bare: [Int64] = []
+        if momentsOnly { bare.reserveCapacity(3 * state.transactions.count + 2 * state.renewalInfos.count + 4) }
         func add(_ moment: Int64?, _ cause: @autoclosure () -> HistoryCause, product: @autoclosure () -> String?, otid: String?, priority: Int) {
             guard let moment else { return }
             if momentsOnly {
@@ -151,6 +152,11 @@ struct HistorySources {
             }
             for version in versions {
                 let r = version.facts
+                if momentsOnly {
+                    bare.append(r.signedDate)
+                    if let grace = r.gracePeriodExpiresDate { bare.append(grace) }
+                    continue
+                }
                 var cause = HistoryCause(kind: .renewalInfo, id: otid, signedDate: r.signedDate)
                 if let notification = carriers.renewalInfo(otid, signedDate: r.signedDate) {
                     cause.notificationType = notification.type
@@ -167,7 +173,7 @@ struct HistorySources {
         // Pass windows: they move only when a pass is revoked, so the windows
         // standing just before and at each revocation, and at `until`, are all of them.
         // Passes as evaluation types them: a receipt's one-time entry is one when its rule has `durationDays`.
-        let passes = state.transactions.values.filter { $0.facts.evaluatedType(rule: rules.products[$0.facts.productId]) == .nonRenewing }
+        let passes = state.transactions.values.filter { $0.facts.evaluatedType(rules: rules) == .nonRenewing }
         if !passes.isEmpty {
             var epochs: Set<Int64> = [until]
             for pass in passes {
@@ -237,7 +243,10 @@ struct HistorySources {
             sources.append(source)
         }
         if momentsOnly {
-            moments = Array(Set(bare)).sorted()
+            // Sorted, then each moment kept once: a customer has a few dozen, so no set is built.
+            bare.sort()
+            moments.reserveCapacity(bare.count)
+            for moment in bare where moment != moments.last { moments.append(moment) }
             return
         }
         for source in sources { byMoment[source.moment, default: []].append(source) }

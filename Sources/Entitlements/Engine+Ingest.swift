@@ -127,24 +127,25 @@ extension Engine {
         }
     }
 
-    /// Verification of many documents, spread over `workers` threads.
+    /// Verification of many documents, spread over `workers` threads: each thread verifies
+    /// a run of them as one batch, its signature checks made at once (one modular
+    /// inversion for the run; even one notification holds three signatures).
     func verifyAll(_ documents: [InputBytes], workers: Int) -> VerifiedBatch {
-        if workers <= 1 || documents.count < 2 {
-            return VerifiedBatch(documents, verifier: documentVerifier, deferring: documents.count > 1 ? DeferredSignatures() : nil)
+        let lanes = min(max(1, workers), documents.count)
+        if lanes <= 1 {
+            return VerifiedBatch(documents, verifier: documentVerifier, deferring: DeferredSignatures())
         }
-        let results = Mutex([[AppendItem]](repeating: [], count: documents.count))
-        let lanes = min(workers, documents.count)
+        let size = (documents.count + lanes - 1) / lanes
+        let parts = Mutex([VerifiedBatch?](repeating: nil, count: lanes))
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-            var local: [(Int, [AppendItem])] = []
-            var index = lane
-            while index < documents.count {
-                local.append((index, self.documentVerifier.verifiedItems(documents[index])))
-                index += lanes
-            }
-            results.withLock { all in for (i, items) in local { all[i] = items } }
+            let run = Array(documents[min(lane * size, documents.count)..<min((lane + 1) * size, documents.count)])
+            let part = VerifiedBatch(run, verifier: self.documentVerifier, deferring: DeferredSignatures())
+            parts.withLock { $0[lane] = part }
         }
-        let verified = results.withLock { $0 }
-        return VerifiedBatch(items: verified.flatMap { $0 }, counts: verified.map(\.count))
+        // concurrentPerform returns once every lane has run: each run is there, in order.
+        let runs = parts.withLock { $0.compactMap { $0 } }
+        precondition(runs.count == lanes, "a lane's run of documents was not verified")
+        return VerifiedBatch(items: runs.flatMap(\.items), counts: runs.flatMap(\.counts))
     }
 
     /// Appends one batch; a busy database (another writer holding the lock past

@@ -64,14 +64,20 @@ enum Profile {
                 defer { Storage.remove(path) }
                 let engine = try Engine(configuration: corpus.configuration, databasePath: path)
                 let documents = corpus.samples.map { InputBytes($0.body) }
+                // `BENCH_BATCH` documents a call (default 256), on `BENCH_WORKERS` threads (default 1).
+                let environment = ProcessInfo.processInfo.environment
+                let batch = max(1, environment["BENCH_BATCH"].flatMap { Int($0) } ?? 256)
+                let workers = max(1, environment["BENCH_WORKERS"].flatMap { Int($0) } ?? 1)
+                let cpuStart = Clock.processCPU()
                 try profiledRegion {
                     var index = 0
                     while index < documents.count {
-                        let end = min(index + 256, documents.count)
-                        _ = try engine.ingest(Array(documents[index..<end]), workers: 1, receivedAt: TestPayloads_january2026)
+                        let end = min(index + batch, documents.count)
+                        _ = try engine.ingest(Array(documents[index..<end]), workers: workers, receivedAt: TestPayloads_january2026)
                         index = end
                     }
                 }
+                note("ingest: batches of \(batch), \(workers) workers, \(Format.fixed((Clock.processCPU() - cpuStart) / Double(documents.count) * 1e6, 1)) µs CPU per notification")
             case "ingest-pipeline":
                 // `__profile ingest-pipeline N WORKERS`: Engine.ingest(batches:) as the benchmark runs it.
                 let workers = arguments.count > 2 ? Int(arguments[2]) ?? 2 : 2

@@ -114,4 +114,42 @@ import TestSupport
         #expect(try tables.identities() == plain.identities())
         #expect(try tables.quarantineCount() == plain.quarantineCount())
     }
+
+    @Test("Engine.ingest of a batch, on one thread or several, ingests what verifying each document alone does")
+    func batchIngestOnSeveralThreads() throws {
+        let workspace = try Workspace(name: "deferred-batches", maxInputBytes: HostileCorpus.maxInputBytes)
+        let documents = Self.documents()
+        // The reference first: no tables (every check made at once), one document a call.
+        let runs: [(name: String, keyTableAfter: Int?, workers: Int, size: Int)] = [
+            ("plain.sqlite", nil, 1, 1), ("single.sqlite", 0, 2, 1), ("one-lane.sqlite", 0, 1, 9),
+            ("two-lanes.sqlite", 0, 2, 9), ("three-lanes.sqlite", 0, 3, documents.count),
+        ]
+        var results: [[IngestResult]] = []
+        for run in runs {
+            var configuration = try EngineConfiguration.load(path: workspace.configPath)
+            configuration.keyTableAfter = run.keyTableAfter
+            let engine = try Engine(configuration: configuration, databasePath: workspace.path(run.name))
+            var delivered: [IngestResult] = []
+            for start in stride(from: 0, to: documents.count, by: run.size) {
+                let batch = Array(documents[start..<min(start + run.size, documents.count)])
+                var batchResults = try engine.ingest(batch, workers: run.workers)
+                // Each result's document number is its place in its batch: made the corpus's.
+                for index in batchResults.indices { batchResults[index].input = batchResults[index].input.map { $0 + start } }
+                delivered += batchResults
+            }
+            results.append(delivered)
+        }
+        #expect(results[0].contains { $0.outcome == .rejected }, "the corpus holds rejections")
+        #expect(results[0].filter { $0.outcome == .appended }.count >= 48)
+        let reference = try Probe(workspace.path(runs[0].name))
+        for (index, run) in runs.enumerated().dropFirst() {
+            // The first result that differs, named, rather than two arrays of hundreds.
+            #expect(results[index].count == results[0].count, "\(run.name)")
+            let differing = results[index].indices.first { $0 >= results[0].count || results[index][$0] != results[0][$0] }
+            #expect(differing == nil, "\(run.name): result \(differing ?? 0) is \(differing.map { String(describing: results[index][$0]) } ?? "")")
+            let probe = try Probe(workspace.path(run.name))
+            #expect(try probe.identities() == reference.identities(), "\(run.name)")
+            #expect(try probe.quarantineCount() == reference.quarantineCount(), "\(run.name)")
+        }
+    }
 }

@@ -56,6 +56,29 @@ struct PrimitiveTests {
         }
     }
 
+    /// Decoding accepts exactly the texts that are the encoding of what they decode to
+    /// (the log keeps a signature as bytes on that ground): random texts of the alphabet,
+    /// of padding and of other characters, at every length and every last character.
+    @Test func base64URLAcceptsExactlyCanonicalTexts() {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var state: UInt64 = 0x5EED_B64
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var accepted = 0
+        var refused = 0
+        for _ in 0..<20_000 {
+            var text = (0..<next(90)).map { _ in alphabet[next(alphabet.count)] }
+            if next(8) == 0, !text.isEmpty { text[next(text.count)] = [UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "."), 0xC3][next(4)] }
+            let decoded = text.withUnsafeBufferPointer { Base64.decodeURL($0) }
+            let canonical = decoded.map { Base64.encodeURL($0) == String(decoding: text, as: UTF8.self) } ?? false
+            #expect((decoded != nil) == canonical, "\(String(decoding: text, as: UTF8.self))")
+            if decoded != nil { accepted += 1 } else { refused += 1 }
+        }
+        #expect(accepted > 1_000 && refused > 1_000)
+    }
+
     func decodeURL(_ text: String) -> [UInt8]? {
         var copy = text
         return copy.withUTF8 { Base64.decodeURL($0) }

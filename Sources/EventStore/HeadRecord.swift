@@ -12,11 +12,18 @@ import Darwin
 extension EventStore {
     /// Lowercase hex of `bytes`: how a head's hash is written.
     static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        // Two digits a byte, written in place (a string a byte, joined, cost ~30,000
+        // instructions a commit of one notification).
+        String(unsafeUninitializedCapacity: bytes.count * 2) { digits in
+            for (index, byte) in bytes.enumerated() {
+                digits[2 * index] = hexDigits[Int(byte >> 4)]
+                digits[2 * index + 1] = hexDigits[Int(byte & 0x0F)]
+            }
+            return bytes.count * 2
+        }
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Where the engine records the log's head (sequence number and hash) after
     /// every commit that appends: beside the database, outside it, so that deleting

@@ -38,7 +38,23 @@ extension EventStore {
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
-        return LogHead(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        return LogHead(Self.trimmed(buffer[0..<count]))
+    }
+
+    /// The record's text without the whitespace around it. The record is ASCII (written
+    /// `SEQ:HASH` and a newline), trimmed here byte by byte; a record that holds other
+    /// bytes is trimmed by Foundation, of every Unicode space and newline (as before).
+    static func trimmed(_ bytes: ArraySlice<UInt8>) -> String {
+        guard bytes.allSatisfy({ $0 < 0x80 }) else {
+            return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // ASCII's whitespace and newlines, as Foundation's set holds them: tab, line feed,
+        // vertical tab, form feed, carriage return, space (and U+0085, not ASCII).
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 
     /// Records `head` beside the database, unless the record already names a

@@ -93,7 +93,7 @@ let package = Package(
         // `serve`'s routes, limits and load, on a real engine and a loopback socket.
         .testTarget(
             name: "EntitlementsServerTests",
-            dependencies: ["EntitlementsServer", "Entitlements", "EntitlementCore", "HTTPServer", "TestPKI", "TestSupport"]),
+            dependencies: ["EntitlementsServer", "Entitlements", "EntitlementCore", "EventStore", "HTTPServer", "TestPKI", "TestSupport"]),
         // The command line end to end: runs the built `entitlements` binary (`swift test` builds it).
         .testTarget(
             name: "EntitlementsCLITests",

@@ -20,6 +20,9 @@ public final class Engine: Sendable {
     public let databasePath: String
     let rulesJSON: String
     let store: LockedStore
+    /// How the write connection waits for another process's lock (``abandonLockWaits()``),
+    /// reached without taking the store's lock, which a waiting write holds.
+    let writerBusyWait: BusyWait
     /// Connections for queries, beside the write connection.
     let readers: ReaderPool
     /// Products met that the rules do not name (``takeProductWarnings()``).
@@ -88,6 +91,7 @@ public final class Engine: Sendable {
                 _ = try opened.replay(
                     rules: active, rulesJSON: stored.isEmpty ? rulesJSON : stored, now: Self.now(), collectDiff: false)
             }
+            writerBusyWait = opened.busyWait
             store = LockedStore(opened)
             readers = ReaderPool(
                 path: databasePath, busyTimeoutMilliseconds: configuration.storeBusyTimeout, readsFollowedCopy: mode == .readOnly,

@@ -61,6 +61,8 @@ public final class WebhookDeliverer: @unchecked Sendable {
     private var leaseUntil: Int64? = nil
     /// One connection per endpoint, each used under its lock: a slow endpoint holds up no other.
     private let endpointStores: [EventStore]
+    /// How the deliverer's connections wait for other processes' locks (abandoned by ``stop()``).
+    private let busyWaits: [BusyWait]
     private let endpointLocks: [NSLock]
     private let client: HTTPClient
     private let condition = NSCondition()
@@ -90,6 +92,7 @@ public final class WebhookDeliverer: @unchecked Sendable {
             var stores: [EventStore] = []
             for _ in endpoints { stores.append(try open()) }
             endpointStores = stores
+            busyWaits = [leaseStore.busyWait] + stores.map(\.busyWait)
         } catch {
             throw EngineError(error)
         }
@@ -287,6 +290,10 @@ public final class WebhookDeliverer: @unchecked Sendable {
     /// Stops delivering: the attempts in flight end (within the request timeout), the
     /// positions are saved, the lease released; returns once the threads have ended.
     public func stop() {
+        // A thread waiting for another process's lock would hold the stop for a busy timeout:
+        // its wait ends now (its write is tried again on the next start).
+        busyWaits.forEach { $0.abandon() }
+        defer { busyWaits.forEach { $0.resume() } }
         condition.lock()
         stopping = true
         condition.broadcast()

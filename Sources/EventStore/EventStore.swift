@@ -114,6 +114,10 @@ public final class EventStore {
     /// The underlying connection, for tests and tools that inspect the schema.
     public var rawConnection: Connection { connection }
 
+    /// How this store's connection waits for another's lock: abandoned from any thread
+    /// (``BusyWait/abandon()``) when what waits is stopping.
+    public var busyWait: BusyWait { connection.busyWait }
+
     /// Applied migrations, in order.
     public func appliedMigrations() throws(StoreError) -> [String] {
         try mapped {

@@ -170,11 +170,11 @@ extension EventStore {
         guard mode != .readOnly else { return }
         try mapped {
             // Never wait for other processes' readers (a long replay, say): what they
-            // still need stays in the log, and the next checkpoint moves it.
-            let timeout = try connection.scalarInt("PRAGMA busy_timeout") ?? 0
-            try connection.execute("PRAGMA busy_timeout = 0")
-            defer { try? connection.execute("PRAGMA busy_timeout = \(timeout)") }
-            _ = try connection.scalarInt("PRAGMA wal_checkpoint(TRUNCATE)")
+            // still need stays in the log, and the next checkpoint moves it. (The busy
+            // handler stays the connection's own: `PRAGMA busy_timeout` would replace it.)
+            _ = try connection.busyWait.withoutWaiting { () throws(SQLiteError) in
+                try connection.scalarInt("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
         }
     }
 }

@@ -44,6 +44,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     private let preflight: Preflight
     private let handler: Handler
     private let errorFields: ErrorFields?
+    /// Called once the server has begun to stop, before it finishes what it accepted.
+    private let onStopping: (@Sendable () -> Void)?
     private let lock = NSLock()
     private var slots: ConnectionSlots
     /// Set once when the server stops accepting; read by every connection at each request, without a lock.
@@ -56,7 +58,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
     /// - Parameter errorFields: fields for the answers the server makes on its own (``ErrorFields``).
     public init(
         listen: ListenAddress, limits: ServerLimits, log: AccessLog?, preflight: @escaping Preflight, handler: @escaping Handler,
-        errorFields: ErrorFields? = nil
+        errorFields: ErrorFields? = nil, onStopping: (@Sendable () -> Void)? = nil
     ) throws(ServerError) {
         signal(SIGPIPE, SIG_IGN)
         self.limits = limits
@@ -64,6 +66,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         self.preflight = preflight
         self.handler = handler
         self.errorFields = errorFields
+        self.onStopping = onStopping
         slots = ConnectionSlots(limits: limits)
         let (fd, bound) = try Self.bind(listen, backlog: limits.backlog)
         listenFD = fd
@@ -215,6 +218,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         }
         stopping.store(true, ordering: .releasing)
         close(listenFD)
+        // The handlers under way may be waiting on something the owner can cut short.
+        onStopping?()
         // Finish what was accepted.
         while true {
             lock.lock()

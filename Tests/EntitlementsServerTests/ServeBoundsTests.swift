@@ -1,4 +1,5 @@
 import EntitlementCore
+import EventStore
 import Foundation
 import HTTPServer
 import Testing
@@ -170,6 +171,40 @@ extension Reliability {
             let outcome = running.wait(timeout: 30)
             #expect(outcome.status == 0 && !outcome.signaled, "\(outcome.stderr)")
             #expect(Date().timeIntervalSince(signalled) < 20)
+            #expect(try Probe(workspace.path("s.sqlite")).eventCount() == 0)
+        }
+
+        @Test("SIGTERM while another process holds the database's write lock: serve exits 0 within seconds, the waiting webhook gets 503")
+        func sigtermWhileLocked() throws {
+            // A busy timeout far longer than the bound below: only an abandoned wait ends this soon.
+            let workspace = try Workspace(name: "serve-term-locked", busyTimeoutMilliseconds: 120_000)
+            let running = try workspace.start("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"], label: "serve")
+            guard let port = ServeLoad.port(of: running) else {
+                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
+                running.kill9()
+                return
+            }
+            // The connection is the server's before the stop (a request answered on it), so the
+            // webhook sent on it next is a complete request the server must answer.
+            let client = try RawClient(port: port)
+            client.send(RawClient.request("GET", "/health"))
+            #expect(client.response()?.status == 200)
+            let holder = try Connection(path: workspace.path("s.sqlite"), mode: .readWrite)
+            try holder.execute("BEGIN IMMEDIATE")
+            var released = false
+            defer { if !released { try? holder.execute("ROLLBACK") } }
+            client.send(RawClient.request("POST", "/notifications", body: Array(ServeSamples.notification(61).utf8)))
+            let signalled = Date()
+            kill(running.pid, SIGTERM)
+            // Waiting for the lock, or meeting it after the stop began: either way, no wait.
+            let answer = client.response(timeout: 60)
+            #expect(answer?.status == 503, "\(answer?.text ?? "no answer")")
+            #expect(answer?.field("retry-after") != nil)
+            let outcome = running.wait(timeout: 90)
+            #expect(outcome.status == 0 && !outcome.signaled, "\(outcome.stderr.suffix(500))")
+            #expect(Date().timeIntervalSince(signalled) < 20, "serve took \(Date().timeIntervalSince(signalled)) s to stop")
+            try holder.execute("COMMIT")
+            released = true
             #expect(try Probe(workspace.path("s.sqlite")).eventCount() == 0)
         }
 

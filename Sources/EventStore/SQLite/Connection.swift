@@ -13,6 +13,9 @@ public final class Connection {
     public let path: String
     /// How this connection was opened.
     public let mode: Mode
+    /// How this connection waits for another's lock; abandoned from any thread when a
+    /// server stops (see ``BusyWait``).
+    public let busyWait: BusyWait
     /// The page size of databases this build creates.
     public static let newDatabasePageSize = 16_384
     /// How many of this connection's ``write(priority:_:)`` transactions rolled back:
@@ -68,8 +71,9 @@ public final class Connection {
         self.handle = handle
         self.path = path
         self.mode = mode
+        busyWait = BusyWait(timeoutMilliseconds: busyTimeoutMilliseconds)
         sqlite3_extended_result_codes(handle, 1)
-        Self.installBusyHandler(handle, timeoutMilliseconds: busyTimeoutMilliseconds)
+        Self.installBusyHandler(handle, busyWait)
         _ = csqlite_enable_defensive(handle)
         if (mode == .readWrite || mode == .readWriteExisting) && path != ":memory:" {
             // A new database gets 16 KB pages (SQLite's default is 4 KB); an existing one
@@ -111,18 +115,21 @@ public final class Connection {
     /// 1, 2, 5, 10, 15, 20, 25 … 100 ms between tries, so a writer that met a lock
     /// held for a few milliseconds could sleep through many free moments and wait
     /// for tens of milliseconds more. This one sleeps 100 µs for the first 20 ms,
-    /// then 1 ms, and gives up (`SQLITE_BUSY`) once the timeout has passed.
-    private static func installBusyHandler(_ handle: OpaquePointer, timeoutMilliseconds: Int32) {
-        let context = UnsafeMutableRawPointer(bitPattern: Int(max(timeoutMilliseconds, 0)) + 1)
+    /// then 1 ms, and gives up (`SQLITE_BUSY`) once the timeout has passed, or at once
+    /// when `wait` says so (waits abandoned, or none wanted).
+    ///
+    /// `wait` is the connection's own, released after the handle is closed.
+    private static func installBusyHandler(_ handle: OpaquePointer, _ wait: BusyWait) {
         sqlite3_busy_handler(handle, { context, count in
-            let timeoutMicroseconds = Int64(Int(bitPattern: context) - 1) * 1_000
+            guard let context else { return 0 }
+            let wait = Unmanaged<BusyWait>.fromOpaque(context).takeUnretainedValue()
             let tries = Int64(count)
             let short: Int64 = 200  // 200 tries of 100 µs: the first 20 ms
             let waited = tries < short ? tries * 100 : short * 100 + (tries - short) * 1_000
-            if waited >= timeoutMicroseconds { return 0 }
+            guard wait.shouldWait(waited: waited) else { return 0 }
             usleep(tries < short ? 100 : 1_000)
             return 1
-        }, context)
+        }, Unmanaged.passUnretained(wait).toOpaque())
     }
 
     /// `path` as the path part of an SQLite `file:` URI (`%`, `?` and `#` escaped).

@@ -140,8 +140,7 @@ extension Reliability {
         func sigtermSlowClient() throws {
             let workspace = try Workspace(name: "serve-term-slow")
             let running = try workspace.start("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"], label: "serve")
-            guard let port = ServeLoad.port(of: running) else {
-                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
+            guard let port = ServeLoad.reportedPort(of: running) else {
                 running.kill9()
                 return
             }
@@ -179,8 +178,7 @@ extension Reliability {
             // A busy timeout far longer than the bound below: only an abandoned wait ends this soon.
             let workspace = try Workspace(name: "serve-term-locked", busyTimeoutMilliseconds: 120_000)
             let running = try workspace.start("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"], label: "serve")
-            guard let port = ServeLoad.port(of: running) else {
-                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
+            guard let port = ServeLoad.reportedPort(of: running) else {
                 running.kill9()
                 return
             }
@@ -247,10 +245,7 @@ extension Reliability {
             let workspace = try Workspace(name: "serve-ipv6")
             let running = try workspace.start("serve", db: "s.sqlite", ["--listen", "[::1]:0"], label: "serve")
             defer { running.kill9() }
-            guard let port = ServeLoad.port(of: running) else {
-                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
-                return
-            }
+            guard let port = ServeLoad.reportedPort(of: running) else { return }
             #expect(String(decoding: Tool.read(running.stdoutURL.path), as: UTF8.self).contains("[::1]:\(port)"))
             let answer = Self.exchangeIPv6(port: port, "GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer)")
@@ -267,10 +262,7 @@ extension Reliability {
                 ["serve", "--db", "s.sqlite", "--config", workspace.configPath, "--listen", "127.0.0.1:0"], in: workspace.folder,
                 shell: "ulimit -n \(limit) && exec \"$ENTITLEMENTS\" \"$@\"", label: "serve")
             defer { running.kill9() }
-            guard let port = ServeLoad.port(of: running) else {
-                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
-                return
-            }
+            guard let port = ServeLoad.reportedPort(of: running) else { return }
             // More connections than descriptors, each with a head begun (busy: none can be shed).
             var clients: [RawClient] = []
             for index in 0..<(limit + 20) {
@@ -322,10 +314,7 @@ extension Reliability {
             try configure(["maxConnections": 20, "maxConnectionsPerClient": 4])
             let running = try workspace.start("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"], label: "serve")
             defer { running.kill9() }
-            guard let port = ServeLoad.port(of: running) else {
-                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
-                return
-            }
+            guard let port = ServeLoad.reportedPort(of: running) else { return }
             // Four slow clients that never finish their request hold this address's bound.
             let busy = try (0..<4).map { _ in try RawClient(port: port) }
             for client in busy { client.send("GET /health HTTP/1.1\r\n") }

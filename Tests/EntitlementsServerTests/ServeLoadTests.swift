@@ -95,6 +95,15 @@ extension Reliability {
             return nil
         }
 
+        /// ``port(of:timeout:)``, recording an issue with serve's standard error when there is none.
+        static func reportedPort(of running: Tool.Running) -> Int? {
+            guard let port = port(of: running) else {
+                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
+                return nil
+            }
+            return port
+        }
+
         @Test("refuses to listen beyond loopback without a token (exit 2); bad serve settings are named")
         func refusesWithoutToken() throws {
             let workspace = try Workspace(name: "serve-refuse")
@@ -119,8 +128,7 @@ extension Reliability {
         func sigterm() throws {
             let workspace = try Workspace(name: "serve-term")
             let running = try workspace.start("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"], label: "serve")
-            guard let port = Self.port(of: running) else {
-                Issue.record("serve did not report its port: \(String(decoding: Tool.read(running.stderrURL.path), as: UTF8.self))")
+            guard let port = Self.reportedPort(of: running) else {
                 running.kill9()
                 return
             }

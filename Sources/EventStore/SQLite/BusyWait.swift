@@ -33,8 +33,7 @@ public final class BusyWait: Sendable {
         return try body()
     }
 
-    /// Whether the `count`-th poll of a wait (from 0) should wait, having waited `waited`
-    /// microseconds so far.
+    /// Whether a wait that has lasted `waited` microseconds so far should go on.
     func shouldWait(waited: Int64) -> Bool {
         waited < timeoutMicroseconds && unwaited.load(ordering: .relaxed) == 0 && !abandoned.load(ordering: .acquiring)
     }

@@ -108,6 +108,9 @@ public final class Connection {
     deinit {
         cache.removeAll()
         cacheByAddress.removeAll()
+        // The handler's context is `busyWait`, released with this object: a handle whose close
+        // SQLite defers (a statement not yet finalized) must not call it.
+        sqlite3_busy_handler(handle, nil, nil)
         sqlite3_close_v2(handle)
     }
 
@@ -118,7 +121,7 @@ public final class Connection {
     /// then 1 ms, and gives up (`SQLITE_BUSY`) once the timeout has passed, or at once
     /// when `wait` says so (waits abandoned, or none wanted).
     ///
-    /// `wait` is the connection's own, released after the handle is closed.
+    /// `wait` is the connection's own; the handler is removed before the handle is closed.
     private static func installBusyHandler(_ handle: OpaquePointer, _ wait: BusyWait) {
         sqlite3_busy_handler(handle, { context, count in
             guard let context else { return 0 }

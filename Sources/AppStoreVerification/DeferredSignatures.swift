@@ -1,4 +1,5 @@
 internal import COpenSSL
+import Synchronization
 
 /// ES256 checks put off until a batch's worth can be made at once.
 ///
@@ -117,5 +118,24 @@ package final class DeferredSignatures: @unchecked Sendable {
     /// Whether `value` lies in [1, n − 1].
     private static func inRange(_ value: OpaquePointer, below order: OpaquePointer) -> Bool {
         BN_is_zero(value) == 0 && BN_is_negative(value) == 0 && BN_cmp(value, order) < 0
+    }
+}
+
+extension DeferredSignatures {
+    /// A few batches kept for reuse (each holds its numbers from one use to the next), for
+    /// callers that check one JWS's signatures together and then let the batch go.
+    package final class Pool: Sendable {
+        private let idle = Mutex<[DeferredSignatures]>([])
+
+        package init() {}
+
+        /// A batch with no check waiting.
+        package func borrow() -> DeferredSignatures { idle.withLock { $0.popLast() } ?? DeferredSignatures() }
+
+        /// Takes back `batch` (its checks made or dropped), keeping at most eight.
+        package func giveBack(_ batch: DeferredSignatures) {
+            precondition(batch.count == 0, "a batch given back with checks waiting")
+            idle.withLock { if $0.count < 8 { $0.append(batch) } }
+        }
     }
 }

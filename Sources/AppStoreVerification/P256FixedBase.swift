@@ -1,5 +1,4 @@
 internal import COpenSSL
-import Synchronization
 
 /// ES256 verification for one P-256 public key that signs many times (Apple signs every
 /// JWS with one leaf certificate for a year or more), with a table of the key's
@@ -28,7 +27,7 @@ package final class P256FixedBase: @unchecked Sendable {
     private let prime: OpaquePointer
     /// p − n: an `r` below it may also be the reduction of the x-coordinate `r + n`.
     private let primeMinusOrder: OpaquePointer
-    private let pool = Mutex<[DeferredSignatures]>([])
+    private let pool = DeferredSignatures.Pool()
 
     /// Builds the table for `key` (an `EVP_PKEY` holding a P-256 public key), or `nil`
     /// when OpenSSL cannot (the caller then verifies through EVP as before).
@@ -80,10 +79,10 @@ package final class P256FixedBase: @unchecked Sendable {
     /// of code reads, range-checks and inverts every signature, alone or batched.
     package func verify(digest: UnsafePointer<UInt8>, signature: UnsafeBufferPointer<UInt8>) -> Bool {
         guard signature.count == 64 else { return false }
-        let batch = pool.withLock { $0.popLast() } ?? DeferredSignatures()
+        let batch = pool.borrow()
         batch.append(self, digest: digest, signature: signature)
         let valid = batch.check().first ?? false
-        pool.withLock { idle in if idle.count < 8 { idle.append(batch) } }
+        pool.giveBack(batch)
         return valid
     }
 

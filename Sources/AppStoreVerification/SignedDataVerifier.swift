@@ -40,6 +40,8 @@ public struct SignedDataVerifier: Sendable {
     /// byte was decoded strictly, or compared with a header that was.
     package var checksSignatures: Bool { trust != nil }
     let cache: ChainCache
+    /// Batches of put-off checks for one JWS and those it nests (``verifyNotification(_:)``).
+    let deferredPool = DeferredSignatures.Pool()
 
     /// Makes a verifier.
     /// - Throws: `INVALID_APP_IDENTIFIER` when the environment is Production and `appAppleId`
@@ -73,7 +75,10 @@ public struct SignedDataVerifier: Sendable {
     /// - Throws: ``VerificationError``; a nested JWS that fails fails the whole notification,
     ///   with the nested error's code and a message naming the nested field.
     public func verifyNotification(_ jws: String) throws(VerificationError) -> SignedNotification {
-        try verifyNotification(jws, deferring: nil)
+        if let verified = checkedTogether({ deferred throws(VerificationError) in try verifyNotification(jws, deferring: deferred) }) {
+            return verified
+        }
+        return try verifyNotification(jws, deferring: nil)
     }
 
     /// Verifies a `signedTransactionInfo` (from a notification, the App Store Server API or a device).
@@ -98,7 +103,28 @@ public struct SignedDataVerifier: Sendable {
     ///
     /// - Throws: ``VerificationError``; `MALFORMED_INPUT` when the payload is none of these.
     public func verify(_ jws: String) throws(VerificationError) -> VerifiedInput {
-        try verify(jws, deferring: nil)
+        if let verified = checkedTogether({ deferred throws(VerificationError) in try verify(jws, deferring: deferred) }) {
+            return verified
+        }
+        return try verify(jws, deferring: nil)
+    }
+
+    /// `verify` with the signature checks that keys' tables make put off and then made at
+    /// once (a notification's three: one modular inversion instead of three); `nil` when it
+    /// threw or a check failed: the caller then verifies again checking each at once, so
+    /// that what it reports is exactly what that reports.
+    private func checkedTogether<T>(_ verify: (DeferredSignatures) throws(VerificationError) -> T) -> T? {
+        guard checksSignatures else { return nil }
+        let deferred = deferredPool.borrow()
+        defer { deferredPool.giveBack(deferred) }
+        let verified: T
+        do {
+            verified = try verify(deferred)
+        } catch {
+            deferred.truncate(to: 0)
+            return nil
+        }
+        return deferred.check().contains(false) ? nil : verified
     }
 
     // The same, with the signature checks that a key's table makes put off to `deferred`

@@ -35,21 +35,43 @@ import TestSupport
         return parts.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ".")
     }
 
+    /// Signed data where putting checks off could hide a failure: a notification whole, with
+    /// its own, a nested or the renewal's signature altered, its payload altered, a payload
+    /// that is not JSON under another's signature; a transaction and renewal info, whole and altered.
+    struct SignedCases {
+        let transaction: String, renewal: String, notification: String
+        let nestedAltered: String, renewalAltered: String, notJSON: String
+
+        init() {
+            let pki = Scenario.pki
+            transaction = pki.sign(TestPayloads.transaction(transactionId: "5550001"))
+            renewal = pki.sign(TestPayloads.renewalInfo())
+            notification = pki.sign(TestPayloads.notification(
+                type: "DID_RENEW", signedTransactionInfo: transaction, signedRenewalInfo: renewal))
+            nestedAltered = pki.sign(TestPayloads.notification(
+                type: "DID_RENEW", signedTransactionInfo: altered(transaction, segment: 2), signedRenewalInfo: renewal))
+            renewalAltered = pki.sign(TestPayloads.notification(
+                type: "DID_RENEW", signedTransactionInfo: transaction, signedRenewalInfo: altered(renewal, segment: 2, at: 40)))
+            // A payload that is not JSON under the signature of another: the signature fails first.
+            var parts = notification.split(separator: ".").map(String.init)
+            parts[1] = Base64Encoding.url("not json")
+            notJSON = parts.joined(separator: ".")
+        }
+
+        /// Every case as a bare JWS.
+        var all: [String] {
+            [
+                notification, altered(notification, segment: 2), altered(notification, segment: 1, at: 30), nestedAltered,
+                renewalAltered, notJSON, transaction, altered(transaction, segment: 2, at: 3), renewal, altered(renewal, segment: 2, at: 7),
+            ]
+        }
+    }
+
     static func documents() -> [InputBytes] {
-        let pki = Scenario.pki
         let history = History.generate(lines: 48, seed: 0xDEF)
-        let transaction = pki.sign(TestPayloads.transaction(transactionId: "5550001"))
-        let renewal = pki.sign(TestPayloads.renewalInfo())
-        let notification = pki.sign(TestPayloads.notification(
-            type: "DID_RENEW", signedTransactionInfo: transaction, signedRenewalInfo: renewal))
-        let nestedAltered = pki.sign(TestPayloads.notification(
-            type: "DID_RENEW", signedTransactionInfo: altered(transaction, segment: 2), signedRenewalInfo: renewal))
-        let renewalAltered = pki.sign(TestPayloads.notification(
-            type: "DID_RENEW", signedTransactionInfo: transaction, signedRenewalInfo: altered(renewal, segment: 2, at: 40)))
-        // A payload that is not JSON under the signature of another: the signature fails first.
-        var parts = notification.split(separator: ".").map(String.init)
-        parts[1] = Base64Encoding.url("not json")
-        let notJSON = parts.joined(separator: ".")
+        let cases = SignedCases()
+        let (transaction, renewal, notification) = (cases.transaction, cases.renewal, cases.notification)
+        let (nestedAltered, renewalAltered, notJSON) = (cases.nestedAltered, cases.renewalAltered, cases.notJSON)
         var texts = history.lines.map(\.text)
         let crafted = [
             TestPayloads.body(signedPayload: notification),
@@ -63,7 +85,7 @@ import TestSupport
         ]
         for (offset, text) in crafted.enumerated() { texts.insert(text, at: min(texts.count, offset * 6 + 1)) }
         var documents = texts.map { InputBytes(bytes: Array($0.utf8)) }
-        let corpus = HostileCorpus.build(pki: pki).filter { $0.environment == "Sandbox" && !$0.isHuge }
+        let corpus = HostileCorpus.build(pki: Scenario.pki).filter { $0.environment == "Sandbox" && !$0.isHuge }
         for (offset, item) in corpus.enumerated() {
             documents.insert(InputBytes(bytes: item.input), at: min(documents.count, offset * 2 + 3))
         }
@@ -92,6 +114,33 @@ import TestSupport
         #expect(withTables.verifier.keyTableCount >= 1, "the tables were never used")
         #expect(expected.joined().contains { $0.hasPrefix("rejected VERIFICATION_FAILURE") })
         #expect(expected.joined().filter { $0.hasPrefix("verified") }.count >= 48)
+    }
+
+    @Test("a verifier's own verifyNotification and verify check a JWS's signatures together and answer as checking each at once does")
+    func verifierChecksTogether() throws {
+        let withTables = try Self.verifier(keyTableAfter: 0).verifier
+        let reference = try Self.verifier(keyTableAfter: nil).verifier
+        func describe(_ verify: () throws(VerificationError) -> VerifiedInput) -> String {
+            do {
+                return Self.describe(.verified(try verify()))
+            } catch {
+                return "rejected \(error.code.rawValue) \(error.message)"
+            }
+        }
+        var rejected = 0
+        for jws in SignedCases().all {
+            let expected = describe { () throws(VerificationError) in try reference.verify(jws) }
+            if expected.hasPrefix("rejected") { rejected += 1 }
+            // Twice: the second time with the key's table built by the first.
+            for _ in 0..<2 {
+                #expect(describe { () throws(VerificationError) in try withTables.verify(jws) } == expected)
+                #expect(
+                    describe { () throws(VerificationError) in .notification(try withTables.verifyNotification(jws)) }
+                        == describe { () throws(VerificationError) in .notification(try reference.verifyNotification(jws)) })
+            }
+        }
+        #expect(rejected >= 6)
+        #expect(withTables.keyTableCount >= 1, "the tables were never used")
     }
 
     @Test("an engine whose keys use tables from the first signature ingests what one without tables does")

@@ -41,7 +41,7 @@ public struct SignedDataVerifier: Sendable {
     package var checksSignatures: Bool { trust != nil }
     let cache: ChainCache
     /// Batches of put-off checks for one JWS and those it nests (``verifyNotification(_:)``).
-    let deferredPool = DeferredSignatures.Pool()
+    package let deferredPool = DeferredSignatures.Pool()
 
     /// Makes a verifier.
     /// - Throws: `INVALID_APP_IDENTIFIER` when the environment is Production and `appAppleId`

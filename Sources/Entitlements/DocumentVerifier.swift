@@ -27,12 +27,22 @@ public struct DocumentVerifier: Sendable {
         }
     }
 
-    /// Verifies one input item (a JWS of the expected kind).
+    /// Verifies one input item (a JWS of the expected kind); a notification's signatures are
+    /// checked together (``SignedDataVerifier/verifyNotification(_:)``).
     public func verify(_ item: InputItem) -> Result<VerifiedInput, VerificationError> {
-        verify(item, deferring: nil)
+        do {
+            switch item.expected {
+            case .notification: return .success(.notification(try verifier.verifyNotification(item.jws)))
+            case .any: return .success(try verifier.verify(item.jws))
+            case .transaction, .renewalInfo, .appTransaction, .receipt: return verify(item, deferring: nil)
+            }
+        } catch {
+            return .failure(error)
+        }
     }
 
-    /// The same, with signature checks put off to `deferred` (see ``DeferredSignatures``).
+    /// The same, with signature checks put off to `deferred` (see ``DeferredSignatures``);
+    /// `nil` checks each at once.
     func verify(_ item: InputItem, deferring deferred: DeferredSignatures?) -> Result<VerifiedInput, VerificationError> {
         do {
             switch item.expected {
@@ -57,10 +67,16 @@ public struct DocumentVerifier: Sendable {
     }
 
     /// The same, appended to `items` (a batch's items are built in one array, not
-    /// copied from one array per document); returns how many were appended.
+    /// copied from one array per document); returns how many were appended. The document's
+    /// signatures are checked together (a notification's three: one modular inversion), and
+    /// it is verified again checking each at once when one fails, as a batch is.
     @discardableResult
     public func appendVerifiedItems(_ document: InputBytes, to items: inout [AppendItem]) -> Int {
-        appendVerifiedItems(document, to: &items, deferring: nil)
+        let deferred = verifier.deferredPool.borrow()
+        defer { verifier.deferredPool.giveBack(deferred) }
+        let batch = Engine.VerifiedBatch([document], verifier: self, deferring: deferred)
+        items += batch.items
+        return batch.counts[0]
     }
 
     /// The same, with signature checks put off to `deferred`: an item reported verified

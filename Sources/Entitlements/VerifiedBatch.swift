@@ -27,7 +27,7 @@ extension Engine {
             items.reserveCapacity(documents.count)
             counts.reserveCapacity(documents.count)
             guard let deferred, verifier.verifier.checksSignatures else {
-                for document in documents { counts.append(verifier.appendVerifiedItems(document, to: &items)) }
+                for document in documents { counts.append(verifier.appendVerifiedItems(document, to: &items, deferring: nil)) }
                 return
             }
             // Where each document's deferred checks start.
@@ -40,7 +40,7 @@ extension Engine {
                 if items[start...].contains(where: \.isRejection) {
                     deferred.truncate(to: mark)
                     items.removeSubrange(start...)
-                    count = verifier.appendVerifiedItems(document, to: &items)
+                    count = verifier.appendVerifiedItems(document, to: &items, deferring: nil)
                 }
                 counts.append(count)
                 firstCheck.append(mark)
@@ -57,7 +57,7 @@ extension Engine {
                 if passed[firstCheck[index]..<firstCheck[index + 1]].allSatisfy({ $0 }) {
                     rebuilt.append(contentsOf: items[start..<(start + count)])
                 } else {
-                    counts[index] = verifier.appendVerifiedItems(document, to: &rebuilt)
+                    counts[index] = verifier.appendVerifiedItems(document, to: &rebuilt, deferring: nil)
                 }
             }
             items = rebuilt

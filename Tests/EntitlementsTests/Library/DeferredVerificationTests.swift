@@ -111,6 +111,10 @@ import TestSupport
                 start += size
             }
         }
+        // One document a call, through the public API, which checks its signatures together.
+        for (index, document) in documents.enumerated() {
+            #expect(withTables.verifiedItems(document).map(Self.describe) == expected[index], "document \(index)")
+        }
         #expect(withTables.verifier.keyTableCount >= 1, "the tables were never used")
         #expect(expected.joined().contains { $0.hasPrefix("rejected VERIFICATION_FAILURE") })
         #expect(expected.joined().filter { $0.hasPrefix("verified") }.count >= 48)

@@ -20,7 +20,7 @@ extension DocumentVerifier {
             }
         }
         if !bodies.isEmpty {
-            let batch = Engine.VerifiedBatch(bodies, verifier: self, deferring: DeferredSignatures())
+            let batch = verifiedTogether(bodies)
             var offset = 0
             for (number, index) in positions.enumerated() {
                 let count = batch.counts[number]
@@ -36,6 +36,14 @@ extension DocumentVerifier {
     /// document's items as verifying it alone gives them, the signature checks of all
     /// made at once (for the benchmark's profile of the lanes' work).
     package func verifiedItems(batch documents: [InputBytes]) -> [AppendItem] {
-        Engine.VerifiedBatch(documents, verifier: self, deferring: DeferredSignatures()).items
+        verifiedTogether(documents).items
+    }
+
+    /// `documents` verified as one batch (``Engine/VerifiedBatch``), their signature checks
+    /// put off to a batch borrowed from the verifier's pool and made together.
+    func verifiedTogether(_ documents: [InputBytes]) -> Engine.VerifiedBatch {
+        let deferred = verifier.deferredPool.borrow()
+        defer { verifier.deferredPool.giveBack(deferred) }
+        return Engine.VerifiedBatch(documents, verifier: self, deferring: deferred)
     }
 }

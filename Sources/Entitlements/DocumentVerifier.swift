@@ -72,9 +72,7 @@ public struct DocumentVerifier: Sendable {
     /// it is verified again checking each at once when one fails, as a batch is.
     @discardableResult
     public func appendVerifiedItems(_ document: InputBytes, to items: inout [AppendItem]) -> Int {
-        let deferred = verifier.deferredPool.borrow()
-        defer { verifier.deferredPool.giveBack(deferred) }
-        let batch = Engine.VerifiedBatch([document], verifier: self, deferring: deferred)
+        let batch = verifiedTogether([document])
         items += batch.items
         return batch.counts[0]
     }

@@ -133,13 +133,13 @@ extension Engine {
     func verifyAll(_ documents: [InputBytes], workers: Int) -> VerifiedBatch {
         let lanes = min(max(1, workers), documents.count)
         if lanes <= 1 {
-            return VerifiedBatch(documents, verifier: documentVerifier, deferring: DeferredSignatures())
+            return documentVerifier.verifiedTogether(documents)
         }
         let size = (documents.count + lanes - 1) / lanes
         let parts = Mutex([VerifiedBatch?](repeating: nil, count: lanes))
         DispatchQueue.concurrentPerform(iterations: lanes) { lane in
             let run = Array(documents[min(lane * size, documents.count)..<min((lane + 1) * size, documents.count)])
-            let part = VerifiedBatch(run, verifier: self.documentVerifier, deferring: DeferredSignatures())
+            let part = self.documentVerifier.verifiedTogether(run)
             parts.withLock { $0[lane] = part }
         }
         // concurrentPerform returns once every lane has run: each run is there, in order.

@@ -65,13 +65,16 @@ package final class WorkerThread: @unchecked Sendable {
     }
 
     /// Runs `job` after the jobs submitted before it have started (with one thread: after
-    /// they have run); starts a thread when every one is busy and the limit allows.
+    /// they have run); starts a thread when the jobs queued outnumber the idle threads and
+    /// the limit allows.
     package func submit(_ job: @escaping @Sendable () -> Void) {
         condition.lock()
         precondition(!stopping, "work submitted to a finished WorkerThread")
         jobs.append(job)
         pending += 1
-        if idle == 0 && threads < limit { startThread() }
+        // An idle thread takes one queued job: while more are queued than threads wait
+        // (several submitted before the idle one woke), another is started.
+        if jobs.count > idle && threads < limit { startThread() }
         condition.broadcast()
         condition.unlock()
     }

@@ -16,8 +16,36 @@
 extension Engine {
     /// Verifies, appends and projects a batch in one transaction, on the engine's threads.
     /// See ``ingest(_:workers:receivedAt:)-(_,_,_)`` for the guarantees.
+    ///
+    /// Calls made at once (a server answering each webhook with its own call) are committed
+    /// together: each call's documents are verified on their own, and what has been verified
+    /// by the time a commit starts goes into that one transaction (group commit). Every call
+    /// gets exactly its own results, in its own order, as if it had been alone; a failure to
+    /// store the batch is every one of its calls' failure, and none of the batch is stored.
+    /// With `receivedAt` given, the call is a transaction of its own.
     public func ingest(_ documents: [InputBytes], workers: Int = 1, receivedAt: Int64? = nil) async throws(EngineError) -> [IngestResult] {
-        try await onEngineThread { () throws(EngineError) in try self.ingest(documents, workers: workers, receivedAt: receivedAt) }
+        guard receivedAt == nil else {
+            return try await onEngineThread { () throws(EngineError) in try self.ingest(documents, workers: workers, receivedAt: receivedAt) }
+        }
+        let answer: Result<(results: [IngestResult], ticket: ReplicationTicket), EngineError> = await withCheckedContinuation { continuation in
+            threads.submit {
+                let verified = self.verifyAll(documents, workers: workers)
+                let (items, counts) = (verified.items, verified.counts)
+                let job = GroupCommit.Job(items: items) { committed in
+                    continuation.resume(
+                        returning: committed.map { (Self.results($0.outcomes, documents: documents, counts: counts, items: items), $0.ticket) })
+                }
+                self.groupCommit.submit(job) { (batch: [AppendItem]) throws(EngineError) in
+                    // Confirmed by each call on its own (below), so the next batch commits meanwhile.
+                    (try self.appendRetryingBusy(batch, receivedAt: Self.now(), confirming: false), self.replicationTicket())
+                }
+            }
+        }
+        let (results, ticket) = try answer.get()
+        if replication != nil {
+            try await onEngineThread { () throws(EngineError) in try self.confirmReplicated(ticket) }
+        }
+        return results
     }
 
     /// What the customer may use at `at` (default now), on the engine's threads.

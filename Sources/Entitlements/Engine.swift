@@ -33,6 +33,8 @@ public final class Engine: Sendable {
     let v1SyncHints = V1SyncHints()
     /// Threads on which the `async` API runs the work (started on first use).
     let threads = EngineThreads()
+    /// Commits concurrent `async` ingests together.
+    let groupCommit = GroupCommit()
     /// Wakes the ``TransactionFinisher`` when a batch queued Finish Transaction calls.
     let finishWakeup = Wakeup()
     /// Confirms commits with Litestream before they are acknowledged; `nil` without replication.

@@ -68,6 +68,40 @@ enum IngestBench {
         return Run(workers: workers, notifications: documents.count, seconds: seconds, cpuSeconds: cpuSeconds)
     }
 
+    /// An embedding server's webhooks: each notification body through the `async`
+    /// ``Engine/ingest(_:workers:receivedAt:)-(_,_,_)`` on its own, from `tasks` concurrent
+    /// tasks (the engine commits calls made at once together).
+    /// - Returns: the run, and the transactions the calls were committed in.
+    static func concurrent(_ corpus: Corpus, documents: [InputBytes], tasks: Int, path: String) throws -> (run: Run, transactions: Int) {
+        Storage.remove(path)
+        defer { Storage.remove(path) }
+        let engine = try Engine(configuration: corpus.configuration, databasePath: path)
+        let before = engine.groupCommitStatistics
+        let cpu = Clock.processCPU()
+        let start = Clock.now()
+        let appended = try runBlocking { () async throws -> Int in
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for task in 0..<tasks {
+                    group.addTask {
+                        var count = 0
+                        for index in stride(from: task, to: documents.count, by: tasks) {
+                            count += try await engine.ingest([documents[index]]).filter { $0.outcome == .appended }.count
+                        }
+                        return count
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        let seconds = Clock.now() - start
+        let cpuSeconds = Clock.processCPU() - cpu
+        guard appended == documents.count else {
+            throw BenchFailure("concurrent ingest from \(tasks) tasks appended \(appended) of \(documents.count) notifications")
+        }
+        let run = Run(workers: tasks, notifications: documents.count, seconds: seconds, cpuSeconds: cpuSeconds)
+        return (run, engine.groupCommitStatistics.batches - before.batches)
+    }
+
     /// The store's share alone: the same batches verified beforehand, then only
     /// ``EventStore/append(_:rules:rulesJSON:receivedAt:)`` timed.
     /// - Parameters:

@@ -10,7 +10,7 @@ import Foundation
 ///     valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*profiledRegion*' \
 ///         .build-bench/release/entitlements-bench __profile verify-warm 1000
 ///
-/// WHAT: verify-warm, verify-cold, serve-bodies, ingest, append, query, replay, lanes, ecdsa, keytable.
+/// WHAT: verify-warm, verify-cold, serve-bodies, ingest, ingest-concurrent, append, query, replay, lanes, ecdsa, keytable.
 /// `BENCH_LIFECYCLE=0 ... __profile append N` appends without recording the lifecycle feed;
 /// `BENCH_APPEND_BATCH=B` appends B notifications a transaction (default 256);
 /// `BENCH_RECEIPT=backlog` receives them all on 2026-01-01 instead of as Apple sends them.
@@ -25,7 +25,7 @@ enum Profile {
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let what = arguments.first else {
-            note("usage: entitlements-bench __profile verify-warm|verify-cold|serve-bodies|ingest|ingest-pipeline|append|query|replay|lanes|ecdsa|keytable|micro [N]")
+            note("usage: entitlements-bench __profile verify-warm|verify-cold|serve-bodies|ingest|ingest-concurrent|ingest-pipeline|append|query|replay|lanes|ecdsa|keytable|micro [N]")
             return 2
         }
         let n = arguments.count > 1 ? Int(arguments[1]) ?? 1_000 : 1_000
@@ -78,6 +78,21 @@ enum Profile {
                     }
                 }
                 note("ingest: batches of \(batch), \(workers) workers, \(Format.fixed((Clock.processCPU() - cpuStart) / Double(documents.count) * 1e6, 1)) µs CPU per notification")
+            case "ingest-concurrent":
+                // `__profile ingest-concurrent N TASKS`: N notifications through the async
+                // `Engine.ingest([body])`, one body a call, from TASKS concurrent tasks (default 64):
+                // an embedding server answering each webhook on its own.
+                let tasks = arguments.count > 2 ? max(1, Int(arguments[2]) ?? 64) : 64
+                let corpus = Corpus(count: n, customers: max(1, n / 4))
+                let documents = corpus.samples.map { InputBytes($0.body) }
+                var result: (run: IngestBench.Run, transactions: Int)? = nil
+                try profiledRegion {
+                    result = try IngestBench.concurrent(
+                        corpus, documents: documents, tasks: tasks, path: NSTemporaryDirectory() + "/entitlements-bench-profile-concurrent.sqlite")
+                }
+                if let (run, transactions) = result {
+                    note("ingest-concurrent: \(tasks) tasks, \(Format.count(run.rate)) /s, \(Format.fixed(run.cpuSeconds / Double(run.notifications) * 1e6, 1)) µs CPU per notification, \(transactions) transactions")
+                }
             case "ingest-pipeline":
                 // `__profile ingest-pipeline N WORKERS`: Engine.ingest(batches:) as the benchmark runs it.
                 let workers = arguments.count > 2 ? Int(arguments[2]) ?? 2 : 2

@@ -157,3 +157,20 @@ struct Rate {
     var perSecond: Double { seconds > 0 ? Double(count) / seconds : 0 }
     var perCPUSecond: Double { cpuSeconds > 0 ? Double(count) / cpuSeconds : 0 }
 }
+
+/// Runs `work` in a task and waits for it on this thread (the benchmark's main thread is not
+/// one of Swift's cooperative pool, so waiting here blocks no task).
+func runBlocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { box.result = .success(try await work()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}

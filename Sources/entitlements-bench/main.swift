@@ -245,6 +245,7 @@ struct Bench {
                     ])
             }
             if let ecdsa { reportIngestBounds(ecdsa: ecdsa, runs: [(1, ingestOne), (2, ingestTwo)]) }
+            if let ingestTwo { try concurrentCalls(corpus, documents: documents, against: ingestTwo) }
             try commandLineIngest(corpus, documents: documents, corpusPath: corpusPath)
             try appendOnly(corpus, documents: documents)
             try appendLifecycleCost(corpus, documents: documents)
@@ -253,6 +254,26 @@ struct Bench {
             try ingestStorage(documents: documents)
         }
         return ingestOne
+    }
+
+    /// An embedding server's webhooks: one body an `async` `Engine.ingest` call, from 64
+    /// concurrent tasks, against the batched ingest with 2 workers.
+    func concurrentCalls(_ corpus: Corpus, documents: [InputBytes], against batched: IngestBench.Run) throws {
+        let tasks = 64
+        let (run, transactions) = try IngestBench.concurrent(
+            corpus, documents: documents, tasks: tasks, path: workFolder + "/ingest-concurrent.sqlite")
+        let share = run.rate / batched.rate * 100
+        report.row(
+            "ingest", "Engine.ingest([body]) async, one body a call, \(tasks) concurrent tasks (\(Format.count(Double(transactions))) transactions)",
+            Format.count(run.rate) + " /s (" + Format.count(Double(run.notifications) / run.cpuSeconds) + " per CPU-s)")
+        report.row("ingest", "  as a share of Engine.ingest with 2 workers", Format.fixed(share, 0) + "%", target: ">= 80%", met: share >= 80)
+        report.section(
+            "ingestConcurrentCalls",
+            [
+                "tasks": .int(Int64(tasks)), "notifications": .int(Int64(run.notifications)), "seconds": .double(run.seconds),
+                "cpuSeconds": .double(run.cpuSeconds), "notificationsPerSecond": .double(run.rate),
+                "transactions": .int(Int64(transactions)), "shareOfTwoWorkers": .double(share),
+            ])
     }
 
     /// The bound of the cores each run may use, from the ECDSA stage of this run: one

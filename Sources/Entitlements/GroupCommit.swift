@@ -41,9 +41,11 @@ final class GroupCommit: Sendable {
         self.maxItems = max(1, maxItems)
     }
 
-    /// Hands `job` over. When no call is committing, this one commits with `commit` what is
-    /// handed over (batch after batch) until nothing is; otherwise it returns at once and the
-    /// committing call commits the job. Blocks while it commits: call it on an engine thread.
+    /// Hands `job` over. When no call is committing, this one commits what is handed over
+    /// (batch after batch) until nothing is; otherwise it returns at once and the committing
+    /// call commits the job. Blocks while it commits: call it on an engine thread.
+    /// - Parameter commit: appends a batch in one transaction, one outcome per item (every
+    ///   call passes the same; the committing call's is used for all it commits).
     func submit(
         _ job: Job,
         commit: ([AppendItem]) throws(EngineError) -> (outcomes: [AppendOutcome], ticket: Engine.ReplicationTicket)

@@ -45,7 +45,7 @@ struct Options {
           ingest   Engine.ingest end to end (verify, append, project) in batches, 1 and 2 workers;
                    bytes per event on disk; EventStore.append with the lifecycle feed recorded and
                    switched off; the webhook deliverer to a loopback endpoint; Engine.ingest([body])
-           from 64 concurrent tasks (an embedding server's webhooks, committed together)
+                   from 64 concurrent tasks (an embedding server's webhooks, committed together)
           peer     Apple's Python library on the same corpus (Benchmarks/peer-python.sh), when python3 is here
           query    Engine.query point lookups on a database of --customers customers: rate, p50, p99
           replay   Engine.replay of --events events over --customers customers: events/s, peak RSS

@@ -1,3 +1,5 @@
+internal import EventStore
+
 /// The `async` API: each method runs its synchronous twin on the engine's own threads
 /// (``EngineThreads``) and suspends the caller with a checked continuation, so a server's
 /// request handlers never block a thread of Swift's cooperative pool.
@@ -27,13 +29,25 @@ extension Engine {
         guard receivedAt == nil else {
             return try await onEngineThread { () throws(EngineError) in try self.ingest(documents, workers: workers, receivedAt: receivedAt) }
         }
-        let answer: Result<(results: [IngestResult], ticket: ReplicationTicket), EngineError> = await withCheckedContinuation { continuation in
+        let (verified, outcomes) = try await committedTogether { [self] in
+            let verified = verifyAll(documents, workers: workers)
+            return ((items: verified.items, counts: verified.counts), verified.items)
+        }
+        return Self.results(outcomes, documents: documents, counts: verified.counts, items: verified.items)
+    }
+
+    /// Commits the items `prepare` makes (on an engine thread) together with those of the
+    /// `async` calls made at the same time (``GroupCommit``), and returns once they are
+    /// committed and, with replication, on the replica: what `prepare` made beside them, and
+    /// one outcome per item.
+    func committedTogether<Prepared: Sendable>(
+        _ prepare: @escaping @Sendable () -> (Prepared, [AppendItem])
+    ) async throws(EngineError) -> (Prepared, [AppendOutcome]) {
+        let answer: Result<(Prepared, [AppendOutcome], ReplicationTicket), EngineError> = await withCheckedContinuation { continuation in
             threads.submit {
-                let verified = self.verifyAll(documents, workers: workers)
-                let (items, counts) = (verified.items, verified.counts)
+                let (prepared, items) = prepare()
                 let job = GroupCommit.Job(items: items) { committed in
-                    continuation.resume(
-                        returning: committed.map { (Self.results($0.outcomes, documents: documents, counts: counts, items: items), $0.ticket) })
+                    continuation.resume(returning: committed.map { (prepared, $0.outcomes, $0.ticket) })
                 }
                 self.groupCommit.submit(job) { (batch: [AppendItem]) throws(EngineError) in
                     // Confirmed by each call on its own (below), so the next batch commits meanwhile.
@@ -41,11 +55,11 @@ extension Engine {
                 }
             }
         }
-        let (results, ticket) = try answer.get()
+        let (prepared, outcomes, ticket) = try answer.get()
         if replication != nil {
             try await onEngineThread { () throws(EngineError) in try self.confirmReplicated(ticket) }
         }
-        return results
+        return (prepared, outcomes)
     }
 
     /// What the customer may use at `at` (default now), on the engine's threads.

@@ -30,8 +30,14 @@ extension Engine {
 
 extension Engine {
     /// Appends items already verified in one transaction, on the engine's threads
-    /// (see `append(verified:receivedAt:)`).
+    /// (see `append(verified:receivedAt:)`). Calls made at the same time share transactions
+    /// as the `async` ``ingest(_:workers:receivedAt:)-(_,_,_)``'s do (group commit), each
+    /// answered with its own results; with `receivedAt` given, the call is a transaction of
+    /// its own.
     public func append(verified items: [AppendItem], receivedAt: Int64? = nil) async throws(EngineError) -> [IngestResult] {
-        try await onEngineThread { () throws(EngineError) in try self.append(verified: items, receivedAt: receivedAt) }
+        guard receivedAt == nil else {
+            return try await onEngineThread { () throws(EngineError) in try self.append(verified: items, receivedAt: receivedAt) }
+        }
+        return try await committedTogether { ((), items) }.1.map(Self.result)
     }
 }

@@ -89,6 +89,53 @@ import TestSupport
         #expect(audit.firstMismatch == nil && audit.events == Int64(history.identities.count), "\(audit)")
     }
 
+    @Test("items verified by the caller and appended by concurrent calls share transactions too")
+    func verifiedItemsShareTransactions() async throws {
+        let workspace = try Workspace(name: "group-commit-verified", busyTimeoutMilliseconds: 120_000)
+        let history = History.generate(lines: 24, seed: 0x6C3)
+        let engine = try workspace.engine("verified.sqlite")
+        _ = try await engine.ingest([])
+        let before = engine.groupCommitStatistics
+        let items = history.lines.map { engine.documentVerifier.verifiedItems(InputBytes(bytes: Array($0.text.utf8))) }
+
+        let holder = try Connection(path: workspace.path("verified.sqlite"), mode: .readWrite)
+        try holder.execute("BEGIN IMMEDIATE")
+        let calls = Task {
+            try await withThrowingTaskGroup(of: (Int, [IngestResult]).self) { group in
+                for (index, lineItems) in items.enumerated() {
+                    group.addTask { (index, try await engine.append(verified: lineItems)) }
+                }
+                var results = [[IngestResult]](repeating: [], count: items.count)
+                for try await (index, lineResults) in group { results[index] = lineResults }
+                return results
+            }
+        }
+        let allHandedOver = try await Self.waitUntil(120) {
+            engine.groupCommitStatistics.submitted - before.submitted == items.count
+        }
+        try holder.execute("ROLLBACK")
+        #expect(allHandedOver)
+        let results = try await calls.value
+
+        let after = engine.groupCommitStatistics
+        #expect(after.batches - before.batches >= 1 && after.batches - before.batches <= 2, "\(after.batches - before.batches) transactions")
+        var appended = 0
+        for (line, lineResults) in zip(history.lines, results) {
+            #expect(lineResults.count == line.items.count)
+            for (result, item) in zip(lineResults, line.items) {
+                switch item {
+                case .event:
+                    #expect(result.outcome == .appended || result.outcome == .duplicate, "\(result)")
+                    if result.outcome == .appended { appended += 1 }
+                case .rejected(let code):
+                    #expect(result.outcome == .rejected && result.errorCode == code, "\(result)")
+                }
+            }
+        }
+        #expect(appended == history.identities.count)
+        #expect(try Probe(workspace.path("verified.sqlite")).eventCount() == Int64(history.identities.count))
+    }
+
     @Test("a batch that cannot be stored is the failure of every call in it")
     func failureReachesEveryCall() async throws {
         let workspace = try Workspace(name: "group-commit-fails")

@@ -9,14 +9,14 @@ import TestSupport
 /// Concurrent `async` ingests (a server answering each webhook with its own call) are
 /// committed together, and each call still gets exactly what it would have got alone.
 @Suite(.serialized) struct GroupCommitTests {
-    /// One call per line of `history`, all at once; the results of each line's call.
-    static func ingestConcurrently(_ history: History, into engine: Engine) async throws -> [[IngestResult]] {
+    /// `count` calls at once; each call's results, by its number.
+    static func concurrently(
+        _ count: Int, _ call: @escaping @Sendable (Int) async throws -> [IngestResult]
+    ) async throws -> [[IngestResult]] {
         try await withThrowingTaskGroup(of: (Int, [IngestResult]).self) { group in
-            for (index, line) in history.lines.enumerated() {
-                group.addTask { (index, try await engine.ingest([InputBytes(bytes: Array(line.text.utf8), number: 1)])) }
-            }
-            var results = [[IngestResult]](repeating: [], count: history.lines.count)
-            for try await (index, lineResults) in group { results[index] = lineResults }
+            for index in 0..<count { group.addTask { (index, try await call(index)) } }
+            var results = [[IngestResult]](repeating: [], count: count)
+            for try await (index, callResults) in group { results[index] = callResults }
             return results
         }
     }
@@ -31,38 +31,33 @@ import TestSupport
         return true
     }
 
-    @Test("calls made while a commit waits are committed together, each answered as if alone")
-    func callsWaitingForACommitShareTheNext() async throws {
-        let workspace = try Workspace(name: "group-commit", busyTimeoutMilliseconds: 120_000)
-        let history = History.generate(lines: 48, seed: 0x6C0)
-        let engine = try workspace.engine("group.sqlite")
-        _ = try await engine.ingest([])
+    /// `count` calls made at once while another connection holds the database's write lock:
+    /// the first call's commit waits for it, and the lock is let go once every call has been
+    /// verified and handed over. Each call's results, and the transactions they took.
+    static func callsWhileLocked(
+        _ count: Int, database: String, engine: Engine, _ call: @escaping @Sendable (Int) async throws -> [IngestResult]
+    ) async throws -> (results: [[IngestResult]], transactions: Int, items: Int) {
         let before = engine.groupCommitStatistics
-
-        // Another connection holds the write lock: the first call's commit waits for it,
-        // and every other call is verified and handed over meanwhile.
-        let holder = try Connection(path: workspace.path("group.sqlite"), mode: .readWrite)
+        let holder = try Connection(path: database, mode: .readWrite)
         try holder.execute("BEGIN IMMEDIATE")
-        let calls = Task { try await Self.ingestConcurrently(history, into: engine) }
-        let allHandedOver = try await Self.waitUntil(120) {
-            engine.groupCommitStatistics.submitted - before.submitted == history.lines.count
-        }
+        let calls = Task { try await concurrently(count, call) }
+        let allHandedOver = try await waitUntil(120) { engine.groupCommitStatistics.submitted - before.submitted == count }
         try holder.execute("ROLLBACK")
-        #expect(allHandedOver, "\(engine.groupCommitStatistics.submitted - before.submitted) of \(history.lines.count) calls handed over")
+        #expect(allHandedOver, "\(engine.groupCommitStatistics.submitted - before.submitted) of \(count) calls handed over")
         let results = try await calls.value
-
-        // The waiting commit took what had arrived when it began, the next one all the rest.
         let after = engine.groupCommitStatistics
-        let items = results.reduce(0) { $0 + $1.count }
-        #expect(after.batches - before.batches >= 1 && after.batches - before.batches <= 2, "\(after.batches - before.batches) transactions")
-        #expect(after.items - before.items == items)
+        return (results, after.batches - before.batches, after.items - before.items)
+    }
 
-        // Each call: its own line's results, numbered as its own first document.
+    /// Checks that each line's call gave its own line's results, each with the document
+    /// number `input`, and that every event was appended once; returns how many were.
+    @discardableResult
+    static func expectOwnResults(_ results: [[IngestResult]], for history: History, input: Int?) -> Int {
         var appended = 0
         for (line, lineResults) in zip(history.lines, results) {
             #expect(lineResults.count == line.items.count, "\(lineResults.count) results for \(line.items.count) items")
             for (result, item) in zip(lineResults, line.items) {
-                #expect(result.input == 1)
+                #expect(result.input == input)
                 switch item {
                 case .event:
                     #expect(result.outcome == .appended || result.outcome == .duplicate, "\(result)")
@@ -74,6 +69,33 @@ import TestSupport
         }
         // Every event stored once, whichever call carried it first.
         #expect(appended == history.identities.count, "\(appended) events appended, \(history.identities.count) expected")
+        return appended
+    }
+
+    /// A workspace whose lock waits outlast the tests' holds, `lines` lines of history, and an
+    /// engine on the database `name` that exists already.
+    static func fixture(_ name: String, lines: Int, seed: UInt64) async throws -> (Workspace, History, Engine) {
+        let workspace = try Workspace(name: "group-commit-\(name)", busyTimeoutMilliseconds: 120_000)
+        let engine = try workspace.engine("\(name).sqlite")
+        _ = try await engine.ingest([])
+        return (workspace, History.generate(lines: lines, seed: seed), engine)
+    }
+
+    @Test("calls made while a commit waits are committed together, each answered as if alone")
+    func callsWaitingForACommitShareTheNext() async throws {
+        let (workspace, history, engine) = try await Self.fixture("group", lines: 48, seed: 0x6C0)
+
+        let lines = history.lines
+        let (results, transactions, items) = try await Self.callsWhileLocked(
+            lines.count, database: workspace.path("group.sqlite"), engine: engine
+        ) { index in
+            try await engine.ingest([InputBytes(bytes: Array(lines[index].text.utf8), number: 1)])
+        }
+        // The waiting commit took what had arrived when it began, the next one all the rest.
+        #expect(transactions >= 1 && transactions <= 2, "\(transactions) transactions")
+        #expect(items == results.reduce(0) { $0 + $1.count })
+        // Each numbered as its call's first document.
+        Self.expectOwnResults(results, for: history, input: 1)
         #expect(try Probe(workspace.path("group.sqlite")).eventCount() == Int64(history.identities.count))
 
         // The same customers as one call after another gives, and a log that audits clean.
@@ -91,48 +113,17 @@ import TestSupport
 
     @Test("items verified by the caller and appended by concurrent calls share transactions too")
     func verifiedItemsShareTransactions() async throws {
-        let workspace = try Workspace(name: "group-commit-verified", busyTimeoutMilliseconds: 120_000)
-        let history = History.generate(lines: 24, seed: 0x6C3)
-        let engine = try workspace.engine("verified.sqlite")
-        _ = try await engine.ingest([])
-        let before = engine.groupCommitStatistics
+        let (workspace, history, engine) = try await Self.fixture("verified", lines: 24, seed: 0x6C3)
         let items = history.lines.map { engine.documentVerifier.verifiedItems(InputBytes(bytes: Array($0.text.utf8))) }
 
-        let holder = try Connection(path: workspace.path("verified.sqlite"), mode: .readWrite)
-        try holder.execute("BEGIN IMMEDIATE")
-        let calls = Task {
-            try await withThrowingTaskGroup(of: (Int, [IngestResult]).self) { group in
-                for (index, lineItems) in items.enumerated() {
-                    group.addTask { (index, try await engine.append(verified: lineItems)) }
-                }
-                var results = [[IngestResult]](repeating: [], count: items.count)
-                for try await (index, lineResults) in group { results[index] = lineResults }
-                return results
-            }
+        let (results, transactions, _) = try await Self.callsWhileLocked(
+            items.count, database: workspace.path("verified.sqlite"), engine: engine
+        ) { index in
+            try await engine.append(verified: items[index])
         }
-        let allHandedOver = try await Self.waitUntil(120) {
-            engine.groupCommitStatistics.submitted - before.submitted == items.count
-        }
-        try holder.execute("ROLLBACK")
-        #expect(allHandedOver)
-        let results = try await calls.value
-
-        let after = engine.groupCommitStatistics
-        #expect(after.batches - before.batches >= 1 && after.batches - before.batches <= 2, "\(after.batches - before.batches) transactions")
-        var appended = 0
-        for (line, lineResults) in zip(history.lines, results) {
-            #expect(lineResults.count == line.items.count)
-            for (result, item) in zip(lineResults, line.items) {
-                switch item {
-                case .event:
-                    #expect(result.outcome == .appended || result.outcome == .duplicate, "\(result)")
-                    if result.outcome == .appended { appended += 1 }
-                case .rejected(let code):
-                    #expect(result.outcome == .rejected && result.errorCode == code, "\(result)")
-                }
-            }
-        }
-        #expect(appended == history.identities.count)
+        #expect(transactions >= 1 && transactions <= 2, "\(transactions) transactions")
+        // append(verified:) leaves the documents' numbers to its caller.
+        Self.expectOwnResults(results, for: history, input: nil)
         #expect(try Probe(workspace.path("verified.sqlite")).eventCount() == Int64(history.identities.count))
     }
 

@@ -48,17 +48,7 @@ public enum EventIdentity {
 
     /// The first 16 bytes of SHA-256 of the payload segment, in hex.
     static func payloadDigest(_ jws: String, hash: EventStore.HashFunction) -> String {
-        let digest = hash(Array(payloadSegment(jws).utf8))
-        var hex = ""
-        hex.reserveCapacity(32)
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        for byte in digest.prefix(16) {
-            bytes.append(digits[Int(byte >> 4)])
-            bytes.append(digits[Int(byte & 0xF)])
-        }
-        hex = String(decoding: bytes, as: UTF8.self)
-        return hex
+        EventStore.hex(Array(hash(Array(payloadSegment(jws).utf8)).prefix(16)))
     }
 
     /// What `ingest` reports as `eventId`: the notificationUUID, the

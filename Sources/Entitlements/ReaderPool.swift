@@ -31,7 +31,8 @@ final class ReaderPool: @unchecked Sendable {
         self.readsFollowedCopy = readsFollowedCopy
     }
 
-    /// Runs `body` with a connection no other caller is using.
+    /// Runs `body` with a connection no other caller is using, every read it makes from one
+    /// snapshot of the database (``EventStore/withOneSnapshot(_:)``).
     ///
     /// Readers open the database read-only (``EventStore/OpenMode/readOnly``):
     /// they never create, migrate or write it. A reader that had to read the file
@@ -55,7 +56,12 @@ final class ReaderPool: @unchecked Sendable {
                 try reader.prepareForQueries()
             }
             let result: Result<T, StoreError>
-            do throws(StoreError) { result = .success(try body(reader)) } catch { result = .failure(error) }
+            // Everything `body` reads is of one commit (and the log's read lock is taken once).
+            do throws(StoreError) {
+                result = .success(try reader.withOneSnapshot { () throws(StoreError) in try body(reader) })
+            } catch {
+                result = .failure(error)
+            }
             attempt += 1
             if !reader.isCurrent && attempt < Self.attempts { continue }
             lock.lock()

@@ -39,6 +39,8 @@ public final class EventStore {
     var projectedLastSeqs: [CustomerKey: Int64] = [:]
     /// Whether ``writeProjection(key:stateBytes:generation:rulesVersion:lastSeq:table:)`` fills ``projectedLastSeqs``.
     var remembersProjectedSeqs = false
+    /// The active rules' key read by ``withOneSnapshot(_:)`` while its snapshot is held.
+    var snapshotRulesKey: ActiveRulesKey?
     /// Whether writes record the lifecycle feed (specification section 12), as they must.
     /// Off only in the benchmark that measures what recording it costs the ingest.
     package var recordsLifecycle = true

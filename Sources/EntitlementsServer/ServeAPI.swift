@@ -66,17 +66,36 @@ final class ServeAPI: Sendable {
         return .proceed(route)
     }
 
-    /// `Bearer <token>`, the scheme case-insensitive, compared in constant time.
+    /// `Bearer <token>`, the scheme case-insensitive, compared in constant time: spaces
+    /// between the scheme and the token, spaces or tabs around both. Read as bytes (every
+    /// request that needs the token asks).
     static func authorized(_ header: String?, token: String) -> Bool {
-        guard let header else { return false }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return false }
-        let given = Array(parts[1].trimmingCharacters(in: .whitespaces).utf8)
-        let expected = Array(token.utf8)
-        var difference = UInt8(given.count == expected.count ? 0 : 1)
-        for index in 0..<expected.count { difference |= expected[index] ^ (index < given.count ? given[index] : 0) }
-        return difference == 0
+        guard var header else { return false }
+        var token = token
+        return header.withUTF8 { header in
+            token.withUTF8 { expected in
+                let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+                var start = header.startIndex
+                var end = header.endIndex
+                while start < end && blank(header[start]) { start += 1 }
+                while end > start && blank(header[end - 1]) { end -= 1 }
+                let scheme = bearerScheme
+                guard end - start > scheme.count, header[start + scheme.count] == 0x20 else { return false }
+                for offset in 0..<scheme.count where header[start + offset] | 0x20 != scheme[offset] { return false }
+                var given = start + scheme.count
+                while given < end && header[given] == 0x20 { given += 1 }
+                let length = end - given
+                var difference = UInt8(length == expected.count ? 0 : 1)
+                for index in 0..<expected.count {
+                    difference |= expected[index] ^ (index < length ? header[given + index] : 0)
+                }
+                return difference == 0
+            }
+        }
     }
+
+    /// `bearer`, lowercase (an ASCII letter ORed with 0x20 is its lowercase).
+    private static let bearerScheme: [UInt8] = Array("bearer".utf8)
 
     // MARK: Requests
 

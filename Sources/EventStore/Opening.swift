@@ -97,7 +97,9 @@ extension EventStore {
         if !sideFilesExist && access(folder.isEmpty ? "/" : folder, W_OK) != 0 {
             return "its folder is not writable, and SQLite creates \(path)-wal and -shm there: \(String(cString: strerror(errno)))"
         }
-        for suffix in ["-wal", "-shm"] where access(path + suffix, F_OK) == 0 && access(path + suffix, W_OK) != 0 {
+        // One call each: a side file that another connection's close removes meanwhile is
+        // missing (ENOENT), not unwritable.
+        for suffix in ["-wal", "-shm"] where access(path + suffix, W_OK) != 0 && errno != ENOENT {
             return "\(path)\(suffix) is not writable by this user: \(String(cString: strerror(errno)))"
         }
         return nil

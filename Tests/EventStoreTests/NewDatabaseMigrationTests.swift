@@ -1,4 +1,8 @@
 import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import EventStore
 import SchemaMigrations
 import Synchronization
@@ -18,6 +22,29 @@ import Testing
         #expect(try connection.scalarInt("PRAGMA user_version") == Int64(highest))
         // Again: nothing to do.
         #expect(try Migrator.migrate(connection, migrations: SchemaMigrations.migrations).isEmpty)
+    }
+
+    /// A side file that another connection's close removes while a writer checks the
+    /// files is missing, not unwritable (the check once saw it exist, then failed to write it).
+    @Test func aSideFileRemovedDuringTheCheckIsNotUnwritable() throws {
+        let path = StoreFixtures.temporaryDatabase()
+        _ = try EventStore(path: path, hash: StoreFixtures.hash)
+        let stop = Atomic<Bool>(false)
+        let toggler = Thread {
+            while !stop.load(ordering: .relaxed) {
+                for suffix in ["-wal", "-shm"] {
+                    close(open(path + suffix, O_CREAT | O_WRONLY, 0o644))
+                    unlink(path + suffix)
+                }
+            }
+        }
+        toggler.start()
+        defer { stop.store(true, ordering: .relaxed) }
+        var problems: [String] = []
+        for _ in 0..<100_000 {
+            if let problem = EventStore.unwritable(path) { problems.append(problem) }
+        }
+        #expect(problems.isEmpty, "\(problems.count) checks: \(problems.first ?? "")")
     }
 
     @Test func enginesCreatingOneDatabaseTogetherAllOpenIt() throws {

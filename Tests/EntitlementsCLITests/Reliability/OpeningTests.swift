@@ -140,6 +140,32 @@ extension Reliability {
             try Tool.run(arguments, in: workspace.folder, shell: "exec setpriv --reuid=\(uid) --regid=\(uid) --clear-groups \"$ENTITLEMENTS\" \"$@\"")
         }
 
+        @Test("a writer whose database it may write but whose -wal and -shm belong to another user: DATABASE_READ_ONLY naming them, exit 3",
+              .enabled(if: Faults.canDropPrivileges, "needs root and setpriv to act as two users"))
+        func sideFilesOfAnotherUser() throws {
+            let workspace = try Workspace(name: "side-files")
+            chmod(workspace.folder.path, 0o777)
+            for name in ["config.json", "root.pem"] { chmod(workspace.path(name), 0o644) }
+            let history = History.generate(lines: 6, seed: 0x51DE)
+            let lines = try workspace.write(lines: history.lines.map(\.text), to: "lines.ndjson")
+            chmod(lines.path, 0o644)
+            try workspace.cli("ingest", db: "shared.sqlite", [lines.path])
+            let database = workspace.path("shared.sqlite")
+            chmod(database, 0o666)
+            // This process (root) holds a connection open: its -wal and -shm stay, root's, 0644.
+            let holder = try Connection(path: database, mode: .readWriteExisting)
+            _ = try holder.scalarInt("SELECT count(*) FROM events")
+            for suffix in ["-wal", "-shm"] {
+                #expect(FileManager.default.fileExists(atPath: database + suffix), "no \(suffix) while a connection is open")
+                chmod(database + suffix, 0o644)
+            }
+            let refused = try Self.run(
+                as: 65534, ["ingest", "--db", database, "--config", workspace.configPath, lines.path], in: workspace)
+            #expect(refused.status == 3, "exit \(refused.status): \(refused.stderr)")
+            #expect(refused.stderr.contains("DATABASE_READ_ONLY") && refused.stderr.contains("-wal is not writable by this user"), "\(refused.stderr)")
+            _ = holder
+        }
+
         @Test("a database read by another user: query and audit answer, leave no file, and the owner's ingest still writes",
               .enabled(if: Faults.canDropPrivileges, "needs root and setpriv to act as two users"))
         func readByAnotherUser() throws {

@@ -30,6 +30,7 @@ import Testing
         let path = StoreFixtures.temporaryDatabase()
         _ = try EventStore(path: path, hash: StoreFixtures.hash)
         let stop = Atomic<Bool>(false)
+        let stopped = DispatchSemaphore(value: 0)
         let toggler = Thread {
             while !stop.load(ordering: .relaxed) {
                 for suffix in ["-wal", "-shm"] {
@@ -37,9 +38,13 @@ import Testing
                     unlink(path + suffix)
                 }
             }
+            stopped.signal()
         }
         toggler.start()
-        defer { stop.store(true, ordering: .relaxed) }
+        defer {
+            stop.store(true, ordering: .relaxed)
+            stopped.wait()
+        }
         var problems: [String] = []
         for _ in 0..<100_000 {
             if let problem = EventStore.unwritable(path) { problems.append(problem) }

@@ -35,7 +35,9 @@ extension EventStore {
     /// `body` runs join that one transaction: a query's rules and its customer's
     /// projection are of the same commit, and the lock is taken once (a `BEGIN` and
     /// `COMMIT` inside, the audit's, leave the snapshot as it is while the statement is
-    /// unfinished). Meanwhile ``activeRulesKey()`` answers the key read then. A database
+    /// unfinished). ``Connection/read(_:)`` gives the same snapshot with a `BEGIN` and a
+    /// `COMMIT` around it: two statements more, which made a query ~15 % slower (Benchmarks
+    /// README). Meanwhile ``activeRulesKey()`` answers the key read then. A database
     /// without the row (not the engine's) runs `body` as before, each statement on its
     /// own. Calls inside `body` run in the snapshot held.
     public func withOneSnapshot<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {

@@ -62,19 +62,17 @@ final class GroupCommit: Sendable {
             var items: [AppendItem] = []
             items.reserveCapacity(jobs.reduce(0) { $0 + $1.items.count })
             for job in jobs { items += job.items }
-            let result = Result { () throws(EngineError) in try commit(items) }
-            if case .success = result {
+            switch Result(catching: { () throws(EngineError) in try commit(items) }) {
+            case .success(let committed):
                 state.withLock { state in
                     state.batches += 1
                     state.items += items.count
                 }
-            }
-            // Each call told its own outcomes.
-            var offset = 0
-            for job in jobs {
-                let count = job.items.count
-                job.done(result.map { (Array($0.outcomes[offset..<(offset + count)]), $0.ticket) })
-                offset += count
+                // Each call told its own outcomes.
+                let outcomes = CommitBatches.slices(committed.outcomes, sizes: jobs.map(\.items.count))
+                for (job, own) in zip(jobs, outcomes) { job.done(.success((own, committed.ticket))) }
+            case .failure(let error):
+                for job in jobs { job.done(.failure(error)) }
             }
         }
     }
@@ -87,13 +85,7 @@ final class GroupCommit: Sendable {
                 state.committing = false
                 return nil
             }
-            var taken = 0
-            var count = 0
-            for job in state.pending {
-                guard taken == 0 || count + job.items.count <= maxItems else { break }
-                taken += 1
-                count += job.items.count
-            }
+            let taken = CommitBatches.taken(state.pending.lazy.map(\.items.count), maxItems: maxItems).jobs
             let jobs = Array(state.pending[..<taken])
             state.pending.removeFirst(taken)
             return jobs
@@ -103,6 +95,33 @@ final class GroupCommit: Sendable {
     /// Jobs handed over so far, batches committed and the items they held.
     var statistics: GroupCommitStatistics {
         state.withLock { GroupCommitStatistics(submitted: $0.submitted, batches: $0.batches, items: $0.items) }
+    }
+}
+
+/// The rule both group commits (this one and `serve`'s) take waiting jobs by, and give
+/// each job its own part of a batch's results.
+package enum CommitBatches {
+    /// How many of the jobs waiting (their item counts, in order) the next batch takes, and
+    /// their items: whole jobs in order, the first always (a job larger than `maxItems` is a
+    /// batch of its own), then each that keeps the batch within `maxItems`.
+    package static func taken(_ sizes: some Sequence<Int>, maxItems: Int) -> (jobs: Int, items: Int) {
+        var jobs = 0
+        var items = 0
+        for size in sizes {
+            guard jobs == 0 || items + size <= maxItems else { break }
+            jobs += 1
+            items += size
+        }
+        return (jobs, items)
+    }
+
+    /// `results` (one a job's item, the jobs' items one after the other) cut into each job's own.
+    package static func slices<Element>(_ results: [Element], sizes: [Int]) -> [[Element]] {
+        var offset = 0
+        return sizes.map { size in
+            defer { offset += size }
+            return Array(results[offset..<(offset + size)])
+        }
     }
 }
 

@@ -136,13 +136,7 @@ final class IngestBatcher: @unchecked Sendable {
                     condition.wait()
                 }
             }
-            var taken = 0
-            var count = 0
-            for job in pending {
-                guard taken == 0 || count + job.items.count <= maxItems else { break }
-                taken += 1
-                count += job.items.count
-            }
+            let (taken, count) = CommitBatches.taken(pending.lazy.map(\.items.count), maxItems: maxItems)
             let jobs = Array(pending[..<taken])
             pending.removeFirst(taken)
             let stopping = finishing && pending.isEmpty
@@ -178,11 +172,8 @@ final class IngestBatcher: @unchecked Sendable {
             // Each request woken alone, with its own results.
             switch outcome {
             case .success(let results):
-                var offset = 0
-                for job in jobs {
-                    job.done(.success(Array(results[offset..<(offset + job.items.count)])), ticket)
-                    offset += job.items.count
-                }
+                let own = CommitBatches.slices(results, sizes: jobs.map(\.items.count))
+                for (job, results) in zip(jobs, own) { job.done(.success(results), ticket) }
             case .failure(let error):
                 for job in jobs { job.done(.failure(error), nil) }
             }

@@ -287,13 +287,7 @@ final class ReplayScan {
         var differs = true
         if oldRow {
             hasOld = true
-            // A state stored before the event needs were kept is the rebuilt one without its
-            // last byte (``CustomerState/eventNeeds``): the customer did not change.
-            let same = old.withBlob(column) { bytes in
-                (bytes.count == newBytes.count || bytes.count + 1 == newBytes.count)
-                    && newBytes.withUnsafeBytes { new in bytes.count == 0 || memcmp(bytes.baseAddress!, new.baseAddress!, bytes.count) == 0 }
-            }
-            differs = !same
+            differs = !old.withBlob(column) { bytes in Self.isRebuilt(stored: bytes, as: newBytes) }
         }
         if collectDiff || (rulesChanged && !differs) {
             // Both answers come from the stored bytes, as a query's would.
@@ -322,6 +316,21 @@ final class ReplayScan {
         report.customers += 1
         buffered.append((key, newBytes, lastSeq))
         if buffered.count >= chunkSize { try flush() }
+    }
+
+    /// Whether a customer's stored state is `rebuilt`, the state a replay made of the same
+    /// events: the same bytes; or, stored before the event needs were kept, the rebuilt
+    /// bytes without their last byte (``CustomerState/eventNeeds``); or, stored in an
+    /// earlier format (operator records as JSON), the same once decoded and written again.
+    /// A customer whose data did not change is not counted as changed after an upgrade.
+    static func isRebuilt(stored: UnsafeRawBufferPointer, as rebuilt: [UInt8]) -> Bool {
+        func sameBytes(_ stored: UnsafeRawBufferPointer) -> Bool {
+            (stored.count == rebuilt.count || stored.count + 1 == rebuilt.count)
+                && rebuilt.withUnsafeBytes { new in stored.count == 0 || memcmp(stored.baseAddress!, new.baseAddress!, stored.count) == 0 }
+        }
+        if sameBytes(stored) { return true }
+        guard let format = stored.first, format != rebuilt.first, let state = try? StateCodec.decode(stored) else { return false }
+        return StateCodec.encode(state).withUnsafeBytes(sameBytes)
     }
 
     /// Writes, in key order, the previous generation's state of a customer gathered for the

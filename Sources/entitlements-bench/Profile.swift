@@ -10,7 +10,7 @@ import Foundation
 ///     valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*profiledRegion*' \
 ///         .build-bench/release/entitlements-bench __profile verify-warm 1000
 ///
-/// WHAT: verify-warm, verify-cold, serve-bodies, ingest, ingest-concurrent, append, query, replay, lanes, ecdsa, keytable.
+/// WHAT: verify-warm, verify-cold, serve-bodies, ingest, ingest-concurrent, append, query, query-linked, replay, lanes, ecdsa, keytable.
 /// `BENCH_LIFECYCLE=0 ... __profile append N` appends without recording the lifecycle feed;
 /// `BENCH_APPEND_BATCH=B` appends B notifications a transaction (default 256);
 /// `BENCH_RECEIPT=backlog` receives them all on 2026-01-01 instead of as Apple sends them.
@@ -25,7 +25,7 @@ enum Profile {
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let what = arguments.first else {
-            note("usage: entitlements-bench __profile verify-warm|verify-cold|serve-bodies|ingest|ingest-concurrent|ingest-pipeline|append|query|replay|lanes|ecdsa|keytable|micro [N]")
+            note("usage: entitlements-bench __profile verify-warm|verify-cold|serve-bodies|ingest|ingest-concurrent|ingest-pipeline|append|query|query-linked|replay|lanes|ecdsa|keytable|micro [N]")
             return 2
         }
         let n = arguments.count > 1 ? Int(arguments[1]) ?? 1_000 : 1_000
@@ -206,6 +206,39 @@ enum Profile {
                         _ = try store.append(items, rules: BenchRules.rules, rulesJSON: BenchRules.rulesJSON, receivedAt: receivedAt[number])
                     }
                 }
+            case "query-linked":
+                // `__profile query-linked N`: Engine.query of N random customers of a database of N
+                // events over N/10 customers, each linked to an app user and credited once (two
+                // operator records in every projection, as an app that links each customer to its
+                // own account keeps them); prints the time a query.
+                let customers = max(1, n / 10)
+                let plan = HistoryPlan(total: n, customers: customers, customerMajor: true)
+                let path = NSTemporaryDirectory() + "/entitlements-bench-profile-linked-\(n).sqlite"
+                Storage.remove(path)
+                defer { Storage.remove(path) }
+                let corpus = Corpus(count: 8, customers: 2)
+                _ = try BigDatabase.build(path: path, plan: plan, header: .compact, pki: corpus.pki) { _ in }
+                let engine = try Engine(configuration: QueryBench.replayConfiguration, databasePath: path)
+                var random = SplitMix64(seed: 1)
+                let ids = (0..<n).map { _ in HistoryPlan.appTransactionId(random.below(customers)) }
+                _ = try engine.query(.appTransactionId(ids[0]), at: QueryBench.at)
+                var started = Clock.now()
+                for id in ids { _ = try engine.query(.appTransactionId(id), at: QueryBench.at) }
+                let plain = (Clock.now() - started) / Double(n)
+                for index in 0..<customers {
+                    let customer = CustomerQuery.appTransactionId(HistoryPlan.appTransactionId(index))
+                    _ = try engine.link(id: "link-\(index)", appUserId: "user-\(index)", customer: customer)
+                    _ = try engine.credit(id: "credit-\(index)", target: .customer(customer), currency: "coins", units: 5)
+                }
+                _ = try engine.query(.appTransactionId(ids[0]), at: QueryBench.at)
+                started = Clock.now()
+                try profiledRegion {
+                    for id in ids { _ = try engine.query(.appTransactionId(id), at: QueryBench.at) }
+                }
+                let linked = (Clock.now() - started) / Double(n)
+                note(
+                    "query-linked: \(Format.fixed(plain * 1e6, 2)) µs a query without operator records, \(Format.fixed(linked * 1e6, 2)) µs with two, over \(customers) customers"
+                )
             case "query", "replay":
                 let customers = max(1, n / 10)
                 let plan = HistoryPlan(total: n, customers: customers, customerMajor: true)

@@ -59,8 +59,11 @@ struct CodecTests {
         #expect(states.count > 60)
         for state in states {
             let bytes = StateCodec.encode(state)
-            // An app user's own state (operator records alone) holds no display facts.
-            if state.key.hasPrefix("user:") { #expect(bytes.first == 2) } else {
+            // A state with operator records has their fields; an app user's own state holds nothing else.
+            if !state.operatorRecords.isEmpty {
+                #expect(bytes.first == StateCodec.formatVersionWithOperatorFields)
+            } else {
+                #expect(!state.key.hasPrefix("user:"))
                 #expect(bytes.first == StateCodec.formatVersion || bytes.first == StateCodec.formatVersionWithExtensions)
             }
             let decoded = try StateCodec.decode(bytes)
@@ -424,7 +427,7 @@ struct CodecTests {
         // A count larger than the bytes left.
         #expect(stateError([1, 1, 0x6B, 0xFF, 0xFF, 0x03]) == .truncated)
         #expect(stateError([2, 0xFF, 0xFF, 0x03]) == .truncated)
-        #expect(stateError([5, 0]) == .unsupportedVersion)
+        #expect(stateError([6, 0]) == .unsupportedVersion)
         // The same transaction twice.
         var state = CustomerState(key: "k")
         state.transactions["t"] = Signed(

@@ -84,7 +84,7 @@ public enum EventCodec {
             writer.usageFacts(usage)
         case .operatorAction(let record):
             writer.byte(KindCode.operatorRecord | environmentBits(event.environment))
-            writer.operatorRecord(record)
+            writer.operatorRecordJSON(record)
         }
         return writer.bytes
     }
@@ -173,7 +173,7 @@ public enum EventCodec {
             try reader.finish()
             event = Event(seq: seq, body: .usage(facts))
         case .operatorRecord:
-            let record = try reader.operatorRecord()
+            let record = try reader.operatorRecordJSON()
             try reader.finish()
             event = Event(seq: seq, body: .operatorAction(record))
         }

@@ -6,10 +6,13 @@
 /// every `raw` `nil`. Layout (format version 3; version 2 is the same without
 /// display facts, and is still written for a state that holds none, so that
 /// states built before display facts keep their bytes; version 4 adds Apple's
-/// 2025–2026 additions and is written only for a state that holds some):
+/// 2025–2026 additions and is written only for a state that holds some; version 5
+/// is version 4 with each operator record written field by field instead of as its
+/// canonical JSON, and is written for every state that holds operator records, so
+/// that a query of such a customer parses no JSON):
 ///
 /// ```
-/// u8 version = 4, 3 or 2
+/// u8 version = 5, 4, 3 or 2
 /// count, then each distinct string once (byte count, UTF-8), in order of first use
 /// string key
 /// count, then per transaction (sorted by transactionId): ref, transaction facts
@@ -18,7 +21,7 @@
 ///    64 operator records, 128 consentRescindedAt (format 4)
 /// [ref, app transaction facts] [string token, date signedDate, ref] [string uuid, type, [subtype], date signedDate]
 /// [u8 environments (``EnvironmentSet``)] [count, then per usage record (sorted by usageId): usage facts]
-/// [count, then per operator record (sorted by identity): its canonical JSON as a string]
+/// [count, then per operator record (sorted by identity): its fields (format 5), or its canonical JSON as a string]
 /// [date consentRescindedAt]
 /// [u8 eventNeeds (``EventNeeds``)]
 /// ```
@@ -45,6 +48,9 @@ public enum StateCodec {
     /// The format of a state holding Apple's 2025–2026 additions (extensions of its
     /// facts, `originalPlatform`, a rescinded consent).
     public static let formatVersionWithExtensions: UInt8 = 4
+    /// The format of a state holding operator records: version 4 with each record's
+    /// fields (``FactsLayout/OperatorRecordFields``) instead of its canonical JSON.
+    public static let formatVersionWithOperatorFields: UInt8 = 5
 
     private static let hasAppTransaction: UInt8 = 1
     private static let hasAccountToken: UInt8 = 2
@@ -135,13 +141,16 @@ public enum StateCodec {
             let records = state.operatorRecords
             let order = records.indices.sorted { records[$0].key.utf8Precedes(records[$1].key) }
             writer.count(order.count)
-            for index in order { writer.operatorRecord(records[index].value) }
+            for index in order { writer.operatorRecordFields(records[index].value) }
         }
         if let moment = state.consentRescindedAt { writer.date(moment) }
         if let needs = state.eventNeeds { writer.byte(needs.rawValue) }
         let strings = writer.table?.strings ?? []
         var out = ByteWriter(capacity: writer.written + 2 + strings.reduce(2) { $0 + 1 + $1.utf8.count })
-        out.byte(extended ? formatVersionWithExtensions : display ? formatVersion : formatVersionWithoutDisplayFacts)
+        out.byte(
+            !state.operatorRecords.isEmpty
+                ? formatVersionWithOperatorFields
+                : extended ? formatVersionWithExtensions : display ? formatVersion : formatVersionWithoutDisplayFacts)
         out.count(strings.count)
         for string in strings { out.fullString(string) }
         out.append(writer)
@@ -164,7 +173,8 @@ public enum StateCodec {
         var reader = ByteReader(bytes)
         let version = try reader.byte()
         switch version {
-        case formatVersionWithExtensions, formatVersion, formatVersionWithoutDisplayFacts: try reader.stringTable()
+        case formatVersionWithOperatorFields, formatVersionWithExtensions, formatVersion, formatVersionWithoutDisplayFacts:
+            try reader.stringTable()
         case formatVersionWithoutTable: break
         default: throw CodecError(code: .unsupportedVersion, offset: 0, message: "state format version \(version)")
         }
@@ -269,7 +279,8 @@ public enum StateCodec {
             }
             for _ in 0..<count {
                 let start = reader.offset
-                try state.operatorRecord(try reader.operatorRecord(), at: start)
+                let record = version >= formatVersionWithOperatorFields ? try reader.operatorRecordFields() : try reader.operatorRecordJSON()
+                try state.operatorRecord(record, at: start)
             }
         }
         if flags & hasConsentRescinded != 0 { state.consentRescindedAt = try reader.date() }

@@ -413,7 +413,7 @@ struct CodecTests {
         let event = Event(seq: 1, body: .renewalInfo(Signed(RenewalFacts(originalTransactionId: "o", signedDate: 1), ref: RawRef(eventSeq: 1, slot: .own))))
         let bytes = EventCodec.encode(event)
         #expect(eventError([UInt8]()) == .truncated)
-        #expect(eventError([4] + Array(bytes.dropFirst())) == .unsupportedVersion)
+        #expect(eventError([5] + Array(bytes.dropFirst())) == .unsupportedVersion)
         #expect(eventError(bytes + [0]) == .trailingBytes)
         #expect(eventError([1, 9]) == .invalidTag)
         // Flags 0x80 0x00: a varint that is not minimal.

@@ -62,6 +62,28 @@ struct OperatorRecordCodingTests {
         #expect(try Self.evaluate(new, at: 1_795_874_781_221).balances.map(\.amount) == [25])
     }
 
+    @Test func eventFactsStoredWithTheRecordsJSONReadAndAreWrittenAsBefore() throws {
+        // `grant --id g-1 ...` above, as an earlier build stored its facts (format 1).
+        let old = Self.bytes(
+            hex:
+                "0105C4017B22736F75726365223A226F70657261746F72222C226B696E64223A226772616E74222C226964223A22672D31222C22617070557365724964223A22757365722D37222C227265636F726465644174223A313739353837343738313139362C22656E7469746C656D656E74223A2270726F222C2266726F6D223A313736373232353630303030302C22756E74696C223A313736393930343030303030302C226F70657261746F72223A22616E61222C22726561736F6E223A226D616B6520676F6F64227D"
+        )
+        let event = try EventCodec.decode(old, seq: 1)
+        guard case .operatorAction(let record) = event.body else {
+            Issue.record("not an operator's record: \(event.body)")
+            return
+        }
+        #expect(record.identity == "grant:g-1")
+        #expect(record.reason == "make good")
+        let new = EventCodec.encode(event)
+        #expect(new.first == EventCodec.formatVersionWithOperatorFields)
+        #expect(new.count < old.count)
+        #expect(try EventCodec.decode(new, seq: 1) == event)
+        // As format 1 writes it: the earlier bytes exactly.
+        #expect(EventCodec.encode(event, formatVersion: EventCodec.formatVersionWithoutDisplayFacts) == old)
+        #expect(EventCodec.encode(event, formatVersion: EventCodec.formatVersionWithOperatorFields) == new)
+    }
+
     /// Every action, with every optional member present and absent.
     static var records: [OperatorRecord] {
         let actions: [OperatorAction] = [

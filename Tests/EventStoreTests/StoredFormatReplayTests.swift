@@ -63,6 +63,36 @@ struct StoredFormatReplayTests {
         #expect(try store.view(of: "user:user-7", rules: StoreFixtures.rules, at: Self.now) == answer)
     }
 
+    /// The two records' facts as an earlier build stored them (event facts format 1, each
+    /// record its canonical JSON), by seq.
+    static let factsWithJSON: [Int64: String] = [
+        1: "0105C4017B22736F75726365223A226F70657261746F72222C226B696E64223A226772616E74222C226964223A22672D31222C22617070557365724964223A22757365722D37222C227265636F726465644174223A313739353837343738313139362C22656E7469746C656D656E74223A2270726F222C2266726F6D223A313736373232353630303030302C22756E74696C223A313736393930343030303030302C226F70657261746F72223A22616E61222C22726561736F6E223A226D616B6520676F6F64227D",
+        2: "01057E7B22736F75726365223A226F70657261746F72222C226B696E64223A22637265646974222C226964223A22632D31222C22617070557365724964223A22757365722D37222C227265636F726465644174223A313739353837343738313232312C2263757272656E6379223A22636F696E73222C22756E697473223A32357D",
+    ]
+
+    @Test func factsStoredAsJSONReplayAndAuditAsBefore() throws {
+        let store = try store()
+        let answer = try store.view(of: "user:user-7", rules: StoreFixtures.rules, at: Self.now)
+        let format = String(format: "%02X", EventCodec.formatVersionWithOperatorFields)
+        #expect(try store.rawConnection.scalarInt("SELECT count(*) FROM event_facts WHERE substr(hex(facts), 1, 2) = '\(format)'") == 2)
+        try store.rawConnection.execute("DROP TRIGGER event_facts_are_immutable_update")
+        for (seq, hex) in Self.factsWithJSON {
+            try store.rawConnection.execute("UPDATE event_facts SET facts = X'\(hex)' WHERE seq = \(seq)")
+        }
+        #expect(try store.rawConnection.scalarInt("SELECT count(*) FROM event_facts WHERE substr(hex(facts), 1, 2) = '01'") == 2)
+        let audit = try store.audit(verify: { _, _ in nil })
+        #expect(audit.events == 2)
+        #expect(audit.firstMismatch == nil)
+        let report = try replay(store)
+        #expect(report.changed == 0)
+        #expect(try store.view(of: "user:user-7", rules: StoreFixtures.rules, at: Self.now) == answer)
+
+        // The credit's JSON facts altered (25 units made 26): the audit names the event.
+        let altered = Self.factsWithJSON[2]!.replacingOccurrences(of: "22756E697473223A3235", with: "22756E697473223A3236")
+        try store.rawConnection.execute("UPDATE event_facts SET facts = X'\(altered)' WHERE seq = 2")
+        #expect(try store.audit(verify: { _, _ in nil }).firstMismatch?.seq == 2)
+    }
+
     @Test func anotherStateStoredAsJSONIsAChange() throws {
         let store = try store()
         #expect(try replay(store).changed == 0)

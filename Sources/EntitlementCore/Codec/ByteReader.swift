@@ -12,6 +12,9 @@ struct ByteReader {
     /// Whether the format read may carry Apple's 2025–2026 additions (event facts
     /// format 3, state format 4); earlier formats' flag bits for them are refused.
     var extendedFacts = true
+    /// Whether the format read keeps operator records field by field (event facts
+    /// format 4, state format 5) rather than as their canonical JSON.
+    var operatorRecordsAsFields = true
     /// Where strings written out in full are shared, when given.
     private let interner: UnsafeMutablePointer<StringInterner>?
 

@@ -28,6 +28,10 @@ public enum EventCodec {
     /// (``TransactionExtensions``, ``RenewalExtensions``, `originalPlatform`). An
     /// event without any is written in format 2 or 1, as earlier builds wrote it.
     public static let formatVersionWithExtensions: UInt8 = 3
+    /// The format of an operator's record (a grant, its revocation, a credit, a link):
+    /// its fields (``FactsLayout/OperatorRecordFields``), where formats 1 to 3 kept its
+    /// canonical JSON (the event's raw still is that JSON).
+    public static let formatVersionWithOperatorFields: UInt8 = 4
 
     private enum KindCode {
         static let notification: UInt8 = 0
@@ -42,10 +46,16 @@ public enum EventCodec {
     }
 
     /// The bytes of `event`'s facts (its `seq` and raws are not written).
-    public static func encode(_ event: Event) -> [UInt8] {
+    public static func encode(_ event: Event) -> [UInt8] { encode(event, operatorRecordsAsFields: true) }
+
+    private static func encode(_ event: Event, operatorRecordsAsFields: Bool) -> [UInt8] {
         var writer = ByteWriter(capacity: 160)
-        writer.byte(
-            event.hasExtensions ? formatVersionWithExtensions : event.hasDisplayFacts ? formatVersion : formatVersionWithoutDisplayFacts)
+        if case .operatorAction = event.body, operatorRecordsAsFields {
+            writer.byte(formatVersionWithOperatorFields)
+        } else {
+            writer.byte(
+                event.hasExtensions ? formatVersionWithExtensions : event.hasDisplayFacts ? formatVersion : formatVersionWithoutDisplayFacts)
+        }
         switch event.body {
         case .notification(let notification):
             typealias F = FactsLayout.Notification
@@ -84,7 +94,7 @@ public enum EventCodec {
             writer.usageFacts(usage)
         case .operatorAction(let record):
             writer.byte(KindCode.operatorRecord | environmentBits(event.environment))
-            writer.operatorRecordJSON(record)
+            if operatorRecordsAsFields { writer.operatorRecordFields(record) } else { writer.operatorRecordJSON(record) }
         }
         return writer.bytes
     }
@@ -173,7 +183,7 @@ public enum EventCodec {
             try reader.finish()
             event = Event(seq: seq, body: .usage(facts))
         case .operatorRecord:
-            let record = try reader.operatorRecordJSON()
+            let record = try reader.operatorRecord()
             try reader.finish()
             event = Event(seq: seq, body: .operatorAction(record))
         }
@@ -185,11 +195,12 @@ public enum EventCodec {
     /// Reads the format version and the event's kind.
     static func readHeader(_ reader: inout ByteReader) throws(CodecError) -> (EventKind, AppStoreEnvironment?) {
         let version = try reader.byte()
-        guard version >= formatVersionWithoutDisplayFacts, version <= formatVersionWithExtensions else {
+        guard version >= formatVersionWithoutDisplayFacts, version <= formatVersionWithOperatorFields else {
             throw CodecError(code: .unsupportedVersion, offset: 0, message: "event format version \(version)")
         }
         reader.displayFacts = version >= formatVersion
         reader.extendedFacts = version >= formatVersionWithExtensions
+        reader.operatorRecordsAsFields = version >= formatVersionWithOperatorFields
         let byte = try reader.byte()
         let environment: AppStoreEnvironment?
         switch byte >> 4 {
@@ -217,13 +228,15 @@ public enum EventCodec {
     public static func formatVersion(of bytes: UnsafeRawBufferPointer) -> UInt8? { bytes.first }
 
     /// The bytes of `event`'s facts as format `version` writes them: format 1
-    /// leaves out the display facts, format 2 Apple's 2025–2026 additions (for
-    /// comparing with facts an earlier build stored).
+    /// leaves out the display facts, format 2 Apple's 2025–2026 additions, and formats
+    /// 1 to 3 keep an operator's record as its canonical JSON (for comparing with facts
+    /// an earlier build stored).
     public static func encode(_ event: Event, formatVersion version: UInt8) -> [UInt8] {
+        let fields = version >= formatVersionWithOperatorFields
         switch version {
-        case formatVersionWithoutDisplayFacts: return encode(event.withoutDisplayFacts)
-        case formatVersion: return encode(event.withoutExtensions)
-        default: return encode(event)
+        case formatVersionWithoutDisplayFacts: return encode(event.withoutDisplayFacts, operatorRecordsAsFields: fields)
+        case formatVersion: return encode(event.withoutExtensions, operatorRecordsAsFields: fields)
+        default: return encode(event, operatorRecordsAsFields: fields)
         }
     }
 

@@ -67,6 +67,11 @@ extension ByteWriter {
 }
 
 extension ByteReader {
+    /// An operator record in the form the format read keeps (``operatorRecordsAsFields``).
+    mutating func operatorRecord() throws(CodecError) -> OperatorRecord {
+        operatorRecordsAsFields ? try operatorRecordFields() : try operatorRecordJSON()
+    }
+
     /// An operator record written by ``ByteWriter/operatorRecordJSON(_:)``.
     mutating func operatorRecordJSON() throws(CodecError) -> OperatorRecord {
         let offset = self.offset

@@ -180,6 +180,7 @@ public enum StateCodec {
         }
         reader.displayFacts = version >= formatVersion
         reader.extendedFacts = version >= formatVersionWithExtensions
+        reader.operatorRecordsAsFields = version >= formatVersionWithOperatorFields
         let key = try reader.string()
         let transactionCount = try reader.count()
         var state = Sink(key: key, transactions: transactionCount)
@@ -279,8 +280,7 @@ public enum StateCodec {
             }
             for _ in 0..<count {
                 let start = reader.offset
-                let record = version >= formatVersionWithOperatorFields ? try reader.operatorRecordFields() : try reader.operatorRecordJSON()
-                try state.operatorRecord(record, at: start)
+                try state.operatorRecord(try reader.operatorRecord(), at: start)
             }
         }
         if flags & hasConsentRescinded != 0 { state.consentRescindedAt = try reader.date() }

@@ -139,7 +139,7 @@ extension CustomerState {
                 case .operatorRecord(.usage):
                     usage = try reader.usageFacts()
                 case .operatorRecord(.grant), .operatorRecord(.grantRevoked), .operatorRecord(.credit), .operatorRecord(.link):
-                    record = try reader.operatorRecordJSON()
+                    record = try reader.operatorRecord()
                 }
                 try reader.finish()
             }

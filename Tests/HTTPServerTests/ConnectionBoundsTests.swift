@@ -106,7 +106,15 @@ final class LoopbackClient {
     private var buffer: [UInt8] = []
 
     init?(port: Int, from source: String = "127.0.0.1") {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Assigned only once connected: a client that fails is never made, so its `deinit`
+        // cannot close the descriptor a second time (by then another thread's file).
+        guard let fd = Self.connectedSocket(port: port, from: source) else { return nil }
+        self.fd = fd
+    }
+
+    private static func connectedSocket(port: Int, from source: String) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         inet_pton(AF_INET, source, &local.sin_addr)
@@ -122,6 +130,7 @@ final class LoopbackClient {
             close(fd)
             return nil
         }
+        return fd
     }
 
     deinit { close(fd) }

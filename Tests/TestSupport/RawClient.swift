@@ -27,7 +27,18 @@ package final class RawClient {
     /// Connects to 127.0.0.1:`port` (the listen backlog accepts at once, whether or not the server has room).
     /// From `source` when given (any address of 127.0.0.0/8: another client to the server).
     package init(port: Int, from source: String? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // The socket is this client's only once it is connected: a client that fails is never
+        // made, so its `deinit` cannot close the descriptor a second time (by then the number
+        // may be another thread's file, a database's among them).
+        fd = try Self.connectedSocket(port: port, from: source)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// A socket connected to 127.0.0.1:`port` (from `source` when given); closed, once, when that fails.
+    private static func connectedSocket(port: Int, from source: String?) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         if let source {
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
@@ -36,8 +47,9 @@ package final class RawClient {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
             guard bound == 0 else {
+                let code = errno
                 close(fd)
-                throw Failure(description: "cannot bind to \(source): errno \(errno)")
+                throw Failure(description: "cannot bind to \(source): errno \(code)")
             }
         }
         var address = sockaddr_in()
@@ -48,11 +60,11 @@ package final class RawClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else {
+            let code = errno
             close(fd)
-            throw Failure(description: "cannot connect to 127.0.0.1:\(port): errno \(errno)")
+            throw Failure(description: "cannot connect to 127.0.0.1:\(port): errno \(code)")
         }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return fd
     }
 
     deinit { close(fd) }

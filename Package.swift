@@ -28,6 +28,8 @@ let package = Package(
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
 
         // bytes -> verification -> verified event -> log append -> reducer -> projection -> query
+        // The system calls the adapters make (sockets, reads and writes), spelled once for Linux and macOS.
+        .target(name: "SystemCalls"),
         // Pure JSON (parser, value, writer) and base64: what the core, the API client and the test PKI read and write.
         .target(name: "JSONAndBase64"),
         // The pure core: payload models, events, rules, state, reducers. No I/O, no clock.
@@ -44,14 +46,15 @@ let package = Package(
             sources: ["SchemaMigrations.swift", "Embedded"]),
         // App Store Server API adapter: the In-App Purchase key (.p8), ES256 signing of
         // tokens and offers, and the API client over HTTPS (libssl).
-        .target(name: "AppStoreServerAPI", dependencies: ["JSONAndBase64", "COpenSSL", "CLibSSL"]),
+        .target(name: "AppStoreServerAPI", dependencies: ["JSONAndBase64", "COpenSSL", "CLibSSL", "SystemCalls"]),
         // Event store adapter: SQLite connection, migrator, log, quarantine, projections.
         .target(name: "EventStore", dependencies: ["EntitlementCore", "CSQLite", "SchemaMigrations"]),
         // The library facade that server apps depend on: ingest / query / replay / audit.
         // It links no HTTP server, and keeps the event store an internal import.
-        .target(name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI"]),
+        .target(
+            name: "Entitlements", dependencies: ["EntitlementCore", "AppStoreVerification", "EventStore", "AppStoreServerAPI", "SystemCalls"]),
         // HTTP/1.1 on POSIX sockets for `serve`: a pure request parser and a thin socket loop.
-        .target(name: "HTTPServer"),
+        .target(name: "HTTPServer", dependencies: ["SystemCalls"]),
         // `entitlements serve` as a library: the routes, the token checks and the webhook, on HTTPServer.
         // The dashboard's page (Dashboard/page) is compiled in as Swift literals by scripts/embed-resources.sh.
         .target(name: "EntitlementsServer", dependencies: ["Entitlements", "HTTPServer"], exclude: ["Dashboard/page"]),
@@ -66,7 +69,9 @@ let package = Package(
 
         // A throwaway PKI shaped like Apple's, for tests, the benchmark and the fixture maker.
         .target(name: "TestPKI", dependencies: ["COpenSSL", "JSONAndBase64"]),
-        .executableTarget(name: "entitlements-bench", dependencies: ["Entitlements", "EntitlementsServer", "EventStore", "HTTPServer", "TestPKI", "COpenSSL", "DemoFixtures"]),
+        .executableTarget(
+            name: "entitlements-bench",
+            dependencies: ["Entitlements", "EntitlementsServer", "EventStore", "HTTPServer", "TestPKI", "COpenSSL", "DemoFixtures", "SystemCalls"]),
         .executableTarget(name: "entitlements-fixtures", dependencies: ["TestPKI", "EntitlementCore"]),
         // The README's embedding example: `import Entitlements` alone, async API, Encodable answers (run by the tests).
         .executableTarget(name: "entitlements-example", dependencies: ["Entitlements"]),

@@ -1,9 +1,12 @@
 internal import CLibSSL
 import Foundation
+internal import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A small HTTP/1.1 client on POSIX sockets and OpenSSL's libssl: one connection per
@@ -83,7 +86,7 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
         guard bare.lowercased() == "localhost" else { return false }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = SystemCalls.streamType
         var list: UnsafeMutablePointer<addrinfo>? = nil
         guard getaddrinfo(bare, nil, &hints, &list) == 0, let first = list else { return false }
         defer { freeaddrinfo(list) }
@@ -297,7 +300,7 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
                 lastError = "an address that is not loopback (plain http goes only to loopback: use https)"
                 continue
             }
-            let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.ai_protocol)
+            let fd = SystemCalls.socket(family: address.pointee.ai_family, type: address.pointee.ai_socktype, protocol: address.pointee.ai_protocol)
             if fd < 0 {
                 lastError = String(cString: strerror(errno))
                 continue
@@ -305,7 +308,7 @@ public final class HTTPClient: HTTPTransport, @unchecked Sendable {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             var one: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 { return fd }
+            if SystemCalls.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 { return fd }
             guard errno == EINPROGRESS else {
                 lastError = String(cString: strerror(errno))
                 close(fd)
@@ -407,7 +410,7 @@ private final class Resolution: @unchecked Sendable {
     func run(host: String, port: Int) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = SystemCalls.streamType
         var result: UnsafeMutablePointer<addrinfo>? = nil
         let code = getaddrinfo(host, String(port), &hints, &result)
         lock.lock()
@@ -454,7 +457,7 @@ struct PlainStream: ByteStream {
         var offset = 0
         while offset < bytes.count {
             try deadline.check(doing: "sending the request")
-            let written = bytes.withUnsafeBytes { send(socket, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = bytes.withUnsafeBytes { SystemCalls.send(socket, $0.baseAddress! + offset, bytes.count - offset) }
             if written >= 0 {
                 offset += written
             } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {

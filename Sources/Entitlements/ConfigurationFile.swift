@@ -1,3 +1,4 @@
+internal import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -33,7 +34,7 @@ enum ConfigurationFile {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { SystemCalls.read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             if count < 0 {
                 throw ConfigurationError(field: nil, message: "cannot read the configuration file \(path): \(describe(errno))")

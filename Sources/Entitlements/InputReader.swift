@@ -1,3 +1,4 @@
+internal import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -80,7 +81,7 @@ package struct InputReader {
 
     /// Closes the file, if this reader opened it.
     package func close() {
-        if ownsDescriptor { _ = Glibc.close(fd) }
+        if ownsDescriptor { SystemCalls.close(fd) }
     }
 
     /// The complete lines available now, up to `maxLines`, waiting only when none

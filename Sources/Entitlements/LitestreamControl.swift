@@ -1,5 +1,6 @@
 import EntitlementCore
 import Foundation
+internal import SystemCalls
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -59,7 +60,7 @@ struct LitestreamControl: Sendable {
 
     /// Sends `request` and reads the whole answer (the server closes the connection), by `deadline`.
     private func exchange(_ request: [UInt8], deadline: ContinuousClock.Instant) throws(Failure) -> [UInt8] {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = SystemCalls.socket(family: AF_UNIX)
         guard fd >= 0 else { throw Failure(description: "cannot create a socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -89,7 +90,7 @@ struct LitestreamControl: Sendable {
         }
         var sent = 0
         while sent < request.count {
-            let count = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = request[sent...].withUnsafeBytes { SystemCalls.send(fd, $0.baseAddress, $0.count) }
             if count > 0 {
                 sent += count
             } else if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {

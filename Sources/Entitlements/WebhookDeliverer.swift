@@ -4,6 +4,8 @@ internal import EventStore
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Pushes the feeds to the configured webhook endpoints (specification section 12): at least

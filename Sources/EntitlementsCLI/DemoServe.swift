@@ -3,6 +3,8 @@ import EntitlementsServer
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `entitlements demo --serve`: the demo's database behind `serve`, for its dashboard.

@@ -1,6 +1,8 @@
 import EntitlementCore
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Writing to standard output and standard error.
@@ -40,7 +42,11 @@ enum Output {
             guard buffer.count > 0 else { return }
             var offset = 0
             while offset < buffer.count {
+                #if canImport(Darwin)
+                let written = Darwin.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                #else
                 let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                #endif
                 if written < 0 {
                     if errno == EINTR { continue }
                     return

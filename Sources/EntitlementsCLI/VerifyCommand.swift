@@ -3,6 +3,8 @@ import Entitlements
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 extension Commands {

@@ -2,6 +2,8 @@ import EntitlementCore
 import Entitlements
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `entitlements deliver` and `entitlements webhooks`: pushing the feeds to the

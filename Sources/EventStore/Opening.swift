@@ -208,8 +208,13 @@ public struct ReadSnapshot: Sendable, Equatable {
             device = UInt64(info.st_dev)
             inode = UInt64(info.st_ino)
             size = Int64(info.st_size)
+            #if canImport(Darwin)
+            modifiedSeconds = Int(info.st_mtimespec.tv_sec)
+            modifiedNanoseconds = Int(info.st_mtimespec.tv_nsec)
+            #else
             modifiedSeconds = Int(info.st_mtim.tv_sec)
             modifiedNanoseconds = Int(info.st_mtim.tv_nsec)
+            #endif
             owner = info.st_uid
         }
         if stat(path + "-wal", &info) == 0 { walSize = Int64(info.st_size) }

@@ -1,6 +1,9 @@
 import Foundation
+internal import SystemCalls
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One line of structured access log per request, written to a file descriptor (standard error by default).
@@ -68,7 +71,7 @@ public final class AccessLog: @unchecked Sendable {
         defer { lock.unlock() }
         var offset = 0
         while offset < line.count {
-            let written = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, line.count - offset) }
+            let written = line.withUnsafeBytes { SystemCalls.write(fd, $0.baseAddress! + offset, line.count - offset) }
             if written < 0 {
                 if errno == EINTR { continue }
                 return

@@ -1,7 +1,10 @@
 import Foundation
 import Synchronization
+internal import SystemCalls
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A small HTTP/1.1 server on POSIX sockets: one thread per connection (within
@@ -91,7 +94,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
 
     private static func bind(_ listen: ListenAddress, backlog: Int32) throws(ServerError) -> (Int32, ListenAddress) {
         let v6 = listen.isIPv6
-        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = SystemCalls.socket(family: v6 ? AF_INET6 : AF_INET)
         guard fd >= 0 else { throw ServerError(code: .listenFailed, message: "cannot create a socket: \(errorText(errno))") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -102,7 +105,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
             address.sin6_port = in_port_t(UInt16(listen.port).bigEndian)
             inet_pton(AF_INET6, listen.host, &address.sin6_addr)
             result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SystemCalls.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
             }
         } else {
             var address = sockaddr_in()
@@ -110,7 +113,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
             address.sin_port = in_port_t(UInt16(listen.port).bigEndian)
             inet_pton(AF_INET, listen.host, &address.sin_addr)
             result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SystemCalls.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
         }
         if result != 0 {
@@ -118,7 +121,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
             close(fd)
             throw ServerError(code: .listenFailed, message: "cannot listen on \(listen): \(reason)")
         }
-        guard Glibc.listen(fd, backlog) == 0 else {
+        guard SystemCalls.listen(fd, backlog) == 0 else {
             let reason = errorText(errno)
             close(fd)
             throw ServerError(code: .listenFailed, message: "cannot listen on \(listen): \(reason)")
@@ -317,7 +320,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
         var response = ServerResponse.error(503, code: "SERVER_BUSY", message: "too many connections; retry later", closesConnection: true)
         response.fields.append(HTTPField(name: "Retry-After", value: String(limits.retryAfterSeconds)))
         let bytes = response.serialized(close: true)
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = bytes.withUnsafeBytes { SystemCalls.send(fd, $0.baseAddress, $0.count) }
         shutdown(fd, Int32(SHUT_WR))
         // What the client sent already is read, so that closing does not reset the connection under the answer.
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -549,7 +552,7 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
             var deadline = Self.now() + UInt64(server.limits.writeTimeoutMilliseconds) * 1000
             if stopSeen { deadline = min(deadline, stopDeadline) }
             while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+                let written = bytes.withUnsafeBytes { SystemCalls.send(fd, $0.baseAddress! + offset, bytes.count - offset) }
                 if written > 0 {
                     offset += written
                     continue
@@ -587,11 +590,16 @@ func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
     pthread_attr_setstacksize(&attributes, 1 << 20)
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    #if canImport(Darwin)
+    var thread: pthread_t? = nil
+    #else
     var thread = pthread_t()
+    #endif
     let result = pthread_create(
         &thread, &attributes,
         { pointer in
-            Unmanaged<ThreadBody>.fromOpaque(pointer!).takeRetainedValue().body()
+            // Linux passes the argument as an optional, macOS does not.
+            Unmanaged<ThreadBody>.fromOpaque(threadArgument(pointer)).takeRetainedValue().body()
             return nil
         }, box)
     if result != 0 {
@@ -600,6 +608,9 @@ func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
     }
     return true
 }
+
+/// A thread's start argument, given as an optional or not.
+private func threadArgument(_ pointer: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer { pointer! }
 
 nonisolated(unsafe) private var signalStopDescriptor: Int32 = -1
 

@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Where a server listens: a numeric IPv4 or IPv6 address (or `localhost`) and a port.

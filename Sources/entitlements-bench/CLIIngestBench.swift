@@ -60,7 +60,7 @@ enum CLIIngestBench {
 
     static func childrenCPU() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        getrusage(rusageChildren, &usage)
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
             + Double(usage.ru_stime.tv_usec) / 1e6
     }

@@ -7,6 +7,8 @@ import Foundation
 import TestPKI
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `entitlements-bench replication`: what replicated acknowledgments cost, with a real

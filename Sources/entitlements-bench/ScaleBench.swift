@@ -6,6 +6,8 @@ import Foundation
 import TestPKI
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `entitlements-bench scale`: a big database of Apple-sized signed notifications
@@ -62,7 +64,11 @@ enum ScaleBench {
 
     /// Drops the database's pages (its file and `-wal`) from the kernel's page cache
     /// (`posix_fadvise` `DONTNEED`, after writing back anything dirty); other files keep theirs.
+    /// Linux only: elsewhere nothing is dropped (`false`).
     static func dropFromPageCache(_ path: String) -> Bool {
+        #if !os(Linux)
+        return false
+        #else
         var dropped = false
         for file in [path, path + "-wal"] {
             let descriptor = open(file, O_RDONLY)
@@ -72,6 +78,7 @@ enum ScaleBench {
             if posix_fadvise(descriptor, 0, 0, Int32(POSIX_FADV_DONTNEED)) == 0, file == path { dropped = true }
         }
         return dropped
+        #endif
     }
 
     /// Reads `path` through once, so that the kernel's page cache holds it.

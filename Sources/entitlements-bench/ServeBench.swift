@@ -3,8 +3,11 @@ import Entitlements
 import EntitlementsServer
 import HTTPServer
 import Foundation
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `entitlements-bench serve`: `entitlements serve` over loopback against the same work
@@ -255,7 +258,7 @@ final class BenchClient: @unchecked Sendable {
     var pending: [UInt8] = []
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = SystemCalls.socket(family: AF_INET)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -275,7 +278,7 @@ final class BenchClient: @unchecked Sendable {
         if let body { request += Array("Content-Length: \(body.count)\r\n\r\n".utf8) + body } else { request += [13, 10] }
         var offset = 0
         while offset < request.count {
-            let written = request.withUnsafeBytes { send(fd, $0.baseAddress! + offset, request.count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = request.withUnsafeBytes { SystemCalls.send(fd, $0.baseAddress! + offset, request.count - offset) }
             guard written > 0 else { throw BenchFailure("send failed") }
             offset += written
         }

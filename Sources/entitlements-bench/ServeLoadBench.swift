@@ -4,6 +4,8 @@ import EntitlementsServer
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `entitlements-bench serve --load`: the running server driven by a load generator that is

@@ -2,6 +2,8 @@ import TestPKI
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Monotonic time, in seconds.
@@ -29,7 +31,7 @@ enum Clock {
     /// CPU time this process has used in user and in system (kernel) mode, in seconds.
     static func processUserSystem() -> (user: Double, system: Double) {
         var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
+        getrusage(rusageSelf, &usage)
         return (
             Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6,
             Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
@@ -39,11 +41,20 @@ enum Clock {
     /// CPU time this process has used (user + system), in seconds.
     static func processCPU() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
+        getrusage(rusageSelf, &usage)
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
             + Double(usage.ru_stime.tv_usec) / 1e6
     }
 }
+
+/// `getrusage`'s whom: this process, or its children that ended.
+#if canImport(Darwin)
+let rusageSelf = RUSAGE_SELF
+let rusageChildren = RUSAGE_CHILDREN
+#else
+let rusageSelf = RUSAGE_SELF.rawValue
+let rusageChildren = RUSAGE_CHILDREN.rawValue
+#endif
 
 /// Facts about this machine and this process, read from /proc.
 enum Machine {

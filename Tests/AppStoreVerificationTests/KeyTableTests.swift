@@ -2,6 +2,7 @@ import COpenSSL
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import AppStoreVerification
 import EntitlementCore
 import TestPKI
@@ -13,16 +14,7 @@ struct KeyTableTests {
     /// The P-256 group order n, big-endian.
     static let order: [UInt8] = hex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
 
-    static func hex(_ text: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            let next = text.index(index, offsetBy: 2)
-            bytes.append(UInt8(text[index..<next], radix: 16)!)
-            index = next
-        }
-        return bytes
-    }
+    static func hex(_ text: String) -> [UInt8] { hexBytes(text) }
 
 
     static func leafKey(_ pki: TestPKI = Shared.pki, keyTableAfter: Int? = nil) throws -> P256PublicKey {

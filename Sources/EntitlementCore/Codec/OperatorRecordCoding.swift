@@ -1,5 +1,5 @@
 extension FactsLayout {
-    /// An operator record in a stored state (state format 5): flags, u8 kind, string id,
+    /// An operator record field by field (state format 5, event facts format 4): flags, u8 kind, string id,
     /// [string appTransactionId] [string originalTransactionId] [string appUserId],
     /// date recordedAt, [string operator] [string reason], then the action: a grant's
     /// string entitlement, date from, date until; a revocation's date at; a credit's

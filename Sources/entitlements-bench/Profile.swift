@@ -210,7 +210,8 @@ enum Profile {
                 // `__profile query-linked N`: Engine.query of N random customers of a database of N
                 // events over N/10 customers, each linked to an app user and credited once (two
                 // operator records in every projection, as an app that links each customer to its
-                // own account keeps them); prints the time a query.
+                // own account keeps them); prints the time a query and a replay's CPU, without the
+                // records and with them.
                 let customers = max(1, n / 10)
                 let plan = HistoryPlan(total: n, customers: customers, customerMajor: true)
                 let path = NSTemporaryDirectory() + "/entitlements-bench-profile-linked-\(n).sqlite"
@@ -238,8 +239,11 @@ enum Profile {
                 let replayPlain = try replayCPU()
                 for index in 0..<customers {
                     let customer = CustomerQuery.appTransactionId(HistoryPlan.appTransactionId(index))
-                    _ = try engine.link(id: "link-\(index)", appUserId: "user-\(index)", customer: customer)
-                    _ = try engine.credit(id: "credit-\(index)", target: .customer(customer), currency: "coins", units: 5)
+                    let answers = [
+                        try engine.link(id: "link-\(index)", appUserId: "user-\(index)", customer: customer),
+                        try engine.credit(id: "credit-\(index)", target: .customer(customer), currency: "coins", units: 5),
+                    ]
+                    for case .refused(let refusal) in answers { throw BenchFailure("an operator record was refused: \(refusal.message)") }
                 }
                 _ = try engine.query(.appTransactionId(ids[0]), at: QueryBench.at)
                 started = Clock.now()

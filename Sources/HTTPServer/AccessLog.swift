@@ -11,11 +11,31 @@ import Darwin
 /// `{"time":1763683200000,"client":"127.0.0.1","method":"GET","path":"/customers?at=","status":200,"bytes":412,"us":180}`:
 /// the path keeps query names but not their values; `bytes` is the size of the answer's body;
 /// `us` the microseconds from the request's first byte to the answer's last.
+///
+/// Lines are gathered and written together, within ``flushMilliseconds`` of the first one
+/// waiting (or at once when ``pendingLimit`` bytes wait), so a busy server makes one `write`
+/// for many requests instead of one each; ``flush()`` writes what waits now (the server calls
+/// it when it stops). A process killed outright loses at most the lines of that interval.
 public final class AccessLog: @unchecked Sendable {
     private let fd: Int32
+    /// How long a line may wait to be written with the ones after it.
+    public let flushMilliseconds: Int
+    /// Bytes waiting beyond which the thread adding a line writes them all at once.
+    static let pendingLimit = 32 * 1024
+    /// Guards `pending` and `flushScheduled`.
     private let lock = NSLock()
+    /// Held while writing, so batches reach the descriptor in the order they were taken.
+    private let writing = NSLock()
+    private var pending: [UInt8] = []
+    private var flushScheduled = false
 
-    public init(fileDescriptor: Int32 = 2) { self.fd = fileDescriptor }
+    /// - Parameter flushMilliseconds: how long a line may wait for others to be written with it (0: each at once).
+    public init(fileDescriptor: Int32 = 2, flushMilliseconds: Int = 50) {
+        self.fd = fileDescriptor
+        self.flushMilliseconds = max(0, flushMilliseconds)
+    }
+
+    deinit { flush() }
 
     /// One request's line.
     public struct Entry: Sendable {
@@ -67,11 +87,42 @@ public final class AccessLog: @unchecked Sendable {
         line.append(contentsOf: #","us":"#.utf8)
         Self.appendInteger(entry.microseconds, to: &line)
         line.append(contentsOf: "}\n".utf8)
+        if flushMilliseconds == 0 {
+            writing.lock()
+            defer { writing.unlock() }
+            return writeAll(line)
+        }
         lock.lock()
-        defer { lock.unlock() }
+        pending.append(contentsOf: line)
+        let full = pending.count >= Self.pendingLimit
+        let schedule = !full && !flushScheduled
+        if schedule { flushScheduled = true }
+        lock.unlock()
+        if full {
+            flush()
+        } else if schedule {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(flushMilliseconds)) { [self] in flush() }
+        }
+    }
+
+    /// Writes every line waiting now.
+    public func flush() {
+        writing.lock()
+        defer { writing.unlock() }
+        lock.lock()
+        let lines = pending
+        pending = []
+        pending.reserveCapacity(4096)
+        flushScheduled = false
+        lock.unlock()
+        writeAll(lines)
+    }
+
+    /// Writes `bytes` whole (retrying an interrupted or short write); a failed write drops them.
+    private func writeAll(_ bytes: [UInt8]) {
         var offset = 0
-        while offset < line.count {
-            let written = line.withUnsafeBytes { SystemCalls.write(fd, $0.baseAddress! + offset, line.count - offset) }
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { SystemCalls.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
             if written < 0 {
                 if errno == EINTR { continue }
                 return

@@ -233,6 +233,8 @@ public final class HTTPServer<Context: Sendable>: @unchecked Sendable {
             _ = poll(&fds, 1, 1000)
             drain(wakePipe.read)
         }
+        // Every answer is sent: its line is written before the server is said to have stopped.
+        log?.flush()
     }
 
     private func drain(_ fd: Int32) {

@@ -194,9 +194,9 @@ final class RunningServer: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     var port: Int { server.address.port }
 
-    init(limits: ServerLimits, startThread: HTTPServer.ThreadStarter? = nil) throws {
+    init(limits: ServerLimits, log: AccessLog? = nil, startThread: HTTPServer.ThreadStarter? = nil) throws {
         server = try HTTPServer(
-            listen: ListenAddress(host: "127.0.0.1", port: 0), limits: limits, log: nil,
+            listen: ListenAddress(host: "127.0.0.1", port: 0), limits: limits, log: log,
             handler: { request, _ in .json(200, Array(#"{"ok":true}"#.utf8)) })
         if let startThread { server.startThread = startThread }
         let thread = Thread { [self] in

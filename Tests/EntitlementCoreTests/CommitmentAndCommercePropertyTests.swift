@@ -172,8 +172,10 @@ struct CommitmentAndCommercePropertyTests {
         try Self.everyOrder(
             history.events, rules: rules, moments: [failed + Time.day, failed + 4 * Time.day, recovered + Time.day], seed: 2
         ) { view, lifecycle in
+            // Within the renewal info's grace date: still billing retry, since a commitment month has no grace period
+            // (nor is it counted among active subscriptions by the metrics).
             let grace = view(failed + Time.day)
-            #expect(grace.subscriptions[0].status == .gracePeriod)
+            #expect(grace.subscriptions[0].status == .billingRetry)
             #expect(!grace.isActive("pro"), "a commitment month has no grace period")
             let retry = view(failed + 4 * Time.day)
             #expect(retry.subscriptions[0].status == .billingRetry)

@@ -113,7 +113,8 @@ enum SubscriptionEvaluation {
         if current.isRevoked(at: at) { return .revoked }
         if let expiresDate = current.expiresDate, expiresDate > at { return .active }
         if let renewalInfo, renewalInfo.isInBillingRetryPeriod {
-            if let gracePeriodExpiresDate = renewalInfo.gracePeriodExpiresDate, gracePeriodExpiresDate > at {
+            // A month of a 12-month commitment has no grace period (Apple): its billing retry is just that.
+            if let gracePeriodExpiresDate = renewalInfo.gracePeriodExpiresDate, gracePeriodExpiresDate > at, !current.isCommitmentMonth {
                 return .gracePeriod
             }
             return .billingRetry
@@ -130,7 +131,7 @@ enum SubscriptionEvaluation {
         if let revoked = transactions[current].revocationDate, revoked <= at { return .revoked }
         if let expiresDate = transactions[current].expiresDate, expiresDate > at { return .active }
         if let standing, versions[standing].facts.isInBillingRetryPeriod {
-            if let grace = versions[standing].facts.gracePeriodExpiresDate, grace > at { return .gracePeriod }
+            if let grace = versions[standing].facts.gracePeriodExpiresDate, grace > at, !transactions[current].isCommitmentMonth { return .gracePeriod }
             return .billingRetry
         }
         return .expired
@@ -158,8 +159,8 @@ enum SubscriptionEvaluation {
         case .active:
             grant = .until(current.expiresDate ?? at)
         case .gracePeriod:
-            // A month of a 12-month commitment has no grace period (Apple): whatever the rules say.
-            grant = rules.gracePeriodGrantsAccess && !current.isCommitmentMonth ? .until(renewalInfo?.gracePeriodExpiresDate ?? at) : nil
+            // Never a month of a 12-month commitment: ``status(current:renewalInfo:at:)`` says billing retry for it.
+            grant = rules.gracePeriodGrantsAccess ? .until(renewalInfo?.gracePeriodExpiresDate ?? at) : nil
         case .billingRetry:
             // Billing retry has no known end: the expiry reported is the end of
             // the last paid period (in the past), so a client caching it asks again.

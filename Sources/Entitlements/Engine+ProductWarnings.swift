@@ -105,8 +105,10 @@ extension Engine {
 
     /// Notes the products an answer shows.
     func noteProducts(_ view: CustomerView, rules: Rules) {
-        // An Advanced Commerce subscription grants through its SKUs: its product may grant nothing.
+        // An Advanced Commerce purchase grants through its SKUs: its product may grant nothing
+        // (as the ingest and the history judge it).
         let subscriptions = view.subscriptions.filter { $0.advancedCommerceItems == nil }.map(\.productId)
-        productWarnings.note(subscriptions + view.purchases.map(\.productId), rules: rules)
+        let purchases = view.purchases.filter { $0.advancedCommerceItems == nil }.map(\.productId)
+        productWarnings.note(subscriptions + purchases, rules: rules)
     }
 }

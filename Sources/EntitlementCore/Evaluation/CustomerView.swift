@@ -293,13 +293,18 @@ public struct PurchaseView: Sendable, Hashable {
     public var price: Int64?
     /// The `currency` of ``price``.
     public var currency: String?
+    /// The transaction's Advanced Commerce items, `nil` for a purchase not made through
+    /// the Advanced Commerce API (not in the query JSON).
+    public var advancedCommerceItems: [AdvancedCommerceTransactionItem]?
 
     /// A purchase with exactly these fields.
     public init(
         transactionId: String, productId: String, type: String, quantity: Int64, revoked: Bool,
         revocationType: String?, revocationPercentage: Int64?, expiresDate: Int64?, startsDate: Int64? = nil,
-        purchaseDate: Int64 = 0, revocationDate: Int64? = nil, price: Int64? = nil, currency: String? = nil
+        purchaseDate: Int64 = 0, revocationDate: Int64? = nil, price: Int64? = nil, currency: String? = nil,
+        advancedCommerceItems: [AdvancedCommerceTransactionItem]? = nil
     ) {
+        self.advancedCommerceItems = advancedCommerceItems
         self.purchaseDate = purchaseDate
         self.revocationDate = revocationDate
         self.price = price

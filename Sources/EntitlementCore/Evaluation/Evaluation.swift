@@ -164,7 +164,7 @@ public enum Evaluation {
                     revocationPercentage: revoked ? transaction.revocationPercentage : nil,
                     expiresDate: window?.end, startsDate: window?.start, purchaseDate: transaction.purchaseDate,
                     revocationDate: revoked ? transaction.revocationDate : nil, price: transaction.price,
-                    currency: transaction.currency))
+                    currency: transaction.currency, advancedCommerceItems: transaction.extensions?.items))
         }
 
         if parts != nil {

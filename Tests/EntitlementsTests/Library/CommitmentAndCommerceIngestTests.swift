@@ -79,6 +79,29 @@ import TestSupport
         return .object(object)
     }
 
+    @Test("an Advanced Commerce one-time purchase grants through its SKUs: neither its ingest nor a query reports its product")
+    func oneTimeChargeIsNotReported() async throws {
+        let folder = Scenario.temporaryFolder("commerce-once")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let engine = try E2E.engine(rules: Self.rules, path: folder.appendingPathComponent("db.sqlite").path)
+        let transaction = TestPayloads.transaction(
+            transactionId: "2000000000008501", originalTransactionId: "2000000000008501", appTransactionId: Self.app,
+            productId: "com.example.commerce.once", type: "Non-Consumable", purchaseDate: Self.t0, expiresDate: nil,
+            extra: [("advancedCommerceInfo", ["items": [Self.item("SKU-ALPHA")], "requestReferenceId": "ref-once"])])
+        let text = Self.notification("ONE_TIME_CHARGE", signed: Self.t0, transaction: transaction)
+        let results = try await engine.ingest([Self.document(text, 1)])
+        #expect(results.map(\.outcome) == [.appended])
+        let answer = try await engine.query(.appTransactionId(Self.app), at: Self.t0 + Self.day).json()
+        #expect(answer["entitlements"]?["alpha"]?["active"] == .bool(true))
+        #expect(engine.takeProductWarnings() == [], "the product grants through its SKU")
+        // A purchase of the same product without items is reported: it grants nothing.
+        let plain = TestPayloads.transaction(
+            transactionId: "2000000000008502", originalTransactionId: "2000000000008502", appTransactionId: Self.app,
+            productId: "com.example.commerce.once", type: "Non-Consumable", purchaseDate: Self.t0, expiresDate: nil)
+        _ = try await engine.ingest([Self.document(Self.notification("ONE_TIME_CHARGE", signed: Self.t0 + 1, transaction: plain), 1)])
+        #expect(engine.takeProductWarnings().contains { $0.hasPrefix("warning: product com.example.commerce.once is not in rules.products") })
+    }
+
     @Test("signed commitment, Advanced Commerce, migration and rescinded consent: query, lifecycle, warnings, replay and audit")
     func endToEnd() async throws {
         let folder = Scenario.temporaryFolder("commitment-commerce")

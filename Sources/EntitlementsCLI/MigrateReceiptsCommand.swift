@@ -10,7 +10,7 @@ enum MigrateReceiptsCommand {
 
         Brings the customers of the verifyReceipt years: ingests each legacy app receipt of
         FILE (one per line: {"receipt-data": "<base64>"}, as apps sent it to verifyReceipt, or
-        the bare base64), verified with OpenSSL against the Apple Inc. Root (or
+        the bare base64; `-` reads standard input), verified with OpenSSL against the Apple Inc. Root (or
         receiptRootCertificates), then, when appStoreServerAPI is configured, runs
         `sync --customer` for each original transaction id the receipts hold, so that the
         signed V2 history arrives (signed V2 data always wins over a receipt's).
@@ -40,7 +40,8 @@ enum MigrateReceiptsCommand {
             throw UsageError(message: "give exactly one FILE of receipts", command: command)
         }
         try Commands.checkInputs([file], command: command)
-        guard let data = FileManager.default.contents(atPath: file) else {
+        // `-` is standard input, as for `ingest`.
+        guard let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file) else {
             throw UsageError(message: "cannot read input file \(file)", command: command)
         }
         let (loaded, code) = try Commands.loadEngine(arguments, command: command, mode: .create)

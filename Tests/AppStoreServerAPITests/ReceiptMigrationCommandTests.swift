@@ -66,6 +66,18 @@ import TestSupport
         #expect(audit.status == 0, "\(audit.stdout) \(audit.stderr)")
     }
 
+    @Test func migrateReceiptsReadsStandardInputForADash() throws {
+        let fixture = try fixture()
+        try Data((Self.receipt() + "\n").utf8).write(to: fixture.folder.appendingPathComponent("receipts.ndjson"))
+        let run = try Tool.run(
+            "/bin/sh", ["-c", "exec \"$0\" migrate-receipts --no-sync --config \"$1\" --db piped.sqlite - < receipts.ndjson", Tool.binary, fixture.configPath],
+            in: fixture.folder)
+        #expect(run.status == 0, "\(run.stderr)")
+        let output = lines(run)
+        #expect(output.first?["result"] == "appended" && output.first?["kind"] == "receipt" && output.first?["input"] == 1)
+        #expect(output.last?["receipts"] == 1 && output.last?["appended"] == 1)
+    }
+
     /// Run again once signed data linked the receipt's customer to its appTransactionId,
     /// it still syncs the receipt's original transaction id (from the revision reached).
     @Test func aSecondRunSyncsTheReceiptsOriginalTransactionIdNotTheLinkedCustomer() throws {

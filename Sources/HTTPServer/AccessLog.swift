@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 internal import SystemCalls
 #if canImport(Glibc)
 import Glibc
@@ -16,26 +17,26 @@ import Darwin
 /// waiting (or at once when ``pendingLimit`` bytes wait), so a busy server makes one `write`
 /// for many requests instead of one each; ``flush()`` writes what waits now (the server calls
 /// it when it stops). A process killed outright loses at most the lines of that interval.
+/// The waiting is done by a thread of the log's own, on a condition variable and a sleep:
+/// nothing that needs a file descriptor, so a server out of descriptors still logs.
 public final class AccessLog: @unchecked Sendable {
-    private let fd: Int32
     /// How long a line may wait to be written with the ones after it.
     public let flushMilliseconds: Int
     /// Bytes waiting beyond which the thread adding a line writes them all at once.
     static let pendingLimit = 32 * 1024
-    /// Guards `pending` and `flushScheduled`.
-    private let lock = NSLock()
-    /// Held while writing, so batches reach the descriptor in the order they were taken.
-    private let writing = NSLock()
-    private var pending: [UInt8] = []
-    private var flushScheduled = false
+    /// What the log and its writing thread share (the thread holds this, not the log,
+    /// so a log no longer used ends its thread).
+    private let lines: PendingLines
+    /// Whether the writing thread was started (once, at the first line).
+    private let started = Atomic<Bool>(false)
 
     /// - Parameter flushMilliseconds: how long a line may wait for others to be written with it (0: each at once).
     public init(fileDescriptor: Int32 = 2, flushMilliseconds: Int = 50) {
-        self.fd = fileDescriptor
         self.flushMilliseconds = max(0, flushMilliseconds)
+        lines = PendingLines(fd: fileDescriptor)
     }
 
-    deinit { flush() }
+    deinit { lines.close() }
 
     /// One request's line.
     public struct Entry: Sendable {
@@ -87,48 +88,25 @@ public final class AccessLog: @unchecked Sendable {
         line.append(contentsOf: #","us":"#.utf8)
         Self.appendInteger(entry.microseconds, to: &line)
         line.append(contentsOf: "}\n".utf8)
-        if flushMilliseconds == 0 {
-            writing.lock()
-            defer { writing.unlock() }
-            return writeAll(line)
-        }
-        lock.lock()
-        pending.append(contentsOf: line)
-        let full = pending.count >= Self.pendingLimit
-        let schedule = !full && !flushScheduled
-        if schedule { flushScheduled = true }
-        lock.unlock()
-        if full {
-            flush()
-        } else if schedule {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(flushMilliseconds)) { [self] in flush() }
-        }
+        if flushMilliseconds == 0 || !startWriter() { return lines.write(line) }
+        lines.add(line)
     }
 
     /// Writes every line waiting now.
-    public func flush() {
-        writing.lock()
-        defer { writing.unlock() }
-        lock.lock()
-        let lines = pending
-        pending = []
-        pending.reserveCapacity(4096)
-        flushScheduled = false
-        lock.unlock()
-        writeAll(lines)
-    }
+    public func flush() { lines.flush() }
 
-    /// Writes `bytes` whole (retrying an interrupted or short write); a failed write drops them.
-    private func writeAll(_ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { SystemCalls.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            offset += written
-        }
+    /// Starts the writing thread at the first line; `false` when no thread could be started
+    /// (each line is then written at once).
+    private func startWriter() -> Bool {
+        if started.load(ordering: .acquiring) { return true }
+        lines.condition.lock()
+        defer { lines.condition.unlock() }
+        if started.load(ordering: .acquiring) { return true }
+        let shared = lines
+        let interval = TimeInterval(flushMilliseconds) / 1000
+        let running = startDetachedThread { shared.writeUntilClosed(every: interval) }
+        started.store(running, ordering: .releasing)
+        return running
     }
 
     /// Appends the decimal digits of `number`.
@@ -144,6 +122,87 @@ public final class AccessLog: @unchecked Sendable {
                 magnitude /= 10
             } while magnitude > 0
             line.append(contentsOf: buffer[(24 - count)...])
+        }
+    }
+}
+
+/// The access log's lines waiting to be written, and the descriptor they go to.
+final class PendingLines: @unchecked Sendable {
+    let fd: Int32
+    /// Guards `pending` and `closed`; signalled when the first line waits, or at the close.
+    let condition = NSCondition()
+    /// Held while writing, so batches reach the descriptor in the order they were taken.
+    private let writing = NSLock()
+    private var pending: [UInt8] = []
+    private var closed = false
+
+    init(fd: Int32) { self.fd = fd }
+
+    /// Adds a line; past ``AccessLog/pendingLimit`` the caller writes everything waiting.
+    func add(_ line: [UInt8]) {
+        condition.lock()
+        let first = pending.isEmpty
+        pending.append(contentsOf: line)
+        let full = pending.count >= AccessLog.pendingLimit
+        if first { condition.signal() }
+        condition.unlock()
+        if full { flush() }
+    }
+
+    /// The writing thread: waits for a first line, lets others join it for `interval`
+    /// seconds, writes them all; after ``close()``, writes what is left and returns.
+    func writeUntilClosed(every interval: TimeInterval) {
+        condition.lock()
+        while true {
+            while pending.isEmpty && !closed { condition.wait() }
+            if closed { break }
+            let deadline = Date(timeIntervalSinceNow: interval)
+            while !closed && condition.wait(until: deadline) {}
+            condition.unlock()
+            flush()
+            condition.lock()
+        }
+        condition.unlock()
+        flush()
+    }
+
+    /// Writes every line waiting now.
+    func flush() {
+        writing.lock()
+        defer { writing.unlock() }
+        condition.lock()
+        let lines = pending
+        pending = []
+        condition.unlock()
+        writeAll(lines)
+    }
+
+    /// One line written at once (a log without a writing thread).
+    func write(_ line: [UInt8]) {
+        writing.lock()
+        defer { writing.unlock() }
+        writeAll(line)
+    }
+
+    /// Ends the writing thread once it has written what waits; lines waiting are written now.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.signal()
+        condition.unlock()
+        flush()
+    }
+
+    /// Writes `bytes` whole (retrying an interrupted or short write); a failed write drops them.
+    private func writeAll(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { SystemCalls.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += written
         }
     }
 }

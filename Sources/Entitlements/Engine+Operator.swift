@@ -115,18 +115,17 @@ extension Engine {
             }
             until = end
         }
-        if let refusal = OperatorCheck.grantRefusal(
-            entitlement: request.entitlement, from: from, until: until, rules: (try? activeRules()) ?? configuration.rules, force: request.force)
-        {
-            return .refused(refusal)
-        }
         let record = OperatorRecord(
             id: request.id, recordedAt: recordedAt, operatorName: request.context.operatorName, reason: request.context.reason,
             action: .grant(entitlement: request.entitlement, from: from, until: until))
         var given = OperatorCheck.GivenMoments(from: request.from != nil, days: days)
         if case .until = request.length { given.until = true }
+        let rules = (try? activeRules()) ?? configuration.rules
+        // Checked after the id: the same grant again is a duplicate even once its end has
+        // passed, or with rules that no longer give its entitlement.
         return try appendOperator(record, target: request.target, given: given, conflictCode: "GRANT_CONFLICT", now: recordedAt) {
-            _, _ in nil
+            _, _ in
+            OperatorCheck.grantRefusal(entitlement: request.entitlement, from: from, until: until, rules: rules, force: request.force)
         }
     }
 

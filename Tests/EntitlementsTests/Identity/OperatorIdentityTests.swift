@@ -84,6 +84,28 @@ import TestSupport
         #expect(other.json()["error"]?["code"] == "USAGE_CONFLICT")
     }
 
+    /// A retry (after a timeout, say) is answered `duplicate`, whatever has changed since:
+    /// the grant's end has passed, or the entitlement needed `force` the first time.
+    @Test func theSameGrantAgainIsADuplicateOnceItsEndHasPassedOrWithoutForce() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins(app: app, signed: t0)])
+        let customer = CustomerQuery.appTransactionId(app)
+        let now = t0 + day
+        let short = GrantRequest(id: "short", target: .customer(customer), entitlement: "pro", length: .until(now + 3_000))
+        #expect(try await engine.grant(short, now: now).json() == ["result": "appended", "id": "short"])
+        #expect(try await engine.grant(short, now: now + 4_000).json() == ["result": "duplicate", "id": "short"])
+        var forced = GrantRequest(id: "beta", target: .customer(customer), entitlement: "beta-feature", length: .days(3), force: true)
+        #expect(try await engine.grant(forced, now: now).json() == ["result": "appended", "id": "beta"])
+        forced.force = false
+        #expect(try await engine.grant(forced, now: now + 1).json() == ["result": "duplicate", "id": "beta"])
+        // A new grant is still checked: an end already past, an entitlement no product gives.
+        let late = GrantRequest(id: "late", target: .customer(customer), entitlement: "pro", length: .until(now + 3_000))
+        #expect(try await engine.grant(late, now: now + 4_000).json()["error"]?["code"] == "INVALID_GRANT")
+        let unknown = GrantRequest(id: "unknown", target: .customer(customer), entitlement: "beta-feature", length: .days(3))
+        #expect(try await engine.grant(unknown, now: now).json()["error"]?["code"] == "UNKNOWN_ENTITLEMENT")
+        #expect(try await engine.audit().events == 3)  // the purchase and the two grants
+    }
+
     @Test func anIdNamesOneOperatorActionWhateverItsKind() async throws {
         let engine = try E2E.engine()
         _ = try await engine.ingest([coins(app: app, signed: t0)])

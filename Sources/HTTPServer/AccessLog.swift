@@ -17,7 +17,7 @@ import Darwin
 /// waiting (or at once when ``pendingLimit`` bytes wait), so a busy server makes one `write`
 /// for many requests instead of one each; ``flush()`` writes what waits now (the server calls
 /// it when it stops). A process killed outright loses at most the lines of that interval.
-/// The waiting is done by a thread of the log's own, on a condition variable and a sleep:
+/// The waiting is done by a thread of the log's own, on a condition variable with a deadline:
 /// nothing that needs a file descriptor, so a server out of descriptors still logs.
 public final class AccessLog: @unchecked Sendable {
     /// How long a line may wait to be written with the ones after it.

@@ -30,6 +30,13 @@ public enum QueryAnswer: Sendable, JSONRepresentable {
         case .notFound(let message): return ["error": ["code": "NOT_FOUND", "message": .string(message)]]
         }
     }
+
+    /// ``json()`` as compact UTF-8, a customer's written without building a `JSONValue`
+    /// (what `serve` sends for every query).
+    public func jsonBytes() -> [UInt8] {
+        if case .customer(let view) = self { return view.jsonBytes() }
+        return JSONWriter.bytes(json())
+    }
 }
 
 extension Engine {

@@ -254,7 +254,7 @@ final class ServeAPI: Sendable {
         do {
             let answer = try engine.query(query, at: at)
             if case .notFound = answer { return Self.json(404, answer.json()) }
-            return Self.json(200, answer.json())
+            return .json(200, answer.jsonBytes())
         } catch {
             return Self.unavailable(error)
         }

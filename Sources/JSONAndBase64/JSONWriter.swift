@@ -80,7 +80,7 @@ public enum JSONWriter {
         }
     }
 
-    static func writeInteger(_ number: Int64, into output: inout [UInt8]) {
+    @usableFromInline static func writeInteger(_ number: Int64, into output: inout [UInt8]) {
         if number == 0 { output.append(0x30); return }
         var magnitude = number.magnitude
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: enough for 20 digits

@@ -1,120 +1,146 @@
-extension CustomerView {
+extension CustomerView: JSONSinkWritable {
+    /// The view as compact JSON bytes, its writing specialised for ``JSONByteSink`` here.
+    public func jsonBytes() -> [UInt8] {
+        var sink = JSONByteSink()
+        write(to: &sink)
+        return sink.bytes
+    }
+
     /// The `query` output of specification section 6, keys in the specification's order:
     /// `appTransactionId`, `at`, `appAccountToken`, `entitlements`,
     /// `subscriptions`, `purchases`, `balances`, then the fields revision 2
     /// added: `originalPurchaseDate`, `originalApplicationVersion` (`environment`
     /// follows `at`);
-    /// absent values are JSON `null`.
-    public func json() -> JSONValue {
-        .object(
-            JSONObject([
-                ("appTransactionId", .string(appTransactionId)),
-                ("at", .int(at)),
-                ("environment", .nullable(environment)),
-                ("appAccountToken", .nullable(appAccountToken)),
-                ("entitlements", EntitlementView.json(entitlements)),
-                ("subscriptions", .array(subscriptions.map { $0.json() })),
-                ("purchases", .array(purchases.map { $0.json() })),
-                ("balances", .object(JSONObject(balances.map { ($0.currency, .int($0.amount)) }))),
-                ("originalPurchaseDate", .nullable(originalPurchaseDate)),
-                ("originalApplicationVersion", .nullable(originalApplicationVersion)),
-                ("originalPlatform", .nullable(originalPlatform)),
-                ("consentRescindedAt", .nullable(consentRescindedAt)),
-            ]))
+    /// absent values are JSON `null`. ``jsonBytes()`` writes it without building a `JSONValue`.
+    public func write<Sink: JSONSink>(to sink: inout Sink) {
+        sink.object { sink in
+            sink.member("appTransactionId", appTransactionId)
+            sink.member("at", at)
+            sink.member("environment", environment)
+            sink.member("appAccountToken", appAccountToken)
+            sink.key("entitlements")
+            EntitlementView.write(entitlements, to: &sink)
+            sink.key("subscriptions")
+            sink.array { sink in for subscription in subscriptions { subscription.write(to: &sink) } }
+            sink.key("purchases")
+            sink.array { sink in for purchase in purchases { purchase.write(to: &sink) } }
+            sink.key("balances")
+            sink.object { sink in for balance in balances { sink.member(balance.currency, balance.amount) } }
+            sink.member("originalPurchaseDate", originalPurchaseDate)
+            sink.member("originalApplicationVersion", originalApplicationVersion)
+            sink.member("originalPlatform", originalPlatform)
+            sink.member("consentRescindedAt", consentRescindedAt)
+        }
     }
 }
 
-extension EntitlementView {
+extension EntitlementView: JSONSinkWritable {
     /// `{"active": ..., "expiresDate": ..., "productId": ..., "source": ...}`, and `"grantId"`
     /// when an operator's grant is the source.
-    public func json() -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("active", .bool(active)), ("expiresDate", .nullable(expiresDate)), ("productId", .nullable(productId)),
-            ("source", .nullable(source)),
-        ]
-        if let grantId { members.append(("grantId", .string(grantId))) }
-        return .object(JSONObject(members))
+    public func write<Sink: JSONSink>(to sink: inout Sink) {
+        sink.object { sink in
+            sink.member("active", active)
+            sink.member("expiresDate", expiresDate)
+            sink.member("productId", productId)
+            sink.member("source", source)
+            if let grantId { sink.member("grantId", grantId) }
+        }
     }
 
     /// `{"<name>": {"active": ..., "expiresDate": ...}, ...}` in the order given.
     public static func json(_ entitlements: [EntitlementView]) -> JSONValue {
-        .object(JSONObject(entitlements.map { ($0.name, $0.json()) }))
+        var tree = JSONTreeSink()
+        write(entitlements, to: &tree)
+        return tree.value ?? .null
+    }
+
+    /// What ``json(_:)`` answers, written to `sink`.
+    public static func write<Sink: JSONSink>(_ entitlements: [EntitlementView], to sink: inout Sink) {
+        sink.object { sink in
+            for entitlement in entitlements {
+                sink.key(entitlement.name)
+                entitlement.write(to: &sink)
+            }
+        }
     }
 }
 
-extension SubscriptionView {
+extension SubscriptionView: JSONSinkWritable {
     /// One element of `subscriptions` in the `query` output.
-    public func json() -> JSONValue {
-        .object(
-            JSONObject([
-                ("originalTransactionId", .string(originalTransactionId)),
-                ("productId", .string(productId)),
-                ("subscriptionGroupIdentifier", .nullable(subscriptionGroupIdentifier)),
-                ("status", .string(status.rawValue)),
-                ("expiresDate", .nullable(expiresDate)),
-                ("gracePeriodExpiresDate", .nullable(gracePeriodExpiresDate)),
-                ("autoRenewStatus", .nullable(autoRenewStatus)),
-                ("autoRenewProductId", .nullable(autoRenewProductId)),
-                ("ownership", .nullable(ownership)),
-                ("revocationType", .nullable(revocationType)),
-                ("transactionId", .string(currentTransactionId)),
-                ("purchaseDate", .int(purchaseDate)),
-                ("originalPurchaseDate", .nullable(originalPurchaseDate)),
-                ("periodType", .string(periodType)),
-                ("offerPeriod", .nullable(offerPeriod)),
-                ("willRenew", .bool(willRenew)),
-                ("revocationDate", .nullable(revocationDate)),
-                ("price", .nullable(price)),
-                ("currency", .nullable(currency)),
-                ("unsubscribeDetectedAt", .nullable(unsubscribeDetectedAt)),
-                ("billingIssueDetectedAt", .nullable(billingIssueDetectedAt)),
-                ("billingPlanType", .nullable(billingPlanType)),
-                ("commitment", commitment.map { $0.json() } ?? .null),
-                ("expirationIntent", .nullable(expirationIntent)),
-                ("priceIncreaseStatus", .nullable(priceIncreaseStatus)),
-                ("renewalPrice", .nullable(renewalPrice)),
-                ("renewalCurrency", .nullable(renewalCurrency)),
-                ("offerDiscountType", .nullable(offerDiscountType)),
-                ("eligibleWinBackOfferIds", eligibleWinBackOfferIds.map { .array($0.map(JSONValue.string)) } ?? .null),
-            ]))
+    public func write<Sink: JSONSink>(to sink: inout Sink) {
+        sink.object { sink in
+            sink.member("originalTransactionId", originalTransactionId)
+            sink.member("productId", productId)
+            sink.member("subscriptionGroupIdentifier", subscriptionGroupIdentifier)
+            sink.member("status", status.rawValue)
+            sink.member("expiresDate", expiresDate)
+            sink.member("gracePeriodExpiresDate", gracePeriodExpiresDate)
+            sink.member("autoRenewStatus", autoRenewStatus)
+            sink.member("autoRenewProductId", autoRenewProductId)
+            sink.member("ownership", ownership)
+            sink.member("revocationType", revocationType)
+            sink.member("transactionId", currentTransactionId)
+            sink.member("purchaseDate", purchaseDate)
+            sink.member("originalPurchaseDate", originalPurchaseDate)
+            sink.member("periodType", periodType)
+            sink.member("offerPeriod", offerPeriod)
+            sink.member("willRenew", willRenew)
+            sink.member("revocationDate", revocationDate)
+            sink.member("price", price)
+            sink.member("currency", currency)
+            sink.member("unsubscribeDetectedAt", unsubscribeDetectedAt)
+            sink.member("billingIssueDetectedAt", billingIssueDetectedAt)
+            sink.member("billingPlanType", billingPlanType)
+            sink.key("commitment")
+            if let commitment { commitment.write(to: &sink) } else { sink.null() }
+            sink.member("expirationIntent", expirationIntent)
+            sink.member("priceIncreaseStatus", priceIncreaseStatus)
+            sink.member("renewalPrice", renewalPrice)
+            sink.member("renewalCurrency", renewalCurrency)
+            sink.member("offerDiscountType", offerDiscountType)
+            sink.key("eligibleWinBackOfferIds")
+            if let eligibleWinBackOfferIds {
+                sink.array { sink in for id in eligibleWinBackOfferIds { sink.string(id) } }
+            } else {
+                sink.null()
+            }
+        }
     }
 }
 
-extension CommitmentView {
+extension CommitmentView: JSONSinkWritable {
     /// `subscriptions[].commitment` in the `query` output.
-    public func json() -> JSONValue {
-        .object(
-            JSONObject([
-                ("billingPeriodNumber", .nullable(billingPeriodNumber)),
-                ("totalBillingPeriods", .nullable(totalBillingPeriods)),
-                ("commitmentExpiresDate", .nullable(commitmentExpiresDate)),
-                ("commitmentPrice", .nullable(commitmentPrice)),
-                ("autoRenewStatus", .nullable(autoRenewStatus)),
-                ("autoRenewProductId", .nullable(autoRenewProductId)),
-                ("renewalDate", .nullable(renewalDate)),
-                ("renewalPrice", .nullable(renewalPrice)),
-            ]))
+    public func write<Sink: JSONSink>(to sink: inout Sink) {
+        sink.object { sink in
+            sink.member("billingPeriodNumber", billingPeriodNumber)
+            sink.member("totalBillingPeriods", totalBillingPeriods)
+            sink.member("commitmentExpiresDate", commitmentExpiresDate)
+            sink.member("commitmentPrice", commitmentPrice)
+            sink.member("autoRenewStatus", autoRenewStatus)
+            sink.member("autoRenewProductId", autoRenewProductId)
+            sink.member("renewalDate", renewalDate)
+            sink.member("renewalPrice", renewalPrice)
+        }
     }
 }
 
-extension PurchaseView {
+extension PurchaseView: JSONSinkWritable {
     /// One element of `purchases` in the `query` output.
-    public func json() -> JSONValue {
-        .object(
-            JSONObject([
-                ("transactionId", .string(transactionId)),
-                ("productId", .string(productId)),
-                ("type", .string(type)),
-                ("quantity", .int(quantity)),
-                ("revoked", .bool(revoked)),
-                ("revocationType", .nullable(revocationType)),
-                ("revocationPercentage", .nullable(revocationPercentage)),
-                ("expiresDate", .nullable(expiresDate)),
-                ("purchaseDate", .int(purchaseDate)),
-                ("revocationDate", .nullable(revocationDate)),
-                ("price", .nullable(price)),
-                ("currency", .nullable(currency)),
-            ]))
+    public func write<Sink: JSONSink>(to sink: inout Sink) {
+        sink.object { sink in
+            sink.member("transactionId", transactionId)
+            sink.member("productId", productId)
+            sink.member("type", type)
+            sink.member("quantity", quantity)
+            sink.member("revoked", revoked)
+            sink.member("revocationType", revocationType)
+            sink.member("revocationPercentage", revocationPercentage)
+            sink.member("expiresDate", expiresDate)
+            sink.member("purchaseDate", purchaseDate)
+            sink.member("revocationDate", revocationDate)
+            sink.member("price", price)
+            sink.member("currency", currency)
+        }
     }
 }
 

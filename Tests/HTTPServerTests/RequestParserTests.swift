@@ -234,4 +234,26 @@ struct RequestParserTests {
         #expect(ListenAddress(parsing: "127.0.0.1:70000") == nil)
         #expect(ListenAddress.isLoopback("::ffff:127.0.0.1"))
     }
+
+    @Test("a token's bytes are RFC 9110's tchar: letters, digits and !#$%&'*+-.^_`|~, nothing else")
+    func tokenBytes() {
+        let symbols = Set("!#$%&'*+-.^_`|~".utf8)
+        for byte in UInt8.min...UInt8.max {
+            let isAlphanumeric = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            #expect(RequestParser.isTokenByte(byte) == (isAlphanumeric || symbols.contains(byte)), "byte \(byte)")
+        }
+        // A field name with a symbol a token allows is read; one with a separator is refused.
+        let dashed = Self.events([Array("GET / HTTP/1.1\r\nHost: a\r\nX-Trace_Id: 1\r\n\r\n".utf8)])
+        guard case .head(let head)? = dashed.first else {
+            Issue.record("a field name with - and _ was refused: \(dashed)")
+            return
+        }
+        #expect(head.field("x-trace_id") == "1")
+        let separated = Self.events([Array("GET / HTTP/1.1\r\nHost: a\r\nX(Trace): 1\r\n\r\n".utf8)])
+        guard case .failure(let error)? = separated.last else {
+            Issue.record("a field name with ( was read")
+            return
+        }
+        #expect(error.status == 400)
+    }
 }

@@ -73,27 +73,23 @@ extension JSONSink {
         afterValue = true
     }
 
-    @inlinable public mutating func beginObject() {
+    /// `{` or `[`: a value at this level, the first of its own.
+    @inlinable mutating func open(_ bracket: UInt8) {
         separate()
-        output.append(0x7B)
+        output.append(bracket)
         afterValue = false
     }
 
-    @inlinable public mutating func endObject() {
-        output.append(0x7D)
+    /// `}` or `]`: the container is a value written.
+    @inlinable mutating func close(_ bracket: UInt8) {
+        output.append(bracket)
         afterValue = true
     }
 
-    @inlinable public mutating func beginArray() {
-        separate()
-        output.append(0x5B)
-        afterValue = false
-    }
-
-    @inlinable public mutating func endArray() {
-        output.append(0x5D)
-        afterValue = true
-    }
+    @inlinable public mutating func beginObject() { open(0x7B) }
+    @inlinable public mutating func endObject() { close(0x7D) }
+    @inlinable public mutating func beginArray() { open(0x5B) }
+    @inlinable public mutating func endArray() { close(0x5D) }
 
     @inlinable public mutating func key(_ name: String) {
         separate()

@@ -202,7 +202,7 @@ extension EngineConfiguration {
     }
 
     /// The fields of the `serve` section (specification section 4), read by `serve`.
-    public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient", "adminToken"]
+    public static let serveFields = ["listen", "token", "maxConnections", "maxConnectionsPerClient", "adminToken", "trustedProxies"]
 
     /// The `serve` section's shape and field names, checked by every command that reads the
     /// configuration (its values are read by `serve`), so one file gets one answer everywhere.

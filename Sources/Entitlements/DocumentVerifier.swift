@@ -103,7 +103,7 @@ public struct DocumentVerifier: Sendable {
             let accepted: Bool
             if case .success = result { accepted = verifier.checksSignatures } else { accepted = false }
             if accepted || inner.withUnsafeBufferPointer(JSONParser.isPlainStringContent) {
-                items.append(Self.appendItem(result, of: item))
+                items.append(appendItem(result, of: item))
                 return 1
             }
         }
@@ -118,7 +118,7 @@ public struct DocumentVerifier: Sendable {
                     // A receipt is one event per original transaction id it holds (each a customer's).
                     count += appendReceipt(item, to: &items)
                 } else {
-                    items.append(Self.appendItem(verify(item, deferring: deferred), of: item))
+                    items.append(appendItem(verify(item, deferring: deferred), of: item))
                     count += 1
                 }
             }
@@ -140,7 +140,7 @@ public struct DocumentVerifier: Sendable {
         case .failure(let malformed):
             return .rejected(Rejection(code: malformed.code, message: malformed.message, raw: document.bytes, size: document.size))
         case .success(let found) where found.count == 1 && found[0].expected == .notification:
-            return Self.appendItem(verify(found[0], deferring: nil), of: found[0])
+            return appendItem(verify(found[0], deferring: nil), of: found[0])
         case .success:
             return .rejected(Rejection(code: "MALFORMED_INPUT", message: message, raw: document.bytes, size: document.size))
         }
@@ -153,17 +153,26 @@ public struct DocumentVerifier: Sendable {
             for part in parts { items.append(.verified(.receipt(part))) }
             return parts.count
         } catch {
-            items.append(.rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8))))
+            items.append(.rejected(rejection(error, raw: Array(item.jws.utf8))))
             return 1
         }
     }
 
     /// What is appended for `item` once verified: the input, or its rejection with the JWS as raw bytes.
-    static func appendItem(_ result: Result<VerifiedInput, VerificationError>, of item: InputItem) -> AppendItem {
+    func appendItem(_ result: Result<VerifiedInput, VerificationError>, of item: InputItem) -> AppendItem {
         switch result {
         case .success(let input): return .verified(input)
-        case .failure(let error): return .rejected(Rejection(code: error.code.rawValue, message: error.message, raw: Array(item.jws.utf8)))
+        case .failure(let error): return .rejected(rejection(error, raw: Array(item.jws.utf8)))
         }
+    }
+
+    /// The rejection for `error`, marked signed by Apple when the verifier checks signatures
+    /// and the error is one of the last step's (the app or the environment): every check of the
+    /// signatures and the chain ran before it, and passed.
+    func rejection(_ error: VerificationError, raw: [UInt8]) -> Rejection {
+        let lastStep = error.code == .invalidAppIdentifier || error.code == .invalidEnvironment
+        return Rejection(
+            code: error.code.rawValue, message: error.message, raw: raw, isSignedByApple: lastStep && verifier.checksSignatures)
     }
 
     /// One JSON line per item: the decoded payload (nested JWS decoded in place) or the error.

@@ -137,7 +137,7 @@ final class NotificationIngest: @unchecked Sendable {
         jobs.reserveCapacity(requests.count)
         var unkept: [(Request, IngestResult)] = []
         for (request, item) in zip(requests, items) {
-            if case .rejected(let rejection) = item, !budget.admit(client: request.client, bytes: rejection.raw.count, now: now) {
+            if case .rejected(let rejection) = item, !budget.admit(rejection, client: request.client, now: now) {
                 unkept.append((request, IngestResult(outcome: .rejected, errorCode: rejection.code, errorMessage: rejection.message, input: 1)))
                 continue
             }

@@ -14,6 +14,15 @@ import HTTPServer
 /// 203.0.113.7 not kept"), so nothing disappears without a trace. At most
 /// `maxSummaryRows` addresses are named per summary; the rest are counted
 /// together in one row.
+///
+/// Data Apple signed that was rejected only for its app or environment
+/// (``Rejection/isSignedByApple``: a notification of another environment, say)
+/// is not junk, and nobody else can make it: it is counted apart, outside the
+/// per-address bound and the junk's total, up to `signedInputs` distinct
+/// inputs and `signedBytes` bytes per window (the same input again is kept
+/// free: the quarantine holds it once). So junk from any number of addresses,
+/// or through a proxy that puts every client under one address, never stops
+/// Apple's own data from being kept.
 public struct QuarantineBound: Sendable, Hashable {
     public var perClientInputs: Int
     public var perClientBytes: Int
@@ -24,16 +33,22 @@ public struct QuarantineBound: Sendable, Hashable {
     public var maxSummaryRows: Int
     /// Client addresses tracked per window; more are counted as one.
     public var maxTrackedClients: Int
+    /// Distinct inputs signed by Apple kept per window, from all clients together.
+    public var signedInputs: Int
+    /// Bytes of distinct inputs signed by Apple kept per window.
+    public var signedBytes: Int
 
     public init(
         perClientInputs: Int = 100, perClientBytes: Int = 1 << 20, totalInputs: Int = 10_000, totalBytes: Int = 64 << 20,
         windowMilliseconds: Int64 = 86_400_000, summaryIntervalMilliseconds: Int64 = 600_000, maxSummaryRows: Int = 100,
-        maxTrackedClients: Int = 10_000
+        maxTrackedClients: Int = 10_000, signedInputs: Int = 10_000, signedBytes: Int = 64 << 20
     ) {
         self.perClientInputs = perClientInputs
         self.perClientBytes = perClientBytes
         self.totalInputs = totalInputs
         self.totalBytes = totalBytes
+        self.signedInputs = signedInputs
+        self.signedBytes = signedBytes
         self.windowMilliseconds = windowMilliseconds
         self.summaryIntervalMilliseconds = summaryIntervalMilliseconds
         self.maxSummaryRows = maxSummaryRows
@@ -49,6 +64,9 @@ final class QuarantineBudget: @unchecked Sendable {
     private var kept: [String: (inputs: Int, bytes: Int)] = [:]
     private var totalInputs = 0
     private var totalBytes = 0
+    /// Inputs signed by Apple kept in this window, by their hash value, and their bytes.
+    private var signedKept: Set<Int> = []
+    private var signedBytes = 0
     /// Inputs not kept since the last summary, per client.
     private var notKept: [String: Int] = [:]
     private var notKeptSince: Int64 = 0
@@ -61,8 +79,8 @@ final class QuarantineBudget: @unchecked Sendable {
 
     init(bound: QuarantineBound) { self.bound = bound }
 
-    /// Whether to keep a rejected input of `bytes` bytes from `client` (counted when kept).
-    func admit(client: String, bytes: Int, now: Int64) -> Bool {
+    /// Whether to keep `rejection`, received from `client` (counted when kept).
+    func admit(_ rejection: Rejection, client: String, now: Int64) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         if now - windowStart >= bound.windowMilliseconds {
@@ -70,6 +88,20 @@ final class QuarantineBudget: @unchecked Sendable {
             kept = [:]
             totalInputs = 0
             totalBytes = 0
+            signedKept = []
+            signedBytes = 0
+        }
+        let bytes = rejection.raw.count
+        if rejection.isSignedByApple {
+            let hash = rejection.raw.hashValue
+            if signedKept.contains(hash) { return true }
+            if signedKept.count + 1 <= bound.signedInputs && signedBytes + bytes <= bound.signedBytes {
+                signedKept.insert(hash)
+                signedBytes += bytes
+                return true
+            }
+            notKeptOne(from: client, now: now)
+            return false
         }
         var key = client
         if kept[key] == nil && kept.count >= bound.maxTrackedClients { key = Self.otherClients }
@@ -82,13 +114,18 @@ final class QuarantineBudget: @unchecked Sendable {
             totalBytes += bytes
             return true
         }
+        notKeptOne(from: client, now: now)
+        return false
+    }
+
+    /// Counts an input not kept for the next summary (under the lock).
+    private func notKeptOne(from client: String, now: Int64) {
         if notKept.isEmpty { notKeptSince = now }
         if notKept[client] == nil && notKept.count >= bound.maxSummaryRows {
             notKept[Self.otherClients, default: 0] += 1
         } else {
             notKept[client, default: 0] += 1
         }
-        return false
     }
 
     /// The summary rows due now (all that are pending when `force`), and resets their counts.
@@ -118,18 +155,11 @@ final class QuarantineBudget: @unchecked Sendable {
     }
 
     /// The address a client's rejected inputs are counted under: the socket
-    /// peer; when the peer is this machine (a reverse proxy beside the
-    /// server), the last address of `X-Forwarded-For` (the one the proxy
-    /// added; the ones before it are the client's word). IPv6 addresses count by /64.
-    static func clientKey(peer: ClientInfo, forwardedFor: String?) -> String {
-        var address = peer.peer
-        if peer.peerIsLoopback, let forwardedFor,
-            let last = forwardedFor.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty
-        {
-            var v4 = in_addr()
-            var v6 = in6_addr()
-            if inet_pton(AF_INET, last, &v4) == 1 || inet_pton(AF_INET6, last, &v6) == 1 { address = last }
-        }
+    /// peer; when the peer is this machine (a reverse proxy beside the server)
+    /// or one of `serve.trustedProxies`, the address read from `X-Forwarded-For`
+    /// through the trusted proxies (``TrustedProxies``). IPv6 addresses count by /64.
+    static func clientKey(peer: ClientInfo, forwardedFor: String?, trusted: TrustedProxies) -> String {
+        let address = trusted.client(peer: peer.peer, forwardedFor: forwardedFor)
         var v6 = in6_addr()
         if address.contains(":"), !address.lowercased().hasPrefix("::ffff:"), inet_pton(AF_INET6, address, &v6) == 1 {
             let groups = withUnsafeBytes(of: &v6) { bytes in

@@ -9,6 +9,8 @@ final class ServeAPI: Sendable {
     let token: String?
     /// `serve.adminToken`: who may act as an operator, and under which label.
     let adminTokens: [AdminToken]
+    /// `serve.trustedProxies`: whose `X-Forwarded-For` names the client (loopback always).
+    let trustedProxies: TrustedProxies
     let batcher: IngestBatcher
     /// `POST /notifications`: the bodies of concurrent requests verified in shared passes and committed together.
     let notifications: NotificationIngest
@@ -21,8 +23,12 @@ final class ServeAPI: Sendable {
     /// on an engine that writes; `nil` otherwise.
     let orders: AppStoreSync?
 
-    init(engine: Engine, token: String?, adminTokens: [AdminToken] = [], bound: QuarantineBound) {
+    init(
+        engine: Engine, token: String?, adminTokens: [AdminToken] = [], trustedProxies: TrustedProxies = .loopbackOnly,
+        bound: QuarantineBound
+    ) {
         self.engine = engine
+        self.trustedProxies = trustedProxies
         orders = engine.configuration.appStoreServerAPI == nil || engine.mode == .readOnly ? nil : try? AppStoreSync(engine: engine)
         self.token = token
         self.adminTokens = adminTokens
@@ -142,7 +148,7 @@ final class ServeAPI: Sendable {
     /// `POST /notifications`: Apple's body, one notification; the ingest line once committed.
     private func notification(_ request: ServerRequest, client: ClientInfo) -> ServerResponse {
         guard !request.body.isEmpty else { return Self.badRequest("the request has no body: expected {\"signedPayload\": \"<JWS>\"}") }
-        let key = QuarantineBudget.clientKey(peer: client, forwardedFor: request.head.field("x-forwarded-for"))
+        let key = QuarantineBudget.clientKey(peer: client, forwardedFor: request.head.field("x-forwarded-for"), trusted: trustedProxies)
         switch notifications.ingest(InputBytes(bytes: request.body), client: key) {
         case .success(let line):
             counters.ingested([line])
@@ -202,12 +208,12 @@ final class ServeAPI: Sendable {
 
     /// Commits the items the quarantine bound lets through; the others are answered `rejected` without their bytes kept.
     private func ingest(_ items: [AppendItem], request: ServerRequest, client: ClientInfo) -> Result<[IngestResult], EngineError> {
-        let key = QuarantineBudget.clientKey(peer: client, forwardedFor: request.head.field("x-forwarded-for"))
+        let key = QuarantineBudget.clientKey(peer: client, forwardedFor: request.head.field("x-forwarded-for"), trusted: trustedProxies)
         let now = Engine.now()
         var kept: [AppendItem] = []
         var results = [IngestResult?](repeating: nil, count: items.count)
         for (index, item) in items.enumerated() {
-            if case .rejected(let rejection) = item, !budget.admit(client: key, bytes: rejection.raw.count, now: now) {
+            if case .rejected(let rejection) = item, !budget.admit(rejection, client: key, now: now) {
                 results[index] = IngestResult(outcome: .rejected, errorCode: rejection.code, errorMessage: rejection.message)
             } else {
                 kept.append(item)

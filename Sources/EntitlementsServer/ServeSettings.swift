@@ -16,6 +16,9 @@ public struct ServeSettings: Sendable {
     /// `serve.adminToken`: the tokens that may act as an operator (grants, credits, links,
     /// app users; specification section 13), each with the label recorded as the operator.
     public var adminTokens: [AdminToken] = []
+    /// `serve.trustedProxies`: the reverse proxies (addresses or CIDR ranges) whose
+    /// `X-Forwarded-For` names the client the quarantine bound counts; loopback always.
+    public var trustedProxies = TrustedProxies.loopbackOnly
 
     public static let defaultListen = ListenAddress(host: "127.0.0.1", port: 8080)
 
@@ -73,6 +76,22 @@ public struct ServeSettings: Sendable {
         case let other?:
             throw ConfigurationError(
                 field: "serve.token", message: "expected a non-empty string of visible ASCII characters, found \(JSONWriter.string(other).prefix(40))")
+        }
+        switch object["trustedProxies"] {
+        case nil, .null?: break
+        case .array(let list)?:
+            var entries: [String] = []
+            for (index, element) in list.enumerated() {
+                guard case .string(let text) = element else {
+                    throw ConfigurationError(
+                        field: "serve.trustedProxies[\(index)]", message: "expected a string, an address or a CIDR range, found \(element.typeName)")
+                }
+                entries.append(text)
+            }
+            trustedProxies = try TrustedProxies(parsing: entries)
+        case let other?:
+            throw ConfigurationError(
+                field: "serve.trustedProxies", message: "expected a list of addresses or CIDR ranges such as [\"10.0.0.0/8\"], found \(other.typeName)")
         }
         if let section = object["adminToken"], section != .null {
             adminTokens = try AdminToken.parse(section)

@@ -51,7 +51,9 @@ public final class Server: Sendable {
         } catch {
             throw ServerError(code: .webhooksFailed, message: error.description)
         }
-        let api = ServeAPI(engine: engine, token: settings.token, adminTokens: settings.adminTokens, bound: options.quarantine)
+        let api = ServeAPI(
+            engine: engine, token: settings.token, adminTokens: settings.adminTokens, trustedProxies: settings.trustedProxies,
+            bound: options.quarantine)
         self.api = api
         // A read replica's own answers to requests it could not take carry its head too.
         let headFields: HTTPServer<Route>.ErrorFields? =

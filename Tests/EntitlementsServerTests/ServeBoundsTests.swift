@@ -292,7 +292,7 @@ extension Reliability {
             #expect(running.wait(timeout: 30).status == 0)
         }
 
-        @Test("serve.maxConnections and serve.maxConnectionsPerClient in the configuration bound serve; bad values are named (exit 2)")
+        @Test("serve.maxConnections, serve.maxConnectionsPerClient and serve.trustedProxies in the configuration; bad values are named (exit 2)")
         func configuredBounds() throws {
             let settings = try ServeSettings(configuration: JSONParser().parse(Array(#"{"serve":{"maxConnections":40,"maxConnectionsPerClient":2}}"#.utf8)))
             #expect(settings.maxConnections == 40)
@@ -311,6 +311,16 @@ extension Reliability {
             let refused = try workspace.cli("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"])
             #expect(refused.status == 2)
             #expect(refused.stderr.contains("serve.maxConnectionsPerClient"), "\(refused.stderr)")
+            // serve.trustedProxies: a list of addresses and ranges, each entry that is not one named.
+            let proxies = try ServeSettings(configuration: JSONParser().parse(Array(#"{"serve":{"trustedProxies":["10.0.0.0/8","192.0.2.7"]}}"#.utf8)))
+            #expect(proxies.trustedProxies.trusts("10.200.0.1") && proxies.trustedProxies.trusts("192.0.2.7"))
+            #expect(!proxies.trustedProxies.trusts("192.0.2.8") && !proxies.trustedProxies.trusts("11.0.0.1"))
+            for (serve, field) in [(["trustedProxies": ["10.0.0.0/8", "proxy.example"]], "serve.trustedProxies[1]"), (["trustedProxies": "10.0.0.0/8"], "serve.trustedProxies")] as [(JSONValue, String)] {
+                try configure(serve)
+                let wrong = try workspace.cli("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"])
+                #expect(wrong.status == 2)
+                #expect(wrong.stderr.contains(field), "\(wrong.stderr)")
+            }
             try configure(["maxConnections": 20, "maxConnectionsPerClient": 4])
             let running = try workspace.start("serve", db: "s.sqlite", ["--listen", "127.0.0.1:0"], label: "serve")
             defer { running.kill9() }

@@ -246,6 +246,86 @@ extension Reliability {
             #expect(sample.contains("more rejected input"))
         }
 
+        @Test("data Apple signed, rejected for its app or environment, is kept past the bounds junk used up; repeats are free")
+        func signedRejectionsKept() throws {
+            let server = try TestServer { options in
+                options.quarantine = QuarantineBound(
+                    perClientInputs: 2, totalInputs: 3, summaryIntervalMilliseconds: 0, signedInputs: 4)
+            }
+            for index in 0..<5 {
+                let response = try server.exchange("POST", "/notifications", body: "junk number \(index)")
+                #expect(response.json?["error"]?["code"] == "MALFORMED_INPUT")
+            }
+            // Another app's and another environment's notifications, from the address whose bound junk spent.
+            var bodies = (0..<3).map { ServeSamples.foreignNotification($0) }
+            bodies.append(ServeSamples.foreignNotification(3, environment: TestPayloads.environment, bundleId: "com.example.other"))
+            for body in bodies + [bodies[0], bodies[1]] {
+                let response = try server.exchange("POST", "/notifications", body: body)
+                #expect(response.status == 200)
+                let code = response.json?["error"]?["code"]
+                #expect(code == "INVALID_ENVIRONMENT" || code == "INVALID_APP_IDENTIFIER", "\(response.text)")
+            }
+            // A fifth distinct one is past the signed bound: counted, not kept.
+            let past = try server.exchange("POST", "/notifications", body: ServeSamples.foreignNotification(4))
+            #expect(past.json?["error"]?["code"] == "INVALID_ENVIRONMENT")
+            // A forgery is junk, whatever it claims.
+            let forged = try server.exchange("POST", "/notifications", body: ServeSamples.notification(5, signer: ServeSamples.forger))
+            #expect(forged.json?["error"]?["code"] == "INVALID_CHAIN")
+            let probe = try Probe(server.workspace.path("serve.sqlite"))
+            let counted = try TestServer.eventually {
+                try probe.strings("SELECT message FROM quarantine WHERE code = 'NOT_KEPT'").compactMap { Int($0.split(separator: " ")[0]) }.reduce(0, +) == 5
+            }
+            let rows = try probe.strings("SELECT code || ' ' || message FROM quarantine")
+            #expect(counted, "\(rows)")
+            #expect(try probe.int("SELECT count(*) FROM quarantine WHERE code = 'MALFORMED_INPUT'") == 2)
+            #expect(try probe.int("SELECT count(*) FROM quarantine WHERE code = 'INVALID_ENVIRONMENT'") == 3)
+            #expect(try probe.int("SELECT count(*) FROM quarantine WHERE code = 'INVALID_APP_IDENTIFIER'") == 1)
+            #expect(try probe.int("SELECT count(*) FROM quarantine WHERE code = 'INVALID_CHAIN'") == 0)
+            #expect(try probe.eventCount() == 0)
+        }
+
+        @Test("serve.trustedProxies: a proxy on another machine names its clients in X-Forwarded-For; others' headers are not believed")
+        func trustedProxies() throws {
+            // The test's connections come from loopback, a proxy always trusted; the chain behind it is
+            // read from the right through every trusted hop, up to the first address that is not one.
+            let proxies = try TrustedProxies(parsing: ["10.0.0.0/8", "2001:db8::/32", "192.0.2.10"])
+            let server = try TestServer(trustedProxies: proxies) { options in
+                options.quarantine = QuarantineBound(perClientInputs: 1, totalInputs: 100, summaryIntervalMilliseconds: 0)
+            }
+            let chains = [
+                "198.51.100.1, 10.1.2.3",  // client, then a trusted proxy (then loopback, the socket peer)
+                "203.0.113.9, 192.0.2.10, 10.9.9.9",  // two trusted hops
+                "198.51.100.1, 10.1.2.3, 10.4.4.4",  // the first client again, through another path
+                "unknown, 2001:db8::7",  // a hop that is no address: the last trusted one counts
+                "198.51.100.77, 203.0.113.50",  // an untrusted hop: the client's word before it is ignored
+            ]
+            for (index, chain) in chains.enumerated() {
+                let response = try server.exchange("POST", "/notifications", body: "junk \(index)", headers: ["X-Forwarded-For: \(chain)"])
+                #expect(response.json?["result"] == "rejected")
+            }
+            let probe = try Probe(server.workspace.path("serve.sqlite"))
+            #expect(try TestServer.eventually { try probe.int("SELECT count(*) FROM quarantine WHERE code = 'NOT_KEPT'") == 1 })
+            let summaries = try probe.strings("SELECT message FROM quarantine WHERE code = 'NOT_KEPT'")
+            #expect(summaries == ["1 more rejected input from 198.51.100.1 not kept"])
+            #expect(try probe.int("SELECT count(*) FROM quarantine WHERE code = 'MALFORMED_INPUT'") == 4)
+
+            let key = { (peer: String, chain: String?) in proxies.client(peer: peer, forwardedFor: chain) }
+            #expect(key("10.0.0.1", "198.51.100.1") == "198.51.100.1")
+            #expect(key("198.51.100.200", "10.0.0.1") == "198.51.100.200")  // an untrusted peer's header is its word
+            #expect(key("::ffff:10.0.0.1", "203.0.113.4") == "203.0.113.4")
+            #expect(key("2001:db8::1", "2001:db9::1234:5678") == "2001:db9::1234:5678")
+            #expect(key("127.0.0.1", "10.0.0.8, 10.0.0.9") == "10.0.0.8")  // only proxies: the farthest seen
+            #expect(key("127.0.0.1", nil) == "127.0.0.1")
+            for wrong in ["10.0.0.0/33", "proxy.example", "::1/129", "10.0.0.0/"] {
+                do {
+                    _ = try TrustedProxies(parsing: ["192.0.2.1", wrong])
+                    Issue.record("\(wrong) was read as a trusted proxy")
+                } catch {
+                    #expect(error.field == "serve.trustedProxies[1]")
+                }
+            }
+        }
+
         @Test("a database that cannot be written (disk full) answers 503 (so Apple retries), and 200 again once it can")
         func unwritable() throws {
             guard Faults.canMount else {

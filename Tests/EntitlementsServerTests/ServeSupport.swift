@@ -23,7 +23,7 @@ final class TestServer: @unchecked Sendable {
 
     init(
         name: String = "serve", token: String? = nil, adminTokens: [AdminToken] = [], maxInputBytes: Int? = nil,
-        database: String = "serve.sqlite",
+        database: String = "serve.sqlite", trustedProxies: TrustedProxies = .loopbackOnly,
         workspace: Workspace? = nil, configure: (inout Server.Options) -> Void = { _ in }
     ) throws {
         self.workspace = try workspace ?? Workspace(name: name, maxInputBytes: maxInputBytes)
@@ -34,6 +34,7 @@ final class TestServer: @unchecked Sendable {
         logFD = open(logURL.path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         var settings = ServeSettings(listen: ListenAddress(host: "127.0.0.1", port: 0), token: token)
         settings.adminTokens = adminTokens
+        settings.trustedProxies = trustedProxies
         server = try Server(
             engine: engine, settings: settings, options: options,
             log: AccessLog(fileDescriptor: logFD))
@@ -95,6 +96,14 @@ enum ServeSamples {
             type: "SUBSCRIBED", subtype: "INITIAL_BUY", uuid: uuid ?? "5e000000-0000-4000-8000-\(String(format: "%012d", n))",
             signedTransactionInfo: signer.sign(transaction))
         return #"{"signedPayload":""# + signer.sign(payload) + #""}"#
+    }
+
+    /// Apple's notification body, signed by the trusted PKI, about another environment (`INVALID_ENVIRONMENT`)
+    /// or another app (`INVALID_APP_IDENTIFIER`).
+    static func foreignNotification(_ n: Int, environment: String = "Production", bundleId: String = TestPayloads.bundleId) -> String {
+        let payload = TestPayloads.notification(
+            type: "TEST", uuid: "5f000000-0000-4000-8000-\(String(format: "%012d", n))", bundleId: bundleId, environment: environment)
+        return #"{"signedPayload":""# + pki.sign(payload) + #""}"#
     }
 
     static func customer(_ n: Int) -> String { "\(705_000_000_000_000_000 + n)" }

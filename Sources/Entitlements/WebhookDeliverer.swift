@@ -10,8 +10,9 @@ import Darwin
 
 /// Pushes the feeds to the configured webhook endpoints (specification section 12): at least
 /// once, in feed order per endpoint and feed, each line POSTed and signed (Standard
-/// Webhooks), a failing line retried on the endpoint's schedule while the lines after it
-/// wait, and given up on (marked failed) 24 hours after its first attempt.
+/// Webhooks), a failing line retried on the endpoint's schedule while the endpoint's later
+/// lines wait (those of its other feed too), and given up on (marked failed) 24 hours after
+/// its first attempt.
 ///
 /// Where each endpoint stands is written to the database after every attempt, so a
 /// deliverer that is stopped, or killed, resumes where it was: a line may be delivered
@@ -152,24 +153,39 @@ public final class WebhookDeliverer: @unchecked Sendable {
         }
     }
 
-    /// Goes through the endpoint's feeds, on its own connection.
+    /// Goes through the endpoint's feeds, on its own connection. A line being retried holds
+    /// the whole endpoint: its feed goes first, and the endpoint's other feeds wait until
+    /// that line is delivered or marked failed.
     private func deliver(endpoint index: Int, report: inout WebhookDeliveryReport) throws(EngineError) {
         endpointLocks[index].lock()
         defer { endpointLocks[index].unlock() }
-        for feed in endpoints[index].feeds {
+        let endpoint = endpoints[index]
+        let store = endpointStores[index]
+        var feeds = endpoint.feeds
+        for (at, feed) in feeds.enumerated() {
+            let position: WebhookPosition
+            do { position = try store.webhookPosition(endpoint: endpoint.url.absoluteString, feed: feed.rawValue) } catch { throw EngineError(error) }
+            if position.failingCursor != nil {
+                feeds.insert(feeds.remove(at: at), at: 0)
+                break
+            }
+        }
+        for feed in feeds {
             if isStopping { return }
-            try deliver(endpoint: endpoints[index], reader: WebhookFeedReaders.reader(for: feed), store: endpointStores[index], report: &report)
+            let held = try deliver(endpoint: endpoint, reader: WebhookFeedReaders.reader(for: feed), store: store, report: &report)
+            if held { return }
         }
     }
 
-    /// Goes through `endpoint`'s lines of one feed until one fails, nothing is left, or the lease is lost.
+    /// Goes through `endpoint`'s lines of one feed until one fails, nothing is left, or the
+    /// lease is lost; whether a line of the feed is left failing (waiting for its retry).
     private func deliver(
         endpoint: WebhookEndpoint, reader: any WebhookFeedReader, store: EventStore, report: inout WebhookDeliveryReport
-    ) throws(EngineError) {
+    ) throws(EngineError) -> Bool {
         let name = endpoint.url.absoluteString
         do {
             var position = try store.webhookPosition(endpoint: name, feed: reader.feed.rawValue)
-            if let next = position.nextAttemptAt, next > options.clock() { return }
+            if let next = position.nextAttemptAt, next > options.clock() { return true }
             // What is stored, as last read or written here: a position moved meanwhile by a
             // redelivery is not overwritten (this pass ends, and the next reads it).
             var stored = position
@@ -179,7 +195,7 @@ public final class WebhookDeliverer: @unchecked Sendable {
             }
             while !isStopping {
                 let lines = try reader.lines(after: position.deliveredCursor, limit: options.batch, store: store)
-                if lines.isEmpty { return }
+                if lines.isEmpty { return false }
                 for line in lines {
                     guard endpoint.accepts(line) else {
                         position.deliveredCursor = line.cursor
@@ -187,7 +203,7 @@ public final class WebhookDeliverer: @unchecked Sendable {
                         continue
                     }
                     // Never deliver without the lease: renew it (or find it lost) first.
-                    guard try ensureLease() else { return }
+                    guard try ensureLease() else { return position.failingCursor != nil }
                     let start = options.clock()
                     // The header's timestamp is the wall clock's, whatever clock schedules retries.
                     let outcome = send(line, to: endpoint, timestamp: Engine.now() / 1000)
@@ -207,12 +223,13 @@ public final class WebhookDeliverer: @unchecked Sendable {
                     skipped = false
                     let saved = try store.saveWebhookPosition(position, failedLine: failed, expected: stored, at: now)
                     options.onAttempt?(WebhookAttempt(url: name, line: line, outcome: outcome, at: now, markedFailed: failed != nil))
-                    guard saved else { return }
+                    guard saved else { return true }
                     stored = position
-                    if case .failed = outcome, failed == nil { return }
-                    if isStopping { return }
+                    if case .failed = outcome, failed == nil { return true }
+                    if isStopping { return position.failingCursor != nil }
                 }
             }
+            return position.failingCursor != nil
         } catch let error as EngineError {
             throw error
         } catch let error as StoreError {

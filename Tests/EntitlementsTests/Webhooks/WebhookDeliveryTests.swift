@@ -173,6 +173,45 @@ import Testing
     }
 }
 
+extension WebhookDeliveryTests {
+    /// A failing line holds its whole endpoint: the lines of the endpoint's other feed wait
+    /// too, until it is delivered or marked failed; then both feeds go on, each in order.
+    @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))
+    func aFailingLineHoldsTheEndpointsOtherFeedToo() throws {
+        let (engine, changes) = try Self.engineWithChanges(seed: 46)
+        let lifecycle = try engine.lifecycle()
+        try #require(lifecycle.count >= 3 && !changes.isEmpty)
+        let receiver = try WebhookReceiver(secret: Self.secret)
+        try receiver.setControl(["fail": [lifecycle[1].id: 1_000]])
+        let clock = Mutex(Engine.now())
+        var options = WebhookDeliverer.Options()
+        options.clock = { clock.withLock { $0 } }
+        let endpoint = WebhookEndpoint(
+            url: URL(string: receiver.url)!, signer: WebhookSigner(secret: Self.secret)!, feeds: [.lifecycle, .changes],
+            retrySchedule: WebhookRetrySchedule(delays: [60_000]))
+        let deliverer = try WebhookDeliverer(engine: engine, endpoints: [endpoint], options: options)
+        defer { deliverer.release() }
+
+        var report = try deliverer.deliverDue()
+        #expect(report.delivered == 1 && report.failedAttempts == 1)
+        // Not due yet: nothing is attempted, in either feed.
+        report = try deliverer.deliverDue()
+        #expect(report.attempts == 0)
+        clock.withLock { $0 += 60_000 }
+        report = try deliverer.deliverDue()
+        #expect(report.attempts == 1 && report.failedAttempts == 1)
+        #expect(receiver.records().map(\.id) == [lifecycle[0].id, lifecycle[1].id, lifecycle[1].id])
+        // 24 hours after the first attempt: marked failed, and both feeds delivered, each in order.
+        clock.withLock { $0 += WebhookRetrySchedule.horizon }
+        report = try deliverer.deliverDue()
+        #expect(report.markedFailed == 1)
+        let delivered = receiver.records().filter { $0.action == "ok" }
+        #expect(delivered.filter { !$0.id.hasPrefix("changes:") }.map(\.id) == lifecycle.map(\.id).filter { $0 != lifecycle[1].id })
+        #expect(delivered.compactMap { $0.id.hasPrefix("changes:") ? $0.cursor : nil } == changes.map(\.cursor))
+        #expect(receiver.records().allSatisfy { $0.verified })
+    }
+}
+
 extension Engine {
     /// The changes-feed status of the endpoint at `url` (test helper: the deliverer's
     /// endpoints need not be the configuration's).

@@ -49,13 +49,13 @@ final class ServeAPI: Sendable {
             // A path that cannot be read is malformed, not unknown.
             if Route.percentDecoded(head.path) == nil {
                 return .answer(
-                    .error(400, code: "BAD_REQUEST", message: "the path holds a malformed percent-escape (%XX of UTF-8): \(head.path.prefix(200))"))
+                    .error(400, code: "BAD_REQUEST", message: "the path holds a malformed percent-escape (%XX of UTF-8)\(echoedPath(head))"))
             }
-            return .answer(.error(404, code: "NOT_FOUND", message: "no endpoint at \(head.path.prefix(200))"))
+            return .answer(.error(404, code: "NOT_FOUND", message: "no endpoint at this path\(echoedPath(head))"))
         }
         guard head.method == route.method else {
             var response = ServerResponse.error(
-                405, code: "METHOD_NOT_ALLOWED", message: "\(head.path.prefix(200)) takes \(route.method), not \(head.method)")
+                405, code: "METHOD_NOT_ALLOWED", message: "this path takes \(route.method), not \(head.method)\(echoedPath(head))")
             // A GET route answers HEAD as well (without the body).
             response.fields.append(HTTPField(name: "Allow", value: route.method == "GET" ? "GET, HEAD" : route.method))
             return .answer(response)
@@ -70,6 +70,17 @@ final class ServeAPI: Sendable {
             return .answer(response)
         }
         return .proceed(route)
+    }
+
+    /// The request's path, for an error answer, to a caller who may read the API (no token is
+    /// set, or it sent one that is): `": /the/path"`; else nothing, so that answers to callers
+    /// without a token hold nothing of the request's making (specification section 18).
+    private func echoedPath(_ head: RequestHead) -> String {
+        if let token {
+            let authorization = head.field("authorization")
+            guard Self.authorized(authorization, token: token) || adminLabel(authorization) != nil else { return "" }
+        }
+        return ": \(head.path.prefix(200))"
     }
 
     /// `Bearer <token>`, the scheme case-insensitive, compared in constant time: spaces

@@ -46,5 +46,26 @@ extension Reliability {
                 }
             }
         }
+
+        @Test("404, 405 and a malformed path name the request's path only to a caller with the token (or when none is set)")
+        func errorsEchoThePathOnlyToReaders() throws {
+            let token = "s3cret-token-0123456789"
+            let server = try TestServer(token: token)
+            let open = try TestServer()
+            let requests: [(method: String, path: String, status: Int)] = [
+                ("GET", "/secret-probe/etc/passwd", 404), ("GET", "/notifications", 405), ("GET", "/customers/%zz-probe", 400),
+            ]
+            for request in requests {
+                let stranger = try server.exchange(request.method, request.path)
+                #expect(stranger.status == request.status, "\(stranger.text)")
+                #expect(stranger.json?["error"]?["message"] != nil)
+                #expect(!stranger.text.contains("probe") && !stranger.text.contains("/notifications"), "\(stranger.text)")
+                for (answering, headers) in [(server, ["Authorization: Bearer \(token)"]), (open, [])] {
+                    let reader = try answering.exchange(request.method, request.path, headers: headers)
+                    #expect(reader.status == request.status)
+                    #expect(reader.text.contains(request.path), "\(reader.text)")
+                }
+            }
+        }
     }
 }

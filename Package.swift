@@ -80,7 +80,7 @@ let package = Package(
         // workspaces, the `entitlements` binary and a runner for it, generated histories, the hostile
         // corpus, a loopback HTTP client, SplitMix64. Tests only: no product depends on it.
         .target(
-            name: "TestSupport", dependencies: ["EntitlementCore", "Entitlements", "EventStore", "JSONAndBase64", "TestPKI"],
+            name: "TestSupport", dependencies: ["EntitlementCore", "Entitlements", "EventStore", "JSONAndBase64", "SystemCalls", "TestPKI"],
             path: "Tests/TestSupport"),
 
         // One test target per target; each declares exactly the modules it imports.

@@ -205,8 +205,8 @@ public struct ReadSnapshot: Sendable, Equatable {
     init(path: String, follower: Bool = false) {
         var info = stat()
         if stat(path, &info) == 0 {
-            device = UInt64(info.st_dev)
-            inode = UInt64(info.st_ino)
+            device = UInt64(truncatingIfNeeded: info.st_dev)
+            inode = UInt64(truncatingIfNeeded: info.st_ino)
             size = Int64(info.st_size)
             #if canImport(Darwin)
             modifiedSeconds = Int(info.st_mtimespec.tv_sec)

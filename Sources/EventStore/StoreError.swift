@@ -87,7 +87,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         var disk = statvfs()
         if statvfs(folder.isEmpty ? "/" : folder, &disk) == 0, UInt64(disk.f_bavail) * UInt64(disk.f_frsize) < 1 << 20 { return true }
         var limit = rlimit()
-        if getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max {
+        #if canImport(Darwin)
+        let fileSize = RLIMIT_FSIZE
+        #else
+        let fileSize = Int32(RLIMIT_FSIZE.rawValue)
+        #endif
+        if getrlimit(fileSize, &limit) == 0, limit.rlim_cur != rlim_t.max {
             var info = stat()
             for file in [path, path + "-wal"] where stat(file, &info) == 0 {
                 if UInt64(info.st_size) + (1 << 20) >= UInt64(limit.rlim_cur) { return true }

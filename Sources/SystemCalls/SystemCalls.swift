@@ -58,6 +58,16 @@ package enum SystemCalls {
         #endif
     }
 
+    /// Sends `signal` to the process `pid`.
+    @discardableResult
+    package static func kill(_ pid: Int32, _ signal: Int32) -> Int32 {
+        #if canImport(Darwin)
+        return Darwin.kill(pid, signal)
+        #else
+        return Glibc.kill(pid, signal)
+        #endif
+    }
+
     @discardableResult
     package static func close(_ fd: Int32) -> Int32 {
         #if canImport(Darwin)

@@ -1,6 +1,9 @@
 import Foundation
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A TCP socket listening on 127.0.0.1 at a port the system chose: what the tests'
@@ -12,7 +15,7 @@ package enum LoopbackListener {
 
     /// Opens, binds and listens; the caller closes the descriptor.
     package static func open(backlog: Int32 = 16) throws -> (descriptor: Int32, port: UInt16) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = SystemCalls.socket(family: AF_INET)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))

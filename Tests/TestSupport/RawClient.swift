@@ -1,7 +1,10 @@
 import Foundation
 import JSONAndBase64
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A raw HTTP/1.1 client over a loopback socket, for sending exactly the bytes a test means
@@ -37,7 +40,7 @@ package final class RawClient {
 
     /// A socket connected to 127.0.0.1:`port` (from `source` when given); closed, once, when that fails.
     private static func connectedSocket(port: Int, from source: String?) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = SystemCalls.socket(family: AF_INET)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         if let source {
             var local = sockaddr_in()
@@ -74,7 +77,7 @@ package final class RawClient {
     package func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = bytes.withUnsafeBytes { SystemCalls.send(fd, $0.baseAddress! + offset, bytes.count - offset) }
             if written <= 0 { return false }
             offset += written
         }

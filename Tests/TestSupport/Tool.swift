@@ -1,6 +1,9 @@
 import Foundation
+import SystemCalls
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The `entitlements` command line, run as a separate process, as production runs it.
@@ -41,7 +44,7 @@ package enum Tool {
         }
 
         /// `kill -9`.
-        package func kill9() { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
+        package func kill9() { _ = SystemCalls.kill(process.processIdentifier, SIGKILL) }
 
         /// The pipe feeding standard input, for ``Tool/startOnOpenInput(_:in:input:label:)``.
         package var inputPipe: Pipe?
@@ -166,7 +169,7 @@ package enum Tool {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { SystemCalls.read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             bytes.append(contentsOf: chunk[0..<count])

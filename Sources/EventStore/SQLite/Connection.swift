@@ -95,6 +95,11 @@ public final class Connection {
             // NORMAL synced only at checkpoints: a power cut lost every commit since the
             // last one. Writers commit a batch at a time, one sync for all it holds.
             try execute("PRAGMA synchronous = FULL")
+            #if canImport(Darwin)
+            // macOS's fsync leaves the data in the drive's cache: F_FULLFSYNC (used for
+            // checkpoints too once this is on) is what reaches stable storage there.
+            try execute("PRAGMA fullfsync = ON")
+            #endif
             // Debian builds SQLite with SECURE_DELETE on, which rewrites every page a
             // DELETE frees with zeros: a replay's removal of the previous projections
             // generation then writes it all once more. FAST still zeroes deleted content

@@ -27,11 +27,12 @@ enum ServeBench {
         Engine.query and GET /customers/{id}. Prints rates and p50/p99 latency; with --out, JSON.
 
         --load SECONDS also signs 2N fresh notifications and, on the served database: GET
-        /customers/{id} paced at 10,000/s (p50/p99); Engine.query on 2 threads against wrk (2
-        threads, 2/16/64 connections, SECONDS each, alternated twice, best kept); and
-        `entitlements ingest --workers 2` on N fresh notifications against wrk posting N others
-        from 64 connections. The wrk rows need wrk on PATH; the command line row the release
-        entitlements binary beside this one. --rounds R alternates the last two R times, each on N
+        /customers/{id} paced at 10,000/s by the bench's client and by h2load (p50/p99);
+        Engine.query on 2 threads against wrk (2 threads, 2/16/64 connections, SECONDS each,
+        alternated twice, best kept); and `entitlements ingest --workers 2` on N fresh
+        notifications against wrk posting N others from 64 connections. The wrk rows need wrk
+        on PATH, the h2load row h2load (Debian's nghttp2-client); the command line row the
+        release entitlements binary beside this one. --rounds R alternates the last two R times, each on N
         fresh notifications (signing 2N per round), and keeps the best of each; --post-only skips
         everything else (the served database gets the first N notifications through the library).
         """

@@ -36,9 +36,13 @@ enum ServeLoadBench {
         var serverCPUSeconds: Double
     }
 
-    static var wrkPath: String? {
+    static var wrkPath: String? { onPath("wrk") }
+    static var h2loadPath: String? { onPath("h2load") }
+
+    /// The executable `name` in a folder of `PATH`, or `nil`.
+    static func onPath(_ name: String) -> String? {
         for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
-            let path = "\(folder)/wrk"
+            let path = "\(folder)/\(name)"
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
         return nil
@@ -216,6 +220,46 @@ enum ServeLoadBench {
             label: "queries, paced \(rate)/s", clients: connections, count: latencies.count, seconds: elapsed, latencies: latencies)
     }
 
+    /// Requests at `rate` per second from `h2load` (HTTP/1.1, `connections` keep-alive
+    /// connections on two threads, each paced with `--rps`) for `seconds` after a second of
+    /// warm-up, the paths taken in turn; each request's time read from h2load's log
+    /// (`--log-file`: from the request's start to the end of its answer).
+    static func h2loadPaced(
+        _ h2load: String, port: Int, paths: [String], rate: Int, connections: Int, seconds: Int, folder: String
+    ) throws -> ServeBench.Measurement {
+        let uris = folder + "/h2load-uris.txt"
+        let log = folder + "/h2load.log"
+        try Data(paths.prefix(1000).map { "http://127.0.0.1:\(port)\($0)" }.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: uris))
+        try? FileManager.default.removeItem(atPath: log)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: h2load)
+        process.arguments = [
+            "--h1", "-c", "\(connections)", "-t", "2", "--rps", "\(max(1, rate / connections))", "-D", "\(seconds)", "--warm-up-time", "1",
+            "-i", uris, "--log-file", log,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let text = FileManager.default.contents(atPath: log) else {
+            throw BenchFailure("h2load exited \(process.terminationStatus) without its log")
+        }
+        // Lines: start (µs since 1970), status, microseconds to the end of the answer.
+        var latencies: [UInt64] = []
+        for line in text.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(separator: UInt8(ascii: "\t"))
+            guard fields.count == 3, let status = Int(String(decoding: fields[1], as: UTF8.self)),
+                let micros = UInt64(String(decoding: fields[2], as: UTF8.self))
+            else { continue }
+            guard status == 200 else { throw BenchFailure("h2load got HTTP \(status)") }
+            latencies.append(micros * 1000)
+        }
+        guard !latencies.isEmpty else { throw BenchFailure("h2load logged no request") }
+        return ServeBench.Measurement(
+            label: "queries, paced \(rate)/s by h2load", clients: connections, count: latencies.count, seconds: Double(seconds),
+            latencies: latencies.sorted())
+    }
+
     /// The load stages against `server` (listening on `port`, serving `engine`'s database).
     /// With `postOnly`, the notification rounds alone.
     static func run(
@@ -243,6 +287,24 @@ enum ServeLoadBench {
                     "p999ms": .double(paced.percentile(0.999)),
                 ]))
         note("  paced \(pacedRate)/s: p99 \(String(format: "%.3f", paced.percentile(0.99))) ms")
+        // The same rate from a load generator that is not the engine's code, in its own process.
+        if let h2loadPath {
+            let external = try h2loadPaced(h2loadPath, port: port, paths: paths, rate: pacedRate, connections: 16, seconds: seconds, folder: folder)
+            rows.append(
+                Row(
+                    what: "GET /customers/{id} paced at \(pacedRate)/s by h2load, 16 connections: achieved, p50 / p99 / p99.9 / max",
+                    value: String(
+                        format: "%.0f /s, %.3f / %.3f / %.3f / %.3f ms", external.rate, external.percentile(0.5), external.percentile(0.99),
+                        external.percentile(0.999), Double(external.latencies.last ?? 0) / 1e6),
+                    json: [
+                        "rate": .int(Int64(pacedRate)), "achieved": .int(Int64(external.rate.rounded())),
+                        "p50ms": .double(external.percentile(0.5)), "p99ms": .double(external.percentile(0.99)),
+                        "p999ms": .double(external.percentile(0.999)),
+                    ]))
+            note("  paced \(pacedRate)/s by h2load: p99 \(String(format: "%.3f", external.percentile(0.99))) ms")
+        } else {
+            rows.append(Row(what: "h2load", value: "skipped: no h2load on PATH (apt-get install -y nghttp2-client)", json: "skipped"))
+        }
 
         guard let wrkPath else {
             rows.append(Row(what: "wrk", value: "skipped: no wrk on PATH (apt-get install -y wrk)", json: "skipped"))

@@ -49,6 +49,12 @@ enum ServeCommand {
         SQLite's locks and without -wal or -shm, as any user, so restore -f keeps applying
         changes; start it once the follower has restored the copy.
 
+        Rejected inputs posted over HTTP are quarantined up to a bound per client address and
+        day (100 inputs, 1 MiB); data Apple signed for another app or environment has a bound
+        of its own. Behind a reverse proxy on another machine, list it in serve.trustedProxies
+        (addresses or CIDR ranges, e.g. ["10.0.0.0/8"]): its X-Forwarded-For then names the
+        client, as a proxy on this machine's does.
+
         With serve.token set, every endpoint but POST /notifications and GET /health requires
         Authorization: Bearer <token> (401 otherwise); without one, serve refuses to listen
         beyond loopback (exit 2). SIGTERM (or Ctrl-C) stops accepting, finishes the accepted

@@ -220,6 +220,21 @@ enum ServeLoadBench {
             label: "queries, paced \(rate)/s", clients: connections, count: latencies.count, seconds: elapsed, latencies: latencies)
     }
 
+    /// The row of a paced run (`by` the load generator, `nil` for the bench's own client).
+    static func pacedRow(_ run: ServeBench.Measurement, rate: Int, by generator: String?) -> Row {
+        let by = generator.map { " by \($0)" } ?? ""
+        note("  paced \(rate)/s\(by): p99 \(String(format: "%.3f", run.percentile(0.99))) ms")
+        return Row(
+            what: "GET /customers/{id} paced at \(rate)/s\(by), \(run.clients) connections: achieved, p50 / p99 / p99.9 / max",
+            value: String(
+                format: "%.0f /s, %.3f / %.3f / %.3f / %.3f ms", run.rate, run.percentile(0.5), run.percentile(0.99), run.percentile(0.999),
+                Double(run.latencies.last ?? 0) / 1e6),
+            json: [
+                "rate": .int(Int64(rate)), "achieved": .int(Int64(run.rate.rounded())), "p50ms": .double(run.percentile(0.5)),
+                "p99ms": .double(run.percentile(0.99)), "p999ms": .double(run.percentile(0.999)),
+            ])
+    }
+
     /// Requests at `rate` per second from `h2load` (HTTP/1.1, `connections` keep-alive
     /// connections on two threads, each paced with `--rps`) for `seconds` after a second of
     /// warm-up, the paths taken in turn; each request's time read from h2load's log
@@ -275,33 +290,11 @@ enum ServeLoadBench {
         // The paced client first: the bench's own, no wrk needed.
         let pacedRate = 10_000
         let paced = try paced(port: port, paths: paths, rate: pacedRate, connections: 16, seconds: Double(seconds))
-        rows.append(
-            Row(
-                what: "GET /customers/{id} paced at \(pacedRate)/s, 16 connections: achieved, p50 / p99 / p99.9 / max",
-                value: String(
-                    format: "%.0f /s, %.3f / %.3f / %.3f / %.3f ms", paced.rate, paced.percentile(0.5), paced.percentile(0.99),
-                    paced.percentile(0.999), Double(paced.latencies.last ?? 0) / 1e6),
-                json: [
-                    "rate": .int(Int64(pacedRate)), "achieved": .int(Int64(paced.rate.rounded())),
-                    "p50ms": .double(paced.percentile(0.5)), "p99ms": .double(paced.percentile(0.99)),
-                    "p999ms": .double(paced.percentile(0.999)),
-                ]))
-        note("  paced \(pacedRate)/s: p99 \(String(format: "%.3f", paced.percentile(0.99))) ms")
+        rows.append(pacedRow(paced, rate: pacedRate, by: nil))
         // The same rate from a load generator that is not the engine's code, in its own process.
         if let h2loadPath {
             let external = try h2loadPaced(h2loadPath, port: port, paths: paths, rate: pacedRate, connections: 16, seconds: seconds, folder: folder)
-            rows.append(
-                Row(
-                    what: "GET /customers/{id} paced at \(pacedRate)/s by h2load, 16 connections: achieved, p50 / p99 / p99.9 / max",
-                    value: String(
-                        format: "%.0f /s, %.3f / %.3f / %.3f / %.3f ms", external.rate, external.percentile(0.5), external.percentile(0.99),
-                        external.percentile(0.999), Double(external.latencies.last ?? 0) / 1e6),
-                    json: [
-                        "rate": .int(Int64(pacedRate)), "achieved": .int(Int64(external.rate.rounded())),
-                        "p50ms": .double(external.percentile(0.5)), "p99ms": .double(external.percentile(0.99)),
-                        "p999ms": .double(external.percentile(0.999)),
-                    ]))
-            note("  paced \(pacedRate)/s by h2load: p99 \(String(format: "%.3f", external.percentile(0.99))) ms")
+            rows.append(pacedRow(external, rate: pacedRate, by: "h2load"))
         } else {
             rows.append(Row(what: "h2load", value: "skipped: no h2load on PATH (apt-get install -y nghttp2-client)", json: "skipped"))
         }

@@ -21,11 +21,17 @@ extension Engine {
             return try readers.withReader { store throws(StoreError) in
                 var statuses: [WebhookStatus] = []
                 for endpoint in configuration.webhooks {
+                    var own: [WebhookStatus] = []
                     for feed in endpoint.feeds {
                         let position = try store.webhookPosition(endpoint: endpoint.url.absoluteString, feed: feed.rawValue)
                         let last = try WebhookFeedReaders.reader(for: feed).lastCursor(store: store)
-                        statuses.append(WebhookStatus(position: position, feed: feed, lastCursor: last))
+                        own.append(WebhookStatus(position: position, feed: feed, lastCursor: last))
                     }
+                    // A failing line holds its whole endpoint: the other feed waits for it.
+                    if let failing = own.first(where: { $0.failingCursor != nil }) {
+                        for index in own.indices where own[index].feed != failing.feed { own[index].waitingFor = failing.feed }
+                    }
+                    statuses += own
                 }
                 return statuses
             }
@@ -113,6 +119,9 @@ public struct WebhookStatus: Sendable, Equatable {
     public var lastError: String?
     /// Lines given up on.
     public var failedLines: Int
+    /// The endpoint's other feed, when a line of it is being retried: this feed's lines wait
+    /// for it (a failing line holds its whole endpoint); `nil` otherwise.
+    public var waitingFor: WebhookFeed? = nil
 
     /// Lines recorded after the delivered cursor (some may be filtered out by `types` or `environments`).
     public var lag: Int64 { max(0, lastCursor - deliveredCursor) }
@@ -140,6 +149,7 @@ public struct WebhookStatus: Sendable, Equatable {
                 ("lastCursor", number(lastCursor)), ("lag", number(lag)), ("failingCursor", number(failingCursor)),
                 ("failingSince", number(failingSince)), ("attempts", .int(Int64(attempts))), ("nextAttemptAt", number(nextAttemptAt)),
                 ("lastError", lastError.map(JSONValue.string) ?? .null), ("failedLines", .int(Int64(failedLines))),
+                ("waitingFor", waitingFor.map { .string($0.rawValue) } ?? .null),
             ]))
     }
 }

@@ -178,22 +178,32 @@ extension WebhookDeliveryTests {
     /// too, until it is delivered or marked failed; then both feeds go on, each in order.
     @Test(.enabled(if: WebhookReceiver.isAvailable, "needs python3 with the standardwebhooks package"))
     func aFailingLineHoldsTheEndpointsOtherFeedToo() throws {
-        let (engine, changes) = try Self.engineWithChanges(seed: 46)
+        let receiver = try WebhookReceiver(secret: Self.secret)
+        let endpoint = WebhookEndpoint(
+            url: URL(string: receiver.url)!, signer: WebhookSigner(secret: Self.secret)!, feeds: [.lifecycle, .changes],
+            retrySchedule: WebhookRetrySchedule(delays: [60_000]))
+        var configuration = E2E.configuration()
+        configuration.webhooks = [endpoint]
+        let engine = try Engine(configuration: configuration, databasePath: E2E.folder().appendingPathComponent("held.sqlite").path)
+        try Self.ingest(seed: 46, into: engine)
+        let changes = try engine.changes()
         let lifecycle = try engine.lifecycle()
         try #require(lifecycle.count >= 3 && !changes.isEmpty)
-        let receiver = try WebhookReceiver(secret: Self.secret)
         try receiver.setControl(["fail": [lifecycle[1].id: 1_000]])
         let clock = Mutex(Engine.now())
         var options = WebhookDeliverer.Options()
         options.clock = { clock.withLock { $0 } }
-        let endpoint = WebhookEndpoint(
-            url: URL(string: receiver.url)!, signer: WebhookSigner(secret: Self.secret)!, feeds: [.lifecycle, .changes],
-            retrySchedule: WebhookRetrySchedule(delays: [60_000]))
-        let deliverer = try WebhookDeliverer(engine: engine, endpoints: [endpoint], options: options)
+        let deliverer = try WebhookDeliverer(engine: engine, options: options)
         defer { deliverer.release() }
 
         var report = try deliverer.deliverDue()
         #expect(report.delivered == 1 && report.failedAttempts == 1)
+        // The status says why the changes feed does not move.
+        let held = try engine.webhookStatus()
+        #expect(held.map(\.feed) == [.lifecycle, .changes])
+        #expect(held[0].failingCursor != nil && held[0].waitingFor == nil)
+        #expect(held[1].failingCursor == nil && held[1].waitingFor == .lifecycle && held[1].lag == Int64(changes.count))
+        #expect(held[1].json()["waitingFor"] == "lifecycle" && held[0].json()["waitingFor"] == .null)
         // Not due yet: nothing is attempted, in either feed.
         report = try deliverer.deliverDue()
         #expect(report.attempts == 0)
@@ -209,6 +219,7 @@ extension WebhookDeliveryTests {
         #expect(delivered.filter { !$0.id.hasPrefix("changes:") }.map(\.id) == lifecycle.map(\.id).filter { $0 != lifecycle[1].id })
         #expect(delivered.compactMap { $0.id.hasPrefix("changes:") ? $0.cursor : nil } == changes.map(\.cursor))
         #expect(receiver.records().allSatisfy { $0.verified })
+        #expect(try engine.webhookStatus().allSatisfy { $0.waitingFor == nil && $0.failingCursor == nil && $0.lag == 0 })
     }
 }
 

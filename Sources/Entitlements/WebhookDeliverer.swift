@@ -161,30 +161,35 @@ public final class WebhookDeliverer: @unchecked Sendable {
         defer { endpointLocks[index].unlock() }
         let endpoint = endpoints[index]
         let store = endpointStores[index]
-        var feeds = endpoint.feeds
-        for (at, feed) in feeds.enumerated() {
-            let position: WebhookPosition
-            do { position = try store.webhookPosition(endpoint: endpoint.url.absoluteString, feed: feed.rawValue) } catch { throw EngineError(error) }
-            if position.failingCursor != nil {
-                feeds.insert(feeds.remove(at: at), at: 0)
-                break
+        var positions: [(feed: WebhookFeed, position: WebhookPosition)] = []
+        do {
+            for feed in endpoint.feeds {
+                positions.append((feed, try store.webhookPosition(endpoint: endpoint.url.absoluteString, feed: feed.rawValue)))
             }
+        } catch {
+            throw EngineError(error)
         }
-        for feed in feeds {
+        if let failing = positions.firstIndex(where: { $0.position.failingCursor != nil }) {
+            positions.insert(positions.remove(at: failing), at: 0)
+        }
+        for (feed, position) in positions {
             if isStopping { return }
-            let held = try deliver(endpoint: endpoint, reader: WebhookFeedReaders.reader(for: feed), store: store, report: &report)
+            let held = try deliver(
+                endpoint: endpoint, reader: WebhookFeedReaders.reader(for: feed), from: position, store: store, report: &report)
             if held { return }
         }
     }
 
-    /// Goes through `endpoint`'s lines of one feed until one fails, nothing is left, or the
-    /// lease is lost; whether a line of the feed is left failing (waiting for its retry).
+    /// Goes through `endpoint`'s lines of one feed from `position` (as stored when this pass
+    /// began) until one fails, nothing is left, or the lease is lost; whether a line of the
+    /// feed is left failing (waiting for its retry).
     private func deliver(
-        endpoint: WebhookEndpoint, reader: any WebhookFeedReader, store: EventStore, report: inout WebhookDeliveryReport
+        endpoint: WebhookEndpoint, reader: any WebhookFeedReader, from position: WebhookPosition, store: EventStore,
+        report: inout WebhookDeliveryReport
     ) throws(EngineError) -> Bool {
         let name = endpoint.url.absoluteString
+        var position = position
         do {
-            var position = try store.webhookPosition(endpoint: name, feed: reader.feed.rawValue)
             if let next = position.nextAttemptAt, next > options.clock() { return true }
             // What is stored, as last read or written here: a position moved meanwhile by a
             // redelivery is not overwritten (this pass ends, and the next reads it).

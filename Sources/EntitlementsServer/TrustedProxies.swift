@@ -75,8 +75,13 @@ public struct TrustedProxies: Sendable, Hashable {
 
     /// Whether `address` is loopback or in one of the ranges.
     public func trusts(_ address: String) -> Bool {
+        trusts(address, bytes: Self.address(address))
+    }
+
+    /// The same, with `address` read as 16 bytes already (`nil`: not a numeric address).
+    private func trusts(_ address: String, bytes: [UInt8]?) -> Bool {
         if ListenAddress.isLoopback(address) { return true }
-        guard !ranges.isEmpty, let bytes = Self.address(address) else { return false }
+        guard let bytes else { return false }
         return ranges.contains { $0.contains(bytes) }
     }
 
@@ -87,9 +92,9 @@ public struct TrustedProxies: Sendable, Hashable {
         guard let forwardedFor, trusts(peer) else { return address }
         for hop in forwardedFor.split(separator: ",").reversed() {
             let hop = hop.trimmingCharacters(in: .whitespaces)
-            guard Self.address(hop) != nil else { break }
+            guard let bytes = Self.address(hop) else { break }
             address = hop
-            if !trusts(hop) { break }
+            if !trusts(hop, bytes: bytes) { break }
         }
         return address
     }

@@ -68,7 +68,7 @@ enum RecoverCommand {
         let sync: AppStoreSync?
         let engine: Engine
         if configuration.appStoreServerAPI != nil {
-            guard let opened = try SyncCommand.openSync(arguments, command: command) else { return .usage }
+            guard let opened = try SyncCommand.openSync(arguments, command: command, configuration: configuration) else { return .usage }
             guard let opened = opened.0 else { return opened.1 }
             sync = opened
             engine = opened.engine

@@ -152,9 +152,13 @@ enum SyncCommand {
         for warning in sync.engine.takeProductWarnings() { Output.error(warning) }
     }
 
-    /// The engine and the API client, or `nil` and the exit code after printing why not.
-    static func openSync(_ arguments: Arguments, command: String) throws(UsageError) -> (AppStoreSync?, ExitCode)? {
-        guard let configuration = try SignCommand.loadConfiguration(arguments, command: command) else { return nil }
+    /// The engine and the API client, or `nil` and the exit code after printing why not
+    /// (`configuration`: the command's configuration when it has read it already).
+    static func openSync(
+        _ arguments: Arguments, command: String, configuration loaded: EngineConfiguration? = nil
+    ) throws(UsageError) -> (AppStoreSync?, ExitCode)? {
+        let read = try loaded == nil ? SignCommand.loadConfiguration(arguments, command: command) : loaded
+        guard let configuration = read else { return nil }
         guard configuration.appStoreServerAPI != nil else {
             _ = SignCommand.signer(configuration, command: command)  // prints what is missing
             return nil

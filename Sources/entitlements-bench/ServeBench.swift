@@ -164,6 +164,8 @@ enum ServeBench {
         let allBodies = corpus.samples.map { Array($0.body.utf8) }
         let bodies = Array(allBodies[..<notifications])
         let library = try Engine(configuration: corpus.configuration, databasePath: folder + "/library.sqlite")
+        // The async API, which groups the commits of calls made together (what an embedding server calls).
+        let asyncLibrary = try Engine(configuration: corpus.configuration, databasePath: folder + "/library-async.sqlite")
         let served = try Engine(configuration: corpus.configuration, databasePath: folder + "/served.sqlite")
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
@@ -190,6 +192,11 @@ enum ServeBench {
                 let result = try library.ingest([InputBytes(bytes: part[index])], workers: 1)
                 guard result.first?.outcome == .appended else { throw BenchFailure("not appended: \(result)") }
             }
+            let grouped = try measure("notifications, library async", clients: clients, count: part.count, setup: { _ in () }) { _, index in
+                let body = InputBytes(bytes: part[index])
+                let result = try runBlocking { try await asyncLibrary.ingest([body]) }
+                guard result.first?.outcome == .appended else { throw BenchFailure("not appended: \(result)") }
+            }
             let http = try measure(
                 "notifications, HTTP", clients: clients, count: part.count, setup: { _ in try BenchClient(port: port) }
             ) { client, index in
@@ -198,8 +205,9 @@ enum ServeBench {
                     throw BenchFailure("HTTP \(status): \(String(decoding: body, as: UTF8.self))")
                 }
             }
-            results += [direct, http]
-            note("  \(clients) clients: library \(Int(direct.rate))/s, HTTP \(Int(http.rate))/s notifications acknowledged")
+            results += [direct, grouped, http]
+            note(
+                "  \(clients) clients: library \(Int(direct.rate))/s, library async \(Int(grouped.rate))/s, HTTP \(Int(http.rate))/s notifications acknowledged")
         }
         let customers = corpus.plan.customersPresent
         let ids = (0..<customers).map { HistoryPlan.appTransactionId($0) }
@@ -225,10 +233,10 @@ enum ServeBench {
                 folder: folder, seconds: load, rounds: rounds, postOnly: postOnly)
         }
 
-        print("what                      clients      count     per s   p50 ms   p99 ms")
+        print("what                          clients      count     per s   p50 ms   p99 ms")
         for m in results {
             print(
-                m.label.padding(toLength: 24, withPad: " ", startingAt: 0) + String(format: " %8d %10d %9.0f %8.3f %8.3f", m.clients, m.count, m.rate, m.percentile(0.5), m.percentile(0.99)))
+                m.label.padding(toLength: 28, withPad: " ", startingAt: 0) + String(format: " %8d %10d %9.0f %8.3f %8.3f", m.clients, m.count, m.rate, m.percentile(0.5), m.percentile(0.99)))
         }
         let librarySingle = results.first { $0.label == "queries, library" && $0.clients == 1 }?.rate ?? 0
         let httpBest = results.filter { $0.label == "queries, HTTP" }.map(\.rate).max() ?? 0

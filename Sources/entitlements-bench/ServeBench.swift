@@ -21,10 +21,10 @@ enum ServeBench {
         entitlements-bench serve [--smoke] [--notifications N] [--queries N] [--load SECONDS [--rounds R] [--post-only]] [--out PATH]
 
         Loopback only. Signs N notifications (default 3000; --smoke 300), then for 1, 16 and 64
-        clients: ingests a fresh third of them through Engine.ingest (one call per notification,
-        as a server handler would) and through POST /notifications (a keep-alive connection per
-        client), and runs --queries point lookups (default 30000; --smoke 600) through
-        Engine.query and GET /customers/{id}. Prints rates and p50/p99 latency; with --out, JSON.
+        clients: ingests a fresh third of them through Engine.ingest (one call per notification:
+        synchronous, then async as a server handler would) and through POST /notifications (a
+        keep-alive connection per client), and runs --queries point lookups (default 30000;
+        --smoke 600) through Engine.query and GET /customers/{id}. Prints rates and p50/p99 latency; with --out, JSON.
 
         --load SECONDS also signs 2N fresh notifications and, on the served database: GET
         /customers/{id} paced at 10,000/s by the bench's client and by h2load (p50/p99);

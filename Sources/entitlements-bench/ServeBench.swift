@@ -24,7 +24,8 @@ enum ServeBench {
         clients: ingests a fresh third of them through Engine.ingest (one call per notification:
         synchronous, then async as a server handler would) and through POST /notifications (a
         keep-alive connection per client), and runs --queries point lookups (default 30000;
-        --smoke 600) through Engine.query and GET /customers/{id}. Prints rates and p50/p99 latency; with --out, JSON.
+        --smoke 600) through Engine.query and GET /customers/{id}. Prints rates and p50/p99
+        latency; with --out, JSON.
 
         --load SECONDS also signs 2N fresh notifications and, on the served database: GET
         /customers/{id} paced at 10,000/s by the bench's client and by h2load (p50/p99);

@@ -75,13 +75,14 @@ public struct TrustedProxies: Sendable, Hashable {
 
     /// Whether `address` is loopback or in one of the ranges.
     public func trusts(_ address: String) -> Bool {
-        trusts(address, bytes: Self.address(address))
+        trusts(address) { Self.address(address) }
     }
 
-    /// The same, with `address` read as 16 bytes already (`nil`: not a numeric address).
-    private func trusts(_ address: String, bytes: [UInt8]?) -> Bool {
+    /// The same, with `address` read as 16 bytes by `bytes` (`nil`: not a numeric address),
+    /// called only when there are ranges to look in.
+    private func trusts(_ address: String, bytes: () -> [UInt8]?) -> Bool {
         if ListenAddress.isLoopback(address) { return true }
-        guard let bytes else { return false }
+        guard !ranges.isEmpty, let bytes = bytes() else { return false }
         return ranges.contains { $0.contains(bytes) }
     }
 
@@ -94,7 +95,7 @@ public struct TrustedProxies: Sendable, Hashable {
             let hop = hop.trimmingCharacters(in: .whitespaces)
             guard let bytes = Self.address(hop) else { break }
             address = hop
-            if !trusts(hop, bytes: bytes) { break }
+            if !trusts(hop, bytes: { bytes }) { break }
         }
         return address
     }

@@ -24,18 +24,22 @@ enum ServeBench {
         clients: ingests a fresh third of them through Engine.ingest (one call per notification:
         synchronous, then async as a server handler would) and through POST /notifications (a
         keep-alive connection per client), and runs --queries point lookups (default 30000;
-        --smoke 600) through Engine.query and GET /customers/{id}. Prints rates and p50/p99
-        latency; with --out, JSON.
+        --smoke 600) through Engine.query, GET /customers/{id}, and the same GET against a
+        responder that only answers, with a real answer's bytes (a thread per connection, one
+        recv and one send a request: the machine's bound on loopback). Prints rates and
+        p50/p99 latency; with --out, JSON.
 
         --load SECONDS also signs 2N fresh notifications and, on the served database: GET
-        /customers/{id} paced at 10,000/s by the bench's client and by h2load (p50/p99);
-        Engine.query on 2 threads against wrk (2 threads, 2/16/64 connections, SECONDS each,
-        alternated twice, best kept); and `entitlements ingest --workers 2` on N fresh
-        notifications against wrk posting N others from 64 connections. The wrk rows need wrk
-        on PATH, the h2load row h2load (Debian's nghttp2-client); the command line row the
-        release entitlements binary beside this one. --rounds R alternates the last two R times, each on N
-        fresh notifications (signing 2N per round), and keeps the best of each; --post-only skips
-        everything else (the served database gets the first N notifications through the library).
+        /customers/{id} paced at 10,000/s by the bench's client and by h2load (p50/p99), and
+        by h2load against the responder; Engine.query on 2 threads against wrk (2 threads,
+        2/16/64 connections, SECONDS each, alternated twice, best kept), beside wrk on GET
+        /health (the server's HTTP without a query) and on the responder; and
+        `entitlements ingest --workers 2` on N fresh notifications against wrk posting N others
+        from 64 connections. The wrk rows need wrk on PATH, the h2load row h2load (Debian's
+        nghttp2-client); the command line row the release entitlements binary beside this one.
+        --rounds R alternates the last two R times, each on N fresh notifications (signing 2N
+        per round), and keeps the best of each; --post-only skips everything else (the served
+        database gets the first N notifications through the library).
         """
 
     struct Measurement {
@@ -213,6 +217,14 @@ enum ServeBench {
         let customers = corpus.plan.customersPresent
         let ids = (0..<customers).map { HistoryPlan.appTransactionId($0) }
         let paths = ids.map { "/customers/" + $0 }
+        // The machine's bound: a responder that does nothing but answer, with the bytes of a real answer.
+        var responder: LoopbackResponder? = nil
+        if !postOnly {
+            let (status, answer) = try BenchClient(port: port).exchange("GET", paths[0], body: nil)
+            guard status == 200 else { throw BenchFailure("GET \(paths[0]): HTTP \(status)") }
+            responder = try LoopbackResponder(body: answer)
+        }
+        defer { responder?.stop() }
         for clients in levels {
             let direct = try measure("queries, library", clients: clients, count: queries, setup: { _ in () }) { _, index in
                 guard case .customer = try library.query(.appTransactionId(ids[index % ids.count])) else { throw BenchFailure("not found") }
@@ -223,14 +235,21 @@ enum ServeBench {
                 guard status == 200 else { throw BenchFailure("HTTP \(status)") }
             }
             results += [direct, http]
-            note("  \(clients) clients: library \(Int(direct.rate))/s, HTTP \(Int(http.rate))/s queries")
+            guard let responder else { continue }
+            let bound = try measure("queries, responder", clients: clients, count: queries, setup: { _ in try BenchClient(port: responder.port) }) {
+                client, index in
+                let (status, _) = try client.exchange("GET", paths[index % paths.count], body: nil)
+                guard status == 200 else { throw BenchFailure("responder: HTTP \(status)") }
+            }
+            results.append(bound)
+            note("  \(clients) clients: library \(Int(direct.rate))/s, HTTP \(Int(http.rate))/s, responder \(Int(bound.rate))/s queries")
         }
         let batches = server.ingestStatistics
         var loadRows: [ServeLoadBench.Row] = []
         if let load {
             note("serve bench: load from wrk and the paced client, \(load) s a measurement ...")
             loadRows = try ServeLoadBench.run(
-                server: server, engine: served, port: port, ids: ids, freshBodies: Array(allBodies[notifications...]), corpus: corpus,
+                server: server, engine: served, port: port, responder: responder, ids: ids, freshBodies: Array(allBodies[notifications...]), corpus: corpus,
                 folder: folder, seconds: load, rounds: rounds, postOnly: postOnly)
         }
 

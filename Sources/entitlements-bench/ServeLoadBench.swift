@@ -66,6 +66,13 @@ enum ServeLoadBench {
         end
         """
 
+    /// `GET /health` on every request: the server's HTTP without a query.
+    static let healthScript = """
+        request = function()
+          return wrk.format("GET", "/health")
+        end
+        """
+
     /// Posts each line of the file `args[1]` once, the threads sharing the lines (thread `i` of
     /// `n` takes lines `i`, `i + n`, ...); a thread out of lines asks `GET /health`, and stops once
     /// every one of its notifications is answered.
@@ -221,11 +228,12 @@ enum ServeLoadBench {
     }
 
     /// The row of a paced run (`by` the load generator, `nil` for the bench's own client).
-    static func pacedRow(_ run: ServeBench.Measurement, rate: Int, by generator: String?) -> Row {
+    static func pacedRow(_ run: ServeBench.Measurement, rate: Int, by generator: String?, of server: String? = nil) -> Row {
         let by = generator.map { " by \($0)" } ?? ""
-        note("  paced \(rate)/s\(by): p99 \(String(format: "%.3f", run.percentile(0.99))) ms")
+        let of = server.map { ", \($0)" } ?? ""
+        note("  paced \(rate)/s\(by)\(of): p99 \(String(format: "%.3f", run.percentile(0.99))) ms")
         return Row(
-            what: "GET /customers/{id} paced at \(rate)/s\(by), \(run.clients) connections: achieved, p50 / p99 / p99.9 / max",
+            what: "GET /customers/{id} paced at \(rate)/s\(by)\(of), \(run.clients) connections: achieved, p50 / p99 / p99.9 / max",
             value: String(
                 format: "%.0f /s, %.3f / %.3f / %.3f / %.3f ms", run.rate, run.percentile(0.5), run.percentile(0.99), run.percentile(0.999),
                 Double(run.latencies.last ?? 0) / 1e6),
@@ -275,10 +283,10 @@ enum ServeLoadBench {
             latencies: latencies.sorted())
     }
 
-    /// The load stages against `server` (listening on `port`, serving `engine`'s database).
-    /// With `postOnly`, the notification rounds alone.
+    /// The load stages against `server` (listening on `port`, serving `engine`'s database), and
+    /// against `responder` for the machine's bound. With `postOnly`, the notification rounds alone.
     static func run(
-        server: Server, engine: Engine, port: Int, ids: [String], freshBodies: [[UInt8]], corpus: Corpus, folder: String, seconds: Int,
+        server: Server, engine: Engine, port: Int, responder: LoopbackResponder?, ids: [String], freshBodies: [[UInt8]], corpus: Corpus, folder: String, seconds: Int,
         rounds: Int, postOnly: Bool
     ) throws -> [Row] {
         guard !postOnly else {
@@ -287,6 +295,7 @@ enum ServeLoadBench {
         }
         var rows: [Row] = []
         let paths = ids.map { "/customers/" + $0 }
+        guard let responder else { throw BenchFailure("no responder to measure the machine's bound with") }
         // The paced client first: the bench's own, no wrk needed.
         let pacedRate = 10_000
         let paced = try paced(port: port, paths: paths, rate: pacedRate, connections: 16, seconds: Double(seconds))
@@ -295,6 +304,10 @@ enum ServeLoadBench {
         if let h2loadPath {
             let external = try h2loadPaced(h2loadPath, port: port, paths: paths, rate: pacedRate, connections: 16, seconds: seconds, folder: folder)
             rows.append(pacedRow(external, rate: pacedRate, by: "h2load"))
+            // The same pacing against the responder: the latency this machine gives any server.
+            let bound = try h2loadPaced(
+                h2loadPath, port: responder.port, paths: paths, rate: pacedRate, connections: 16, seconds: seconds, folder: folder)
+            rows.append(pacedRow(bound, rate: pacedRate, by: "h2load", of: "a responder that only answers (the machine's bound)"))
         } else {
             rows.append(Row(what: "h2load", value: "skipped: no h2load on PATH (apt-get install -y nghttp2-client)", json: "skipped"))
         }
@@ -308,10 +321,20 @@ enum ServeLoadBench {
         let queryScriptPath = folder + "/queries.lua"
         try Data(queryScript.utf8).write(to: URL(fileURLWithPath: queryScriptPath))
 
-        // Queries: the library on two threads and wrk, alternated, best round of each.
+        let healthScriptPath = folder + "/health.lua"
+        try Data(healthScript.utf8).write(to: URL(fileURLWithPath: healthScriptPath))
+
+        // Queries: the library on two threads and wrk, alternated, best round of each; beside
+        // them, the server's HTTP alone (`GET /health`) and the responder.
         var libraryBest: ServeBench.Measurement? = nil
         var wrkBest: [Int: WrkResult] = [:]
+        var healthBest: [Int: WrkResult] = [:]
+        var boundBest: [Int: WrkResult] = [:]
         let levels = [2, 16, 64]
+        func best(_ result: WrkResult, in table: inout [Int: WrkResult], _ connections: Int, _ what: String) throws {
+            guard result.errors == 0 else { throw BenchFailure("wrk \(what): \(result.errors) errors") }
+            if result.rate > table[connections]?.rate ?? 0 { table[connections] = result }
+        }
         for _ in 0..<2 {
             let count = 200_000
             let cpu = Clock.processCPU()
@@ -321,10 +344,12 @@ enum ServeLoadBench {
             library.cpuSeconds = Clock.processCPU() - cpu
             if library.rate > libraryBest?.rate ?? 0 { libraryBest = library }
             for connections in levels {
-                let result = try wrk(
-                    wrkPath, port: port, threads: 2, connections: connections, seconds: seconds, script: queryScriptPath, arguments: [idsPath])
-                guard result.errors == 0 else { throw BenchFailure("wrk GET: \(result.errors) errors") }
-                if result.rate > wrkBest[connections]?.rate ?? 0 { wrkBest[connections] = result }
+                func run(_ port: Int, _ script: String) throws -> WrkResult {
+                    try wrk(wrkPath, port: port, threads: 2, connections: connections, seconds: seconds, script: script, arguments: [idsPath])
+                }
+                try best(run(port, queryScriptPath), in: &wrkBest, connections, "GET /customers")
+                try best(run(port, healthScriptPath), in: &healthBest, connections, "GET /health")
+                try best(run(responder.port, queryScriptPath), in: &boundBest, connections, "GET (responder)")
             }
         }
         let library = libraryBest!
@@ -336,19 +361,39 @@ enum ServeLoadBench {
                 json: ["perSecond": .int(Int64(library.rate.rounded())), "perCPUSecond": .int(Int64((Double(library.count) / library.cpuSeconds).rounded()))]))
         for connections in levels {
             let result = wrkBest[connections]!
+            let bound = boundBest[connections]!
             let ratio = result.rate / library.rate
             rows.append(
                 Row(
-                    what: "wrk GET /customers/{id}, 2 threads, \(connections) connections (per server CPU-s); share of the library's 2 threads",
+                    what: "wrk GET /customers/{id}, 2 threads, \(connections) connections (per server CPU-s); share of the library's 2 threads, of the responder",
                     value: String(
-                        format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms; %.0f %%", result.rate, Double(result.requests) / result.serverCPUSeconds,
-                        result.p50ms, result.p99ms, ratio * 100),
+                        format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms; %.0f %%, %.0f %%", result.rate,
+                        Double(result.requests) / result.serverCPUSeconds, result.p50ms, result.p99ms, ratio * 100, result.rate / bound.rate * 100),
                     json: [
                         "connections": .int(Int64(connections)), "perSecond": .int(Int64(result.rate.rounded())),
                         "perServerCPUSecond": .int(Int64((Double(result.requests) / result.serverCPUSeconds).rounded())),
                         "p50ms": .double(result.p50ms), "p99ms": .double(result.p99ms), "shareOfLibrary": .double((ratio * 100).rounded() / 100),
+                        "shareOfResponder": .double((result.rate / bound.rate * 100).rounded() / 100),
                     ]))
-            note("  wrk GET, \(connections) connections: \(Int(result.rate))/s, \(Int(ratio * 100)) % of the library's 2 threads")
+            note("  wrk GET, \(connections) connections: \(Int(result.rate))/s, \(Int(ratio * 100)) % of the library's 2 threads, \(Int(result.rate / bound.rate * 100)) % of the responder")
+        }
+        for (what, table) in [("wrk GET /health (the server's HTTP alone)", healthBest), ("wrk GET, a responder that only answers (the machine's bound)", boundBest)] {
+            for connections in levels {
+                let result = table[connections]!
+                let bound = boundBest[connections]!
+                rows.append(
+                    Row(
+                        what: "\(what), \(connections) connections (per CPU-s of the bench's process); share of the responder",
+                        value: String(
+                            format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms; %.0f %%", result.rate, Double(result.requests) / result.serverCPUSeconds,
+                            result.p50ms, result.p99ms, result.rate / bound.rate * 100),
+                        json: [
+                            "connections": .int(Int64(connections)), "perSecond": .int(Int64(result.rate.rounded())),
+                            "perServerCPUSecond": .int(Int64((Double(result.requests) / result.serverCPUSeconds).rounded())),
+                            "p50ms": .double(result.p50ms), "p99ms": .double(result.p99ms),
+                            "shareOfResponder": .double((result.rate / bound.rate * 100).rounded() / 100),
+                        ]))
+            }
         }
 
         rows += try notificationRounds(server: server, wrkPath: wrkPath, freshBodies: freshBodies, corpus: corpus, folder: folder, rounds: rounds)

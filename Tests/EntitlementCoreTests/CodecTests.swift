@@ -54,6 +54,71 @@ struct CodecTests {
         }
     }
 
+    /// Renewal info versions the query path reads past carry every extension Apple signs
+    /// (price increase, renewal price and currency, win-back offers, billing plan, a
+    /// commitment, a previous original transaction): read past, they leave the answer and
+    /// the checks as the whole decode has them.
+    @Test func versionsReadPastWithEveryRenewalExtension() throws {
+        func version(signed: Int64, price: Int64, commitmentAutoRenew: Bool) -> SignedRenewalInfo {
+            renewal(
+                priceIncreaseStatus: 1, signed: signed,
+                extra: [
+                    ("renewalBillingPlanType", json("MONTHLY")), ("renewalPrice", json(price)), ("currency", json("EUR")),
+                    ("eligibleWinBackOfferIds", .array([.string("winback-\(price)"), .string("winback-2")])),
+                    ("previousOriginalTransactionId", json("2000000000000001")),
+                    (
+                        "commitmentInfo",
+                        object([
+                            ("commitmentAutoRenewProductId", json(Product.monthly)),
+                            ("commitmentAutoRenewStatus", json(Int64(commitmentAutoRenew ? 1 : 0))),
+                            ("commitmentRenewalBillingPlanType", json("MONTHLY")), ("commitmentRenewalDate", json(Time.day(360))),
+                            ("commitmentRenewalPrice", json(price * 12)),
+                        ])
+                    ),
+                ])
+        }
+        func history(firstCommitmentAutoRenew: Bool) -> History {
+            let history = History()
+            history.add(transaction(Customer.otid, purchase: Time.t0, expires: Time.day(30)))
+            history.add(version(signed: Time.day(1), price: 9990, commitmentAutoRenew: firstCommitmentAutoRenew))
+            history.add(version(signed: Time.day(10), price: 10990, commitmentAutoRenew: false))
+            history.add(version(signed: Time.day(20), price: 11990, commitmentAutoRenew: true))
+            return history
+        }
+        let state = history(firstCommitmentAutoRenew: true).state()
+        #expect(state.renewalInfos[Customer.otid]?.count == 3)
+        let bytes = StateCodec.encode(state)
+        #expect(bytes.first == StateCodec.formatVersionWithExtensions)
+        func evaluated(_ bytes: [UInt8], at: Int64) throws -> CustomerView {
+            try bytes.withUnsafeBytes { buffer throws(CodecError) in try Evaluation.evaluate(stateBytes: buffer, rules: testRules, at: at) }
+        }
+        // Each version in turn is the standing one; the others are read past.
+        for at in [Time.day(0), Time.day(5), Time.day(15), Time.day(25), Time.day(40)] {
+            #expect(try evaluated(bytes, at: at) == Evaluation.evaluate(state, rules: testRules, at: at), "at \(at)")
+        }
+
+        // Flags that say the commitment auto-renews without saying its status is known are
+        // refused in a version read past, as in the one built. The two encodings differ in
+        // the first version's commitment flags alone; its auto-renew bit, alone, contradicts.
+        let off = StateCodec.encode(history(firstCommitmentAutoRenew: false).state())
+        #expect(off.count == bytes.count)
+        let differing = (0..<bytes.count).filter { bytes[$0] != off[$0] }
+        try #require(differing.count == 1)
+        var contradictory = bytes
+        contradictory[differing[0]] = bytes[differing[0]] ^ off[differing[0]]
+        for at in [Time.day(15), Time.day(25)] {
+            do {
+                _ = try evaluated(contradictory, at: at)
+                Issue.record("contradictory commitment flags were accepted at \(at)")
+            } catch let error as CodecError {
+                #expect(error.code == .invalidTag && error.offset == differing[0], "\(error)")
+            } catch {
+                Issue.record("not a CodecError: \(error)")
+            }
+        }
+        #expect(throws: CodecError.self) { try StateCodec.decode(contradictory) }
+    }
+
     @Test func stateRoundTrips() throws {
         let states = try Self.randomStates(seeds: 1...30)
         #expect(states.count > 60)

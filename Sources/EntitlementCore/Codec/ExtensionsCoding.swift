@@ -226,11 +226,7 @@ extension ByteReader {
         if flags & F.renewalBillingPlanType != 0 { value.renewalBillingPlanType = try string() }
         if flags & F.commitment != 0 {
             typealias C = ExtensionsLayout.RenewalCommitment
-            let start = offset
-            let bits = try self.flags(known: C.known)
-            if bits & C.autoRenewStatus != 0, bits & C.autoRenewStatusKnown == 0 {
-                throw CodecError(code: .invalidTag, offset: start, message: "commitment flags contradict each other")
-            }
+            let bits = try renewalCommitmentFlags()
             var commitment = RenewalCommitmentInfo()
             if bits & C.autoRenewProductId != 0 { commitment.commitmentAutoRenewProductId = try string() }
             if bits & C.autoRenewStatusKnown != 0 { commitment.commitmentAutoRenewStatus = bits & C.autoRenewStatus != 0 ? 1 : 0 }
@@ -241,5 +237,40 @@ extension ByteReader {
         }
         if flags & F.previousOriginalTransactionId != 0 { value.previousOriginalTransactionId = try string() }
         return RenewalExtensions(fields: value)
+    }
+
+    /// Reads past a renewal info's extensions as ``renewalExtensions()`` reads them, with the
+    /// same checks, making none of their values (a version the query path reads past).
+    mutating func skipRenewalExtensions() throws(CodecError) {
+        typealias F = ExtensionsLayout.Renewal
+        typealias C = ExtensionsLayout.RenewalCommitment
+        let flags = try self.flags(known: F.known)
+        if flags & F.priceIncreaseStatus != 0 { _ = try int() }
+        if flags & F.renewalPrice != 0 { _ = try int() }
+        if flags & F.currency != 0 { try skipString() }
+        if flags & F.eligibleWinBackOfferIds != 0 {
+            for _ in 0..<(try count()) { try skipString() }
+        }
+        if flags & F.renewalBillingPlanType != 0 { try skipString() }
+        if flags & F.commitment != 0 {
+            let bits = try renewalCommitmentFlags()
+            if bits & C.autoRenewProductId != 0 { try skipString() }
+            if bits & C.renewalBillingPlanType != 0 { try skipString() }
+            if bits & C.renewalDate != 0 { _ = try date() }
+            if bits & C.renewalPrice != 0 { _ = try int() }
+        }
+        if flags & F.previousOriginalTransactionId != 0 { try skipString() }
+    }
+
+    /// The flags of a renewal commitment, refused when they say the auto-renew status is
+    /// on without saying it is known.
+    private mutating func renewalCommitmentFlags() throws(CodecError) -> UInt64 {
+        typealias C = ExtensionsLayout.RenewalCommitment
+        let start = offset
+        let bits = try self.flags(known: C.known)
+        if bits & C.autoRenewStatus != 0, bits & C.autoRenewStatusKnown == 0 {
+            throw CodecError(code: .invalidTag, offset: start, message: "commitment flags contradict each other")
+        }
+        return bits
     }
 }

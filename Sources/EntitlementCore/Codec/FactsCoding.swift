@@ -292,7 +292,7 @@ extension ByteReader {
         if flags & F.gracePeriodExpiresDate != 0 { _ = try date() }
         if flags & F.expirationIntent != 0 { _ = try int() }
         if flags & F.appAccountToken != 0 { try skipString() }
-        if flags & F.extensions != 0 { _ = try renewalExtensions() }
+        if flags & F.extensions != 0 { try skipRenewalExtensions() }
         let autoRenewOff = flags & F.autoRenewStatusKnown != 0 && flags & F.autoRenewStatus == 0
         return (originalTransactionId, signedDate, autoRenewOff, flags & F.isInBillingRetryPeriod != 0)
     }

@@ -20,6 +20,9 @@ import Foundation
 /// `--toggle-collect='$s10EventStore11ReplayChunkV6reduce5rulesSayAC7OutcomeOG15EntitlementCore5RulesV_tFySiYbXEfU0_'`.
 /// `BENCH_KEEP_DATABASE=1` keeps the query/replay database in the temporary folder, and
 /// reuses it when it is there (`entitlements-bench-profile-big-N.sqlite`).
+/// The optimizer can fold the query loop's region into its caller (callgrind then collects
+/// nothing): toggle on `Engine.query` itself instead,
+/// `--toggle-collect='$s12Entitlements6EngineC5query_2atAA11QueryAnswerOAA08CustomerE0O_s5Int64VSgtAA0B5ErrorVYKF'`.
 enum Profile {
     static let command = "__profile"
 

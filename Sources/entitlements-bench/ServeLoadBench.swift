@@ -283,7 +283,27 @@ enum ServeLoadBench {
             latencies: latencies.sorted())
     }
 
-    /// The load stages against `server` (listening on `port`, serving `engine`'s database), and
+    /// A row of wrk's figures at `connections`: the rate (per CPU-second of the bench's
+    /// process), p50 and p99, and the rate's shares of the library's two threads (`library`,
+    /// when given) and of the responder's rate.
+    static func wrkRow(_ what: String, _ connections: Int, _ result: WrkResult, responder: WrkResult, library: Double? = nil) -> Row {
+        var shares: [(key: String, of: String, value: Double)] = []
+        if let library { shares.append(("shareOfLibrary", "of the library's 2 threads", result.rate / library)) }
+        shares.append(("shareOfResponder", "of the responder", result.rate / responder.rate))
+        let perCPU = Double(result.requests) / result.serverCPUSeconds
+        var json: [(String, JSONValue)] = [
+            ("connections", .int(Int64(connections))), ("perSecond", .int(Int64(result.rate.rounded()))),
+            ("perServerCPUSecond", .int(Int64(perCPU.rounded()))), ("p50ms", .double(result.p50ms)), ("p99ms", .double(result.p99ms)),
+        ]
+        for share in shares { json.append((share.key, .double((share.value * 100).rounded() / 100))) }
+        return Row(
+            what: what + "; share " + shares.map(\.of).joined(separator: ", "),
+            value: String(format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms; ", result.rate, perCPU, result.p50ms, result.p99ms)
+                + shares.map { String(format: "%.0f %%", $0.value * 100) }.joined(separator: ", "),
+            json: .object(JSONObject(json)))
+    }
+
+    /// The load stages against `server`    /// The load stages against `server` (listening on `port`, serving `engine`'s database), and
     /// against `responder` for the machine's bound. With `postOnly`, the notification rounds alone.
     static func run(
         server: Server, engine: Engine, port: Int, responder: LoopbackResponder?, ids: [String], freshBodies: [[UInt8]], corpus: Corpus, folder: String, seconds: Int,
@@ -362,37 +382,16 @@ enum ServeLoadBench {
         for connections in levels {
             let result = wrkBest[connections]!
             let bound = boundBest[connections]!
-            let ratio = result.rate / library.rate
             rows.append(
-                Row(
-                    what: "wrk GET /customers/{id}, 2 threads, \(connections) connections (per server CPU-s); share of the library's 2 threads, of the responder",
-                    value: String(
-                        format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms; %.0f %%, %.0f %%", result.rate,
-                        Double(result.requests) / result.serverCPUSeconds, result.p50ms, result.p99ms, ratio * 100, result.rate / bound.rate * 100),
-                    json: [
-                        "connections": .int(Int64(connections)), "perSecond": .int(Int64(result.rate.rounded())),
-                        "perServerCPUSecond": .int(Int64((Double(result.requests) / result.serverCPUSeconds).rounded())),
-                        "p50ms": .double(result.p50ms), "p99ms": .double(result.p99ms), "shareOfLibrary": .double((ratio * 100).rounded() / 100),
-                        "shareOfResponder": .double((result.rate / bound.rate * 100).rounded() / 100),
-                    ]))
-            note("  wrk GET, \(connections) connections: \(Int(result.rate))/s, \(Int(ratio * 100)) % of the library's 2 threads, \(Int(result.rate / bound.rate * 100)) % of the responder")
+                wrkRow(
+                    "wrk GET /customers/{id}, 2 threads, \(connections) connections (per server CPU-s)", connections, result, responder: bound,
+                    library: library.rate))
+            note("  wrk GET, \(connections) connections: \(Int(result.rate))/s, \(Int(result.rate / library.rate * 100)) % of the library's 2 threads, \(Int(result.rate / bound.rate * 100)) % of the responder")
         }
         for (what, table) in [("wrk GET /health (the server's HTTP alone)", healthBest), ("wrk GET, a responder that only answers (the machine's bound)", boundBest)] {
             for connections in levels {
-                let result = table[connections]!
-                let bound = boundBest[connections]!
                 rows.append(
-                    Row(
-                        what: "\(what), \(connections) connections (per CPU-s of the bench's process); share of the responder",
-                        value: String(
-                            format: "%.0f /s (%.0f), p50 %.3f ms, p99 %.3f ms; %.0f %%", result.rate, Double(result.requests) / result.serverCPUSeconds,
-                            result.p50ms, result.p99ms, result.rate / bound.rate * 100),
-                        json: [
-                            "connections": .int(Int64(connections)), "perSecond": .int(Int64(result.rate.rounded())),
-                            "perServerCPUSecond": .int(Int64((Double(result.requests) / result.serverCPUSeconds).rounded())),
-                            "p50ms": .double(result.p50ms), "p99ms": .double(result.p99ms),
-                            "shareOfResponder": .double((result.rate / bound.rate * 100).rounded() / 100),
-                        ]))
+                    wrkRow("\(what), \(connections) connections (per CPU-s of the bench's process)", connections, table[connections]!, responder: boundBest[connections]!))
             }
         }
 

@@ -229,18 +229,17 @@ enum ServeBench {
             let direct = try measure("queries, library", clients: clients, count: queries, setup: { _ in () }) { _, index in
                 guard case .customer = try library.query(.appTransactionId(ids[index % ids.count])) else { throw BenchFailure("not found") }
             }
-            let http = try measure("queries, HTTP", clients: clients, count: queries, setup: { _ in try BenchClient(port: port) }) {
-                client, index in
-                let (status, _) = try client.exchange("GET", paths[index % paths.count], body: nil)
-                guard status == 200 else { throw BenchFailure("HTTP \(status)") }
+            /// The lookups as GETs to `port`, a keep-alive connection per client.
+            func gets(_ label: String, port: Int) throws -> Measurement {
+                try measure(label, clients: clients, count: queries, setup: { _ in try BenchClient(port: port) }) { client, index in
+                    let (status, _) = try client.exchange("GET", paths[index % paths.count], body: nil)
+                    guard status == 200 else { throw BenchFailure("\(label): HTTP \(status)") }
+                }
             }
+            let http = try gets("queries, HTTP", port: port)
             results += [direct, http]
             guard let responder else { continue }
-            let bound = try measure("queries, responder", clients: clients, count: queries, setup: { _ in try BenchClient(port: responder.port) }) {
-                client, index in
-                let (status, _) = try client.exchange("GET", paths[index % paths.count], body: nil)
-                guard status == 200 else { throw BenchFailure("responder: HTTP \(status)") }
-            }
+            let bound = try gets("queries, responder", port: responder.port)
             results.append(bound)
             note("  \(clients) clients: library \(Int(direct.rate))/s, HTTP \(Int(http.rate))/s, responder \(Int(bound.rate))/s queries")
         }

@@ -80,7 +80,7 @@ final class LoopbackResponder: @unchecked Sendable {
             var index = 3
             while index < held {
                 if buffer[index] == 10 && buffer[index - 1] == 13 && buffer[index - 2] == 10 && buffer[index - 3] == 13 {
-                    guard send(answer) else { return }
+                    guard BenchClient.sendAll(fd, answer) else { return }
                     start = index + 1
                     index += 4
                 } else {
@@ -92,16 +92,6 @@ final class LoopbackResponder: @unchecked Sendable {
                 held -= start
             }
             guard held < buffer.count else { return }
-        }
-
-        func send(_ bytes: [UInt8]) -> Bool {
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { SystemCalls.send(fd, $0.baseAddress! + offset, bytes.count - offset) }
-                guard written > 0 else { return false }
-                offset += written
-            }
-            return true
         }
     }
 }

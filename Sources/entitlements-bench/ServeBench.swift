@@ -301,15 +301,21 @@ final class BenchClient: @unchecked Sendable {
 
     deinit { close(fd) }
 
+    /// Sends all of `bytes` on `fd`; false when the connection fails first.
+    static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { SystemCalls.send(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+
     func exchange(_ method: String, _ path: String, body: [UInt8]?) throws -> (Int, [UInt8]) {
         var request = Array("\(method) \(path) HTTP/1.1\r\nHost: bench\r\n".utf8)
         if let body { request += Array("Content-Length: \(body.count)\r\n\r\n".utf8) + body } else { request += [13, 10] }
-        var offset = 0
-        while offset < request.count {
-            let written = request.withUnsafeBytes { SystemCalls.send(fd, $0.baseAddress! + offset, request.count - offset) }
-            guard written > 0 else { throw BenchFailure("send failed") }
-            offset += written
-        }
+        guard Self.sendAll(fd, request) else { throw BenchFailure("send failed") }
         while true {
             if let end = headEnd() {
                 let head = String(decoding: pending[..<end], as: UTF8.self)

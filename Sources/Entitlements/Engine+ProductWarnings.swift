@@ -107,8 +107,13 @@ extension Engine {
     func noteProducts(_ view: CustomerView, rules: Rules) {
         // An Advanced Commerce purchase grants through its SKUs: its product may grant nothing
         // (as the ingest and the history judge it).
-        let subscriptions = view.subscriptions.filter { $0.advancedCommerceItems == nil }.map(\.productId)
-        let purchases = view.purchases.filter { $0.advancedCommerceItems == nil }.map(\.productId)
-        productWarnings.note(subscriptions + purchases, rules: rules)
+        // Fields read in place: a filtered array (or a lazy filter's iterator) copies every view it passes.
+        var products: [String] = []
+        let subscriptions = view.subscriptions, purchases = view.purchases
+        for index in subscriptions.indices where subscriptions[index].advancedCommerceItems == nil {
+            products.append(subscriptions[index].productId)
+        }
+        for index in purchases.indices where purchases[index].advancedCommerceItems == nil { products.append(purchases[index].productId) }
+        productWarnings.note(products, rules: rules)
     }
 }

@@ -198,8 +198,10 @@ public struct SubscriptionView: Sendable, Hashable {
         currency: String? = nil, unsubscribeDetectedAt: Int64? = nil, billingIssueDetectedAt: Int64? = nil,
         billingPlanType: String? = nil, commitment: CommitmentView? = nil, expirationIntent: Int64? = nil,
         priceIncreaseStatus: Int64? = nil, renewalPrice: Int64? = nil, renewalCurrency: String? = nil,
-        offerDiscountType: String? = nil, eligibleWinBackOfferIds: [String]? = nil
+        offerDiscountType: String? = nil, eligibleWinBackOfferIds: [String]? = nil,
+        advancedCommerceItems: [AdvancedCommerceTransactionItem]? = nil
     ) {
+        self.advancedCommerceItems = advancedCommerceItems
         self.billingPlanType = billingPlanType
         self.commitment = commitment
         self.expirationIntent = expirationIntent

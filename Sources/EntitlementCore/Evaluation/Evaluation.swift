@@ -12,13 +12,12 @@ public enum Evaluation {
     ///   - rules: What each product grants, and whether billing states grant.
     ///   - at: The moment, in milliseconds since 1970.
     public static func evaluate(_ state: CustomerState, rules: Rules, at: Int64) -> CustomerView {
-        var view = evaluate(
-            key: state.key, accountToken: state.accountToken?.token, transactions: state.transactions.values.lazy.map(\.facts),
+        evaluate(
+            key: state.key, accountToken: state.accountToken?.token, environment: state.environments.displayName,
+            transactions: state.transactions.values.lazy.map(\.facts),
             renewalInfo: { SubscriptionEvaluation.renewalInfo(in: state.renewalInfos[$0] ?? [], at: at) },
             appTransaction: state.appTransaction?.facts, usages: state.usages.values,
             consentRescindedAt: state.consentRescindedAt, operatorRecords: state.operatorRecords.values, rules: rules, at: at)
-        view.environment = state.environments.displayName
-        return view
     }
 
     /// The answer at `at` for the state stored as `bytes` (``StateCodec``), decoded
@@ -28,24 +27,23 @@ public enum Evaluation {
     /// - Throws: ``CodecError`` for bytes that are truncated or corrupted.
     public static func evaluate(stateBytes bytes: UnsafeRawBufferPointer, rules: Rules, at: Int64) throws(CodecError) -> CustomerView {
         let input = try StateCodec.decode(bytes, standingAt: at, into: EvaluationInput.self)
-        var view = evaluate(
-            key: input.key, accountToken: input.accountToken?.token, transactions: input.transactions,
+        // The closure captures the two lists, not the whole input (which it would copy).
+        let standing = input.standingRenewalInfos, runs = input.renewalRuns
+        return evaluate(
+            key: input.key, accountToken: input.accountToken?.token, environment: input.environments.displayName,
+            transactions: input.transactions,
             renewalInfo: { otid in
-                guard let index = input.standingRenewalInfos.firstIndex(where: { $0.facts.originalTransactionId == otid }) else {
-                    return nil
-                }
-                return (input.standingRenewalInfos[index].facts, input.renewalRuns[index])
+                guard let index = standing.firstIndex(where: { $0.facts.originalTransactionId == otid }) else { return nil }
+                return (standing[index].facts, runs[index])
             },
             appTransaction: input.appTransaction?.facts, usages: input.usages, consentRescindedAt: input.consentRescindedAt,
             operatorRecords: input.operatorRecords, rules: rules, at: at)
-        view.environment = input.environments.displayName
-        return view
     }
 
     /// - Parameter renewalInfo: The renewal info standing at `at` for an
     ///   `originalTransactionId`, and the runs of versions up to it.
     static func evaluate(
-        key: CustomerKey, accountToken: String?, transactions: some Sequence<TransactionFacts>,
+        key: CustomerKey, accountToken: String?, environment: String?, transactions: some Sequence<TransactionFacts>,
         renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](),
         consentRescindedAt: Int64? = nil, operatorRecords: some Collection<OperatorRecord> = [OperatorRecord](), rules: Rules, at: Int64
     ) -> CustomerView {
@@ -57,7 +55,7 @@ public enum Evaluation {
         return CustomerView(
             appTransactionId: key, at: at, appAccountToken: accountToken,
             entitlements: ledger.views(), subscriptions: parts.subscriptions, purchases: parts.purchases,
-            balances: parts.balances.balances(), originalPurchaseDate: appTransaction?.originalPurchaseDate,
+            balances: parts.balances.balances(), environment: environment, originalPurchaseDate: appTransaction?.originalPurchaseDate,
             originalApplicationVersion: appTransaction?.originalApplicationVersion,
             originalPlatform: appTransaction?.originalPlatform,
             consentRescindedAt: consentRescindedAt.flatMap { $0 <= at ? $0 : nil })

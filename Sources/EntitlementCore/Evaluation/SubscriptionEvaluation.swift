@@ -200,7 +200,7 @@ enum SubscriptionEvaluation {
                 renewalPrice: renewalExtensions?.commitment?.commitmentRenewalPrice)
         }
 
-        var view = SubscriptionView(
+        return SubscriptionView(
             originalTransactionId: originalTransactionId, productId: current.productId,
             subscriptionGroupIdentifier: current.subscriptionGroupIdentifier, status: status,
             expiresDate: current.expiresDate, gracePeriodExpiresDate: renewalInfo?.gracePeriodExpiresDate,
@@ -218,9 +218,8 @@ enum SubscriptionEvaluation {
             billingPlanType: current.extensions?.billingPlanType, commitment: commitmentView,
             expirationIntent: renewalInfo?.expirationIntent, priceIncreaseStatus: renewalExtensions?.priceIncreaseStatus,
             renewalPrice: renewalExtensions?.renewalPrice, renewalCurrency: renewalExtensions?.currency,
-            offerDiscountType: current.offerDiscountType, eligibleWinBackOfferIds: renewalExtensions?.eligibleWinBackOfferIds)
-        view.advancedCommerceItems = current.extensions?.items
-        return view
+            offerDiscountType: current.offerDiscountType, eligibleWinBackOfferIds: renewalExtensions?.eligibleWinBackOfferIds,
+            advancedCommerceItems: current.extensions?.items)
     }
 
     /// `trial` for a `FREE_TRIAL` discount, else by `offerType`: 1 `intro`,

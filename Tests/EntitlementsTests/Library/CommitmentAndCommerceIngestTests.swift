@@ -102,6 +102,43 @@ import TestSupport
         #expect(engine.takeProductWarnings().contains { $0.hasPrefix("warning: product com.example.commerce.once is not in rules.products") })
     }
 
+    @Test("a query reports the products its answer shows and the rules do not name: subscriptions, then purchases, Advanced Commerce ones left out")
+    func queryReportsUnknownProductsOfItsAnswer() async throws {
+        let folder = Scenario.temporaryFolder("commerce-query-warnings")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("db.sqlite").path
+        let engine = try E2E.engine(rules: Self.rules, path: path)
+        let subscription = TestPayloads.transaction(
+            transactionId: "2000000000008601", originalTransactionId: "2000000000008601", appTransactionId: Self.app,
+            productId: "com.example.unknown.monthly", purchaseDate: Self.t0, expiresDate: Self.t0 + 30 * Self.day)
+        let purchase = TestPayloads.transaction(
+            transactionId: "2000000000008602", originalTransactionId: "2000000000008602", appTransactionId: Self.app,
+            productId: "com.example.unknown.once", type: "Non-Consumable", purchaseDate: Self.t0 + 1, expiresDate: nil)
+        let commerce = Self.commerceTransaction("2000000000008603", otid: "2000000000008603", purchase: Self.t0 + 2, items: [Self.item("SKU-ALPHA")])
+        let results = try await engine.ingest([
+            Self.document(Self.notification("SUBSCRIBED", "INITIAL_BUY", signed: Self.t0, transaction: subscription), 1),
+            Self.document(Self.notification("ONE_TIME_CHARGE", signed: Self.t0 + 1, transaction: purchase), 2),
+            Self.document(Self.notification("SUBSCRIBED", "INITIAL_BUY", signed: Self.t0 + 2, transaction: commerce), 3),
+        ])
+        #expect(results.map(\.outcome) == [.appended, .appended, .appended])
+
+        // Another engine on the database has reported nothing yet: its query reports what the answer shows.
+        let reader = try E2E.engine(rules: Self.rules, path: path)
+        guard case .customer(let view) = try await reader.query(.appTransactionId(Self.app), at: Self.t0 + Self.day) else {
+            Issue.record("no customer")
+            return
+        }
+        #expect(view.subscriptions.map(\.productId) == ["com.example.unknown.monthly", "com.example.commerce.generic"])
+        #expect(view.purchases.map(\.productId) == ["com.example.unknown.once"])
+        #expect(
+            reader.takeProductWarnings() == [
+                "warning: product com.example.unknown.monthly is not in rules.products: it grants nothing",
+                "warning: product com.example.unknown.once is not in rules.products: it grants nothing",
+            ])
+        _ = try await reader.query(.appTransactionId(Self.app), at: Self.t0 + Self.day)
+        #expect(reader.takeProductWarnings() == [], "each product once per engine")
+    }
+
     @Test("signed commitment, Advanced Commerce, migration and rescinded consent: query, lifecycle, warnings, replay and audit")
     func endToEnd() async throws {
         let folder = Scenario.temporaryFolder("commitment-commerce")

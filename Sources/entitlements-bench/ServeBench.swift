@@ -30,12 +30,12 @@ enum ServeBench {
         p50/p99 latency; with --out, JSON.
 
         --load SECONDS also signs 2N fresh notifications and, on the served database: GET
-        /customers/{id} paced at 10,000/s by the bench's client and by h2load (p50/p99), and
-        by h2load against the responder; Engine.query on 2 threads against wrk (2 threads,
-        2/16/64 connections, SECONDS each, alternated twice, best kept), beside wrk on GET
-        /health (the server's HTTP without a query) and on the responder; and
+        /customers/{id} paced at 10,000/s by the bench's client and by h2load (p50/p99), and by
+        h2load against the responder and on GET /health; Engine.query on 2 threads against wrk
+        (2 threads, 2/16/64 connections, SECONDS each, alternated twice, best kept), beside wrk
+        on GET /health (the server's HTTP without a query) and on the responder; and
         `entitlements ingest --workers 2` on N fresh notifications against wrk posting N others
-        from 64 connections. The wrk rows need wrk on PATH, the h2load row h2load (Debian's
+        from 64 connections. The wrk rows need wrk on PATH, the h2load rows h2load (Debian's
         nghttp2-client); the command line row the release entitlements binary beside this one.
         --rounds R alternates the last two R times, each on N fresh notifications (signing 2N
         per round), and keeps the best of each; --post-only skips everything else (the served

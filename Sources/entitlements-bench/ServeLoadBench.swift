@@ -227,13 +227,15 @@ enum ServeLoadBench {
             label: "queries, paced \(rate)/s", clients: connections, count: latencies.count, seconds: elapsed, latencies: latencies)
     }
 
-    /// The row of a paced run (`by` the load generator, `nil` for the bench's own client).
-    static func pacedRow(_ run: ServeBench.Measurement, rate: Int, by generator: String?, of server: String? = nil) -> Row {
+    /// The row of a paced run of `request` (`by` the load generator, `nil` for the bench's own client).
+    static func pacedRow(
+        _ run: ServeBench.Measurement, rate: Int, by generator: String?, of server: String? = nil, request: String = "GET /customers/{id}"
+    ) -> Row {
         let by = generator.map { " by \($0)" } ?? ""
         let of = server.map { ", \($0)" } ?? ""
-        note("  paced \(rate)/s\(by)\(of): p99 \(String(format: "%.3f", run.percentile(0.99))) ms")
+        note("  \(request) paced \(rate)/s\(by)\(of): p99 \(String(format: "%.3f", run.percentile(0.99))) ms")
         return Row(
-            what: "GET /customers/{id} paced at \(rate)/s\(by)\(of), \(run.clients) connections: achieved, p50 / p99 / p99.9 / max",
+            what: "\(request) paced at \(rate)/s\(by)\(of), \(run.clients) connections: achieved, p50 / p99 / p99.9 / max",
             value: String(
                 format: "%.0f /s, %.3f / %.3f / %.3f / %.3f ms", run.rate, run.percentile(0.5), run.percentile(0.99), run.percentile(0.999),
                 Double(run.latencies.last ?? 0) / 1e6),
@@ -328,6 +330,9 @@ enum ServeLoadBench {
             let bound = try h2loadPaced(
                 h2loadPath, port: responder.port, paths: paths, rate: pacedRate, connections: 16, seconds: seconds, folder: folder)
             rows.append(pacedRow(bound, rate: pacedRate, by: "h2load", of: "a responder that only answers (the machine's bound)"))
+            // And against the server's HTTP without a query: what the query adds to the latency.
+            let health = try h2loadPaced(h2loadPath, port: port, paths: ["/health"], rate: pacedRate, connections: 16, seconds: seconds, folder: folder)
+            rows.append(pacedRow(health, rate: pacedRate, by: "h2load", request: "GET /health"))
         } else {
             rows.append(Row(what: "h2load", value: "skipped: no h2load on PATH (apt-get install -y nghttp2-client)", json: "skipped"))
         }

@@ -413,7 +413,9 @@ struct Bench {
             "  recorded / switched off, per CPU-s, median of \(cost.pairs.count) rounds (spread "
                 + Format.fixed(cost.ratios.min()!, 0) + "–" + Format.fixed(cost.ratios.max()!, 0) + "%, wall clock "
                 + Format.fixed(cost.medianWallRatio, 0) + "%)",
-            Format.fixed(ratio, 0) + "%", target: ">= 90%", met: ratio >= 90)
+            // The target is the whole ingest's (the append is a part of its CPU); the append's
+            // share alone is reported without one.
+            Format.fixed(ratio, 0) + "%", target: ingest ? ">= 90%" : "", met: ingest ? ratio >= 90 : nil)
         report.section(
             (ingest ? "ingestLifecycleCost" : "appendLifecycleCost") + (receipt == .live ? "" : "Backlog"),
             [

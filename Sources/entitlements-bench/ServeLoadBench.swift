@@ -305,7 +305,7 @@ enum ServeLoadBench {
             json: .object(JSONObject(json)))
     }
 
-    /// The load stages against `server`    /// The load stages against `server` (listening on `port`, serving `engine`'s database), and
+    /// The load stages against `server` (listening on `port`, serving `engine`'s database), and
     /// against `responder` for the machine's bound. With `postOnly`, the notification rounds alone.
     static func run(
         server: Server, engine: Engine, port: Int, responder: LoopbackResponder?, ids: [String], freshBodies: [[UInt8]], corpus: Corpus, folder: String, seconds: Int,

@@ -54,6 +54,39 @@ struct CodecTests {
         }
     }
 
+    /// The query path reads each subscription's periods as heads and builds only the
+    /// current one: a downgraded period read past still names its product's
+    /// entitlements (inactive), an upgrade bought later takes over, and periods bought
+    /// after the moment count for nothing; every answer is the whole state's.
+    @Test func periodsReadPastStillNameTheirEntitlements() throws {
+        let history = History()
+        // Premium for a month, then the cheaper product from the renewal on.
+        history.add(transaction(Customer.otid, product: Product.premium, purchase: Time.t0, expires: Time.day(30)))
+        history.add(transaction("2000000000000002", original: Customer.otid, purchase: Time.day(30), expires: Time.day(60)))
+        history.add(transaction("2000000000000003", original: Customer.otid, purchase: Time.day(60), expires: Time.day(90)))
+        // A second subscription: basic, upgraded to yearly on day 20 (in the millisecond of a renewal of basic).
+        let second = "2000000000000100"
+        history.add(transaction(second, product: Product.basic, purchase: Time.day(5), expires: Time.day(35), upgraded: true))
+        history.add(transaction("2000000000000101", original: second, product: Product.yearly, purchase: Time.day(20), expires: Time.day(385)))
+        history.add(transaction("2000000000000102", original: second, product: Product.basic, purchase: Time.day(20), expires: Time.day(21), upgraded: true))
+        let state = history.state()
+        let bytes = StateCodec.encode(state)
+        func evaluated(at: Int64) throws -> CustomerView {
+            try bytes.withUnsafeBytes { buffer throws(CodecError) in try Evaluation.evaluate(stateBytes: buffer, rules: testRules, at: at) }
+        }
+        for days: Int64 in [-1, 0, 4, 5, 10, 20, 29, 30, 31, 45, 55, 60, 61, 95] {
+            let at = Time.day(days)
+            #expect(try evaluated(at: at) == Evaluation.evaluate(state, rules: testRules, at: at), "day \(days)")
+        }
+        let later = try evaluated(at: Time.day(55))
+        #expect(later.entitlement("premium")?.active == false)
+        #expect(later.isActive("pro"))
+        #expect(later.subscriptions.map(\.currentTransactionId) == ["2000000000000002", "2000000000000101"])
+        #expect(later.subscriptions.map(\.productId) == [Product.monthly, Product.yearly])
+        // Before any period was bought, nothing is named.
+        #expect(try evaluated(at: Time.day(-1)).entitlements.isEmpty)
+    }
+
     /// Renewal info versions the query path reads past carry every extension Apple signs
     /// (price increase, renewal price and currency, win-back offers, billing plan, a
     /// commitment, a previous original transaction): read past, they leave the answer and

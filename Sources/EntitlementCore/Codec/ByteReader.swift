@@ -35,6 +35,8 @@ struct ByteReader {
     }
 
     var isAtEnd: Bool { offset == buffer.count }
+    /// Whether strings are numbers into a table (read past with the same checks as made).
+    var stringsAreNumbered: Bool { numbered }
     var remaining: Int { buffer.count - offset }
 
     func fail(_ code: CodecError.Code, _ message: String) -> CodecError {

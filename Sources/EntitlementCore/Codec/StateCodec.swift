@@ -184,10 +184,14 @@ public enum StateCodec {
         let key = try reader.string()
         let transactionCount = try reader.count()
         var state = Sink(key: key, transactions: transactionCount)
-        for _ in 0..<transactionCount {
-            let start = reader.offset
-            let ref = try reader.ref()
-            try state.transaction(try reader.transactionFacts(), ref: ref, at: start)
+        if let at, Sink.takesCurrentPeriodsOnly {
+            try decodeCurrentPeriods(transactionCount, at: at, from: &reader, into: &state)
+        } else {
+            for _ in 0..<transactionCount {
+                let start = reader.offset
+                let ref = try reader.ref()
+                try state.transaction(try reader.transactionFacts(), ref: ref, at: start)
+            }
         }
 
         let groupCount = try reader.count()
@@ -311,6 +315,45 @@ public enum StateCodec {
         }
     }
 
+    /// Decodes `count` transactions for evaluation at `at`: every one but the plain
+    /// auto-renewable periods (``ByteReader/periodHead(start:)``), whose heads are read
+    /// first; of those bought by `at`, each subscription's current one
+    /// (``SubscriptionEvaluation/currentIndex(among:)``) is then read whole, and the
+    /// others are handed over as heads. Periods bought after `at` are read past.
+    private static func decodeCurrentPeriods<Sink: StateSink>(
+        _ count: Int, at: Int64, from reader: inout ByteReader, into state: inout Sink
+    ) throws(CodecError) {
+        var periods: [TransactionHead] = []
+        periods.reserveCapacity(count)
+        for _ in 0..<count {
+            let start = reader.offset
+            let ref = try reader.ref()
+            let factsStart = reader.offset
+            if let head = try reader.periodHead(start: start) {
+                if head.purchaseDate <= at { periods.append(head) }
+            } else {
+                reader.seek(to: factsStart)
+                try state.transaction(try reader.transactionFacts(), ref: ref, at: start)
+            }
+        }
+        guard !periods.isEmpty else { return }
+        let end = reader.offset
+        // A subscription's periods side by side: a customer has one or a few subscriptions.
+        if periods.count > 1 { periods.sort { $0.originalTransactionId < $1.originalTransactionId } }
+        var first = 0
+        while first < periods.count {
+            var next = first + 1
+            while next < periods.count, periods[next].originalTransactionId == periods[first].originalTransactionId { next += 1 }
+            let current = SubscriptionEvaluation.currentIndex(among: periods[first..<next])!
+            for index in first..<next where index != current { state.passedOver(periods[index]) }
+            reader.seek(to: periods[current].offset)
+            let ref = try reader.ref()
+            try state.transaction(try reader.transactionFacts(), ref: ref, at: periods[current].offset)
+            first = next
+        }
+        reader.seek(to: end)
+    }
+
     /// The state in `bytes` (see the `UnsafeRawBufferPointer` overload).
     /// - Throws: ``CodecError``.
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> CustomerState {
@@ -347,10 +390,18 @@ protocol StateSink {
     mutating func usage(_ facts: UsageFacts, at offset: Int) throws(CodecError)
     /// One operator record (each identity once).
     mutating func operatorRecord(_ record: OperatorRecord, at offset: Int) throws(CodecError)
+    /// Whether, decoded for a moment, the sink takes of each subscription's plain
+    /// periods bought by then only the current one, the others as heads
+    /// (``passedOver(_:)``), and none of those bought later.
+    static var takesCurrentPeriodsOnly: Bool { get }
+    /// A period bought by the moment decoded for that is not its subscription's current one.
+    mutating func passedOver(_ period: TransactionHead)
 }
 
 extension StateSink {
     mutating func renewalRuns(_ runs: RenewalRuns) {}
+    static var takesCurrentPeriodsOnly: Bool { false }
+    mutating func passedOver(_ period: TransactionHead) {}
 }
 
 extension CustomerState: StateSink {

@@ -22,8 +22,10 @@ public enum Evaluation {
 
     /// The answer at `at` for the state stored as `bytes` (``StateCodec``), decoded
     /// only as far as evaluation at `at` reads it: the transactions into a list
-    /// (no dictionary), and of each subscription's renewal info versions only the
-    /// one standing at `at`. Equal to decoding the whole state and evaluating it.
+    /// (no dictionary), of each subscription's periods only the current one at `at`
+    /// (the others' products still mentioned), and of each subscription's renewal
+    /// info versions only the one standing at `at`. Equal to decoding the whole
+    /// state and evaluating it.
     /// - Throws: ``CodecError`` for bytes that are truncated or corrupted.
     public static func evaluate(stateBytes bytes: UnsafeRawBufferPointer, rules: Rules, at: Int64) throws(CodecError) -> CustomerView {
         let input = try StateCodec.decode(bytes, standingAt: at, into: EvaluationInput.self)
@@ -31,7 +33,7 @@ public enum Evaluation {
         let standing = input.standingRenewalInfos, runs = input.renewalRuns
         return evaluate(
             key: input.key, accountToken: input.accountToken?.token, environment: input.environments.displayName,
-            transactions: input.transactions,
+            transactions: input.transactions, mentioning: input.passedOverProducts,
             renewalInfo: { otid in
                 guard let index = standing.firstIndex(where: { $0.facts.originalTransactionId == otid }) else { return nil }
                 return (standing[index].facts, runs[index])
@@ -40,16 +42,20 @@ public enum Evaluation {
             operatorRecords: input.operatorRecords, rules: rules, at: at)
     }
 
-    /// - Parameter renewalInfo: The renewal info standing at `at` for an
-    ///   `originalTransactionId`, and the runs of versions up to it.
+    /// - Parameters:
+    ///   - products: The products of transactions bought by `at` and left out of
+    ///     `transactions` because they cannot change the answer (a subscription's
+    ///     periods before its current one): their entitlements are still mentioned.
+    ///   - renewalInfo: The renewal info standing at `at` for an
+    ///     `originalTransactionId`, and the runs of versions up to it.
     static func evaluate(
         key: CustomerKey, accountToken: String?, environment: String?, transactions: some Sequence<TransactionFacts>,
-        renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](),
+        mentioning products: [String] = [], renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?, appTransaction: AppTransactionFacts?, usages: some Collection<UsageFacts> = [UsageFacts](),
         consentRescindedAt: Int64? = nil, operatorRecords: some Collection<OperatorRecord> = [OperatorRecord](), rules: Rules, at: Int64
     ) -> CustomerView {
         var collected: ViewParts? = ViewParts()
         let ledger = ledger(
-            transactions: transactions, renewalInfo: renewalInfo, usages: usages, consentRescindedAt: consentRescindedAt,
+            transactions: transactions, mentioning: products, renewalInfo: renewalInfo, usages: usages, consentRescindedAt: consentRescindedAt,
             operatorRecords: operatorRecords, rules: rules, at: at, parts: &collected)
         let parts = collected ?? ViewParts()
         return CustomerView(
@@ -71,8 +77,10 @@ public enum Evaluation {
     /// The entitlements granted at `at`, and with `parts` the rest of the view: its
     /// subscriptions, purchases and balances (`nil`: the entitlements alone, as the
     /// change feed asks for them at every moment it looks at).
+    /// - Parameter products: Products of transactions left out of `transactions`
+    ///   (see ``evaluate(key:accountToken:environment:transactions:mentioning:renewalInfo:appTransaction:usages:consentRescindedAt:operatorRecords:rules:at:)``).
     static func ledger(
-        transactions: some Sequence<TransactionFacts>, renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?,
+        transactions: some Sequence<TransactionFacts>, mentioning products: [String] = [], renewalInfo: (String) -> (RenewalFacts, RenewalRuns)?,
         usages: some Collection<UsageFacts>, consentRescindedAt: Int64?, operatorRecords: some Collection<OperatorRecord>,
         rules: Rules, at: Int64, parts: inout ViewParts?
     ) -> EntitlementLedger {
@@ -89,6 +97,7 @@ public enum Evaluation {
         // A customer's transactions mostly share one product (and, decoded from a
         // stored state, one String): its rule is looked up once per run of it.
         var lastProduct: (id: String, rule: ProductRule?)? = nil
+        for product in products { ledger.mention(rules.products[product]?.entitlements ?? []) }
         for transaction in transactions {
             guard transaction.purchaseDate <= at else { continue }
             if lastProduct?.id != transaction.productId {
@@ -209,6 +218,10 @@ struct EvaluationInput: StateSink {
     var consentRescindedAt: Int64? = nil
     var eventNeeds: EventNeeds? = nil
     var operatorRecords: [OperatorRecord] = []
+    /// The products of the periods read past (``StateSink/passedOver(_:)``), a run of one product once.
+    var passedOverProducts: [String] = []
+
+    static var takesCurrentPeriodsOnly: Bool { true }
 
     init(key: CustomerKey, transactions: Int) {
         self.key = key
@@ -217,6 +230,10 @@ struct EvaluationInput: StateSink {
 
     mutating func transaction(_ facts: TransactionFacts, ref: RawRef, at offset: Int) throws(CodecError) {
         transactions.append(facts)
+    }
+
+    mutating func passedOver(_ period: TransactionHead) {
+        if passedOverProducts.last != period.productId { passedOverProducts.append(period.productId) }
     }
 
     mutating func renewalInfos(_ versions: [Signed<RenewalFacts>], at offset: Int) throws(CodecError) {

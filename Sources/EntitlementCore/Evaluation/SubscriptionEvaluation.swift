@@ -75,10 +75,16 @@ enum SubscriptionEvaluation {
     /// so an earlier period does not become current again. When every counted
     /// transaction is passed over, all are candidates.
     static func current(among transactions: [TransactionFacts]) -> TransactionFacts? {
+        currentIndex(among: transactions).map { transactions[$0] }
+    }
+
+    /// The index in `periods` of the current one (see ``current(among:)``), `nil` when empty.
+    static func currentIndex<Periods: RandomAccessCollection>(among periods: Periods) -> Periods.Index?
+    where Periods.Element: SubscriptionPeriod {
         // The latest purchase, and whether another transaction was bought in the same millisecond.
         var latest = Int64.min
         var sharedLatest = false
-        for t in transactions {
+        for t in periods {
             if t.purchaseDate > latest {
                 latest = t.purchaseDate
                 sharedLatest = false
@@ -86,19 +92,19 @@ enum SubscriptionEvaluation {
                 sharedLatest = true
             }
         }
-        var best: Int?
-        var bestOfAll: Int?
-        for index in transactions.indices {
-            if bestOfAll.map({ precedes(transactions[$0], transactions[index]) }) ?? true { bestOfAll = index }
-            let t = transactions[index]
+        var best: Periods.Index?
+        var bestOfAll: Periods.Index?
+        for index in periods.indices {
+            if bestOfAll.map({ precedes(periods[$0], periods[index]) }) ?? true { bestOfAll = index }
+            let t = periods[index]
             if t.isUpgraded, t.purchaseDate < latest || sharedLatest { continue }
-            if best.map({ precedes(transactions[$0], transactions[index]) }) ?? true { best = index }
+            if best.map({ precedes(periods[$0], periods[index]) }) ?? true { best = index }
         }
-        return (best ?? bestOfAll).map { transactions[$0] }
+        return best ?? bestOfAll
     }
 
     /// Whether `lhs` comes before `rhs` in the order that picks the current transaction.
-    static func precedes(_ lhs: TransactionFacts, _ rhs: TransactionFacts) -> Bool {
+    static func precedes(_ lhs: some SubscriptionPeriod, _ rhs: some SubscriptionPeriod) -> Bool {
         if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }
         let lhsExpires = lhs.expiresDate ?? Int64.min
         let rhsExpires = rhs.expiresDate ?? Int64.min

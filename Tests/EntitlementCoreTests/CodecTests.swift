@@ -491,6 +491,42 @@ struct CodecTests {
         #expect(damaged.refused > 0)
     }
 
+    /// Stored states with one byte changed: whenever the whole decode accepts the bytes,
+    /// evaluating them in place (strings made only when read, periods read as heads)
+    /// answers as the decoded state does; whenever it refuses them for what evaluation
+    /// reads too (the string table, a transaction), evaluation refuses them alike.
+    @Test func damagedStatesEvaluateAsTheyDecode() throws {
+        var rng = SplitMix64(seed: 31)
+        var accepted = 0
+        var refusedAlike = 0
+        for state in try Self.randomStates(seeds: 10...14) {
+            let sample = StateCodec.encode(state)
+            for index in sample.indices {
+                var bytes = sample
+                bytes[index] ^= UInt8.random(in: 1...255, using: &rng)
+                let at = Time.day(rng.int(-5...200))
+                let inPlace: Result<CustomerView, CodecError> = bytes.withUnsafeBytes { buffer in
+                    Result { () throws(CodecError) in try Evaluation.evaluate(stateBytes: buffer, rules: testRules, at: at) }
+                }
+                do throws(CodecError) {
+                    let decoded = try StateCodec.decode(bytes)
+                    accepted += 1
+                    #expect(try inPlace.get() == Evaluation.evaluate(decoded, rules: testRules, at: at), "byte \(index)")
+                } catch {
+                    guard error.code == .invalidUTF8 || error.code == .truncated else { continue }
+                    refusedAlike += 1
+                    if case .failure(let inPlaceError) = inPlace {
+                        #expect(inPlaceError.code == error.code, "byte \(index)")
+                    } else if error.code == .invalidUTF8 {
+                        Issue.record("byte \(index): evaluation accepted a string that is not UTF-8")
+                    }
+                }
+            }
+        }
+        #expect(accepted > 100)
+        #expect(refusedAlike > 10)
+    }
+
     @Test func damageIsNamed() throws {
         func eventError(_ bytes: [UInt8]) -> CodecError.Code? {
             do throws(CodecError) {

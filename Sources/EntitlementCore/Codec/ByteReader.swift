@@ -5,6 +5,10 @@ struct ByteReader {
     private(set) var offset: Int = 0
     /// Once read (``StateCodec`` format 2), a string is a number into this table.
     private var table: [String] = []
+    /// A table read lazily (``stringTable(lazily:)``): each string's place in the
+    /// buffer, checked to be UTF-8, made into a `String` the first time it is read.
+    private var lazyTable: [TableString] = []
+    private var tableCount = 0
     private var numbered = false
     /// Whether the format read may carry display facts (event facts format 2,
     /// state format 3); the first formats' flag bits for them are refused.
@@ -23,15 +27,34 @@ struct ByteReader {
         self.interner = interner
     }
 
+    /// A string of a table read lazily: its bytes until it is first read, then the string.
+    private enum TableString {
+        case bytes(start: Int, count: Int)
+        case made(String)
+    }
+
     /// Reads a table of strings written out in full; every later ``string()``
     /// is then a number into it.
-    mutating func stringTable() throws(CodecError) {
+    /// - Parameter lazily: Checks each string now but makes it only when first
+    ///   read (for a reader that reads only some of them); the errors are the same.
+    mutating func stringTable(lazily: Bool = false) throws(CodecError) {
         let count = try self.count()
+        tableCount = count
+        numbered = true
+        if lazily {
+            var strings: [TableString] = []
+            strings.reserveCapacity(count)
+            for _ in 0..<count {
+                let bytes = try fullStringBytes()
+                strings.append(.bytes(start: offset - bytes.count, count: bytes.count))
+            }
+            lazyTable = strings
+            return
+        }
         var strings: [String] = []
         strings.reserveCapacity(count)
         for _ in 0..<count { strings.append(try fullString()) }
         table = strings
-        numbered = true
     }
 
     var isAtEnd: Bool { offset == buffer.count }
@@ -113,7 +136,30 @@ struct ByteReader {
     mutating func string() throws(CodecError) -> String {
         // `table` is read in place: binding it to a local would retain and release it per string.
         guard numbered else { return try fullString() }
-        return table[try tableNumber()]
+        let number = try tableNumber()
+        return lazyTable.isEmpty ? table[number] : tableString(number)
+    }
+
+    /// A string's number in the table, not made into a string (read it with
+    /// ``tableString(_:)``); only where ``stringsAreNumbered``.
+    mutating func stringNumber() throws(CodecError) -> Int {
+        precondition(numbered)
+        return try tableNumber()
+    }
+
+    /// The string numbered `number` in the table (a number ``stringNumber()`` read).
+    mutating func tableString(_ number: Int) -> String {
+        guard !lazyTable.isEmpty else { return table[number] }
+        switch lazyTable[number] {
+        case .made(let text):
+            return text
+        case .bytes(let start, let count):
+            // Checked to be UTF-8 when the table was read.
+            let bytes = UnsafeRawBufferPointer(rebasing: buffer[start..<start + count])
+            let text = count == 0 ? "" : bytes.withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
+            lazyTable[number] = .made(text)
+            return text
+        }
     }
 
     /// Reads past a string without making it.
@@ -130,9 +176,9 @@ struct ByteReader {
     private mutating func tableNumber() throws(CodecError) -> Int {
         let start = offset
         let number = try varint()
-        guard number < UInt64(table.count) else {
+        guard number < UInt64(tableCount) else {
             offset = start
-            throw fail(.inconsistent, "string number \(number) outside a table of \(table.count)")
+            throw fail(.inconsistent, "string number \(number) outside a table of \(tableCount)")
         }
         return Int(number)
     }

@@ -174,7 +174,8 @@ public enum StateCodec {
         let version = try reader.byte()
         switch version {
         case formatVersionWithOperatorFields, formatVersionWithExtensions, formatVersion, formatVersionWithoutDisplayFacts:
-            try reader.stringTable()
+            // Evaluation reads some of the strings only: the others are checked, not made.
+            try reader.stringTable(lazily: at != nil && Sink.takesCurrentPeriodsOnly)
         case formatVersionWithoutTable: break
         default: throw CodecError(code: .unsupportedVersion, offset: 0, message: "state format version \(version)")
         }
@@ -318,8 +319,8 @@ public enum StateCodec {
     /// Decodes `count` transactions for evaluation at `at`: every one but the plain
     /// auto-renewable periods (``ByteReader/periodHead(start:)``), whose heads are read
     /// first; of those bought by `at`, each subscription's current one
-    /// (``SubscriptionEvaluation/currentIndex(among:)``) is then read whole, and the
-    /// others are handed over as heads. Periods bought after `at` are read past.
+    /// (``SubscriptionEvaluation/currentIndex(among:idPrecedes:)``) is then read whole, and the
+    /// others' products are handed over. Periods bought after `at` are read past.
     private static func decodeCurrentPeriods<Sink: StateSink>(
         _ count: Int, at: Int64, from reader: inout ByteReader, into state: inout Sink
     ) throws(CodecError) {
@@ -338,14 +339,31 @@ public enum StateCodec {
         }
         guard !periods.isEmpty else { return }
         let end = reader.offset
-        // A subscription's periods side by side: a customer has one or a few subscriptions.
-        if periods.count > 1 { periods.sort { $0.originalTransactionId < $1.originalTransactionId } }
+        // One subscription's periods share the number of its id; several subscriptions
+        // (or an id the table holds twice) are compared by their ids, made for it.
+        var ids: [String] = []
+        if periods.contains(where: { $0.originalTransactionId != periods[0].originalTransactionId }) {
+            ids = periods.map { reader.tableString($0.originalTransactionId) }
+            var order = Array(periods.indices)
+            order.sort { ids[$0] < ids[$1] }
+            periods = order.map { periods[$0] }
+            ids = order.map { ids[$0] }
+        }
         var first = 0
         while first < periods.count {
             var next = first + 1
-            while next < periods.count, periods[next].originalTransactionId == periods[first].originalTransactionId { next += 1 }
-            let current = SubscriptionEvaluation.currentIndex(among: periods[first..<next])!
-            for index in first..<next where index != current { state.passedOver(periods[index]) }
+            while next < periods.count, ids.isEmpty || ids[next] == ids[first] { next += 1 }
+            let current = SubscriptionEvaluation.currentIndex(among: periods[first..<next]) { lhs, rhs in
+                lhs.transactionId != rhs.transactionId
+                    && transactionIdPrecedes(reader.tableString(lhs.transactionId), reader.tableString(rhs.transactionId))
+            }!
+            // The current period's product is mentioned with it; a run of another product once.
+            let currentProduct = periods[current].productId
+            var mentioned = currentProduct
+            for index in first..<next where periods[index].productId != currentProduct && periods[index].productId != mentioned {
+                mentioned = periods[index].productId
+                state.passedOver(productId: reader.tableString(periods[index].productId))
+            }
             reader.seek(to: periods[current].offset)
             let ref = try reader.ref()
             try state.transaction(try reader.transactionFacts(), ref: ref, at: periods[current].offset)
@@ -392,16 +410,17 @@ protocol StateSink {
     mutating func operatorRecord(_ record: OperatorRecord, at offset: Int) throws(CodecError)
     /// Whether, decoded for a moment, the sink takes of each subscription's plain
     /// periods bought by then only the current one, the others as heads
-    /// (``passedOver(_:)``), and none of those bought later.
+    /// (``passedOver(productId:)``), and none of those bought later.
     static var takesCurrentPeriodsOnly: Bool { get }
-    /// A period bought by the moment decoded for that is not its subscription's current one.
-    mutating func passedOver(_ period: TransactionHead)
+    /// The product of a period bought by the moment decoded for that is not its
+    /// subscription's current one (a run of periods of one product once).
+    mutating func passedOver(productId: String)
 }
 
 extension StateSink {
     mutating func renewalRuns(_ runs: RenewalRuns) {}
     static var takesCurrentPeriodsOnly: Bool { false }
-    mutating func passedOver(_ period: TransactionHead) {}
+    mutating func passedOver(productId: String) {}
 }
 
 extension CustomerState: StateSink {

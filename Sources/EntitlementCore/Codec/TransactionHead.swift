@@ -1,10 +1,12 @@
 /// What picks a subscription's current transaction, read from a stored
 /// transaction without building its facts: enough to choose, among a
 /// subscription's periods, the one whose whole facts an evaluation reads.
+/// Its strings are numbers into the state's table, made only when needed
+/// (``ByteReader/tableString(_:)``).
 struct TransactionHead: SubscriptionPeriod {
-    var transactionId: String
-    var originalTransactionId: String
-    var productId: String
+    var transactionId: Int
+    var originalTransactionId: Int
+    var productId: Int
     var purchaseDate: Int64
     var expiresDate: Int64?
     var isUpgraded: Bool
@@ -26,9 +28,9 @@ extension ByteReader {
         guard stringsAreNumbered else { return nil }
         let flags = try self.flags(known: extendedFacts ? F.knownWithExtensions : displayFacts ? F.knownWithDisplay : F.known)
         guard flags & (F.extensions | F.receiptDigest) == 0 else { return nil }
-        let transactionId = try string()
-        let originalTransactionId = flags & F.originalIsSelf != 0 ? transactionId : try string()
-        let productId = try string()
+        let transactionId = try stringNumber()
+        let originalTransactionId = flags & F.originalIsSelf != 0 ? transactionId : try stringNumber()
+        let productId = try stringNumber()
         guard try productType() == .autoRenewable else { return nil }
         let purchaseDate = try date()
         _ = try date()  // signedDate

@@ -218,7 +218,7 @@ struct EvaluationInput: StateSink {
     var consentRescindedAt: Int64? = nil
     var eventNeeds: EventNeeds? = nil
     var operatorRecords: [OperatorRecord] = []
-    /// The products of the periods read past (``StateSink/passedOver(_:)``), a run of one product once.
+    /// The products of the periods read past (``StateSink/passedOver(productId:)``).
     var passedOverProducts: [String] = []
 
     static var takesCurrentPeriodsOnly: Bool { true }
@@ -232,8 +232,8 @@ struct EvaluationInput: StateSink {
         transactions.append(facts)
     }
 
-    mutating func passedOver(_ period: TransactionHead) {
-        if passedOverProducts.last != period.productId { passedOverProducts.append(period.productId) }
+    mutating func passedOver(productId: String) {
+        passedOverProducts.append(productId)
     }
 
     mutating func renewalInfos(_ versions: [Signed<RenewalFacts>], at offset: Int) throws(CodecError) {

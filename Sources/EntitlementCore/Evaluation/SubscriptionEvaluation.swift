@@ -75,12 +75,16 @@ enum SubscriptionEvaluation {
     /// so an earlier period does not become current again. When every counted
     /// transaction is passed over, all are candidates.
     static func current(among transactions: [TransactionFacts]) -> TransactionFacts? {
-        currentIndex(among: transactions).map { transactions[$0] }
+        currentIndex(among: transactions) { transactionIdPrecedes($0.transactionId, $1.transactionId) }.map { transactions[$0] }
     }
 
     /// The index in `periods` of the current one (see ``current(among:)``), `nil` when empty.
-    static func currentIndex<Periods: RandomAccessCollection>(among periods: Periods) -> Periods.Index?
-    where Periods.Element: SubscriptionPeriod {
+    /// - Parameter idPrecedes: Whether the first period's `transactionId` precedes the
+    ///   second's (``transactionIdPrecedes(_:_:)``), asked only of periods bought and
+    ///   expiring in the same milliseconds.
+    static func currentIndex<Periods: RandomAccessCollection>(
+        among periods: Periods, idPrecedes: (Periods.Element, Periods.Element) -> Bool
+    ) -> Periods.Index? where Periods.Element: SubscriptionPeriod {
         // The latest purchase, and whether another transaction was bought in the same millisecond.
         var latest = Int64.min
         var sharedLatest = false
@@ -95,21 +99,27 @@ enum SubscriptionEvaluation {
         var best: Periods.Index?
         var bestOfAll: Periods.Index?
         for index in periods.indices {
-            if bestOfAll.map({ precedes(periods[$0], periods[index]) }) ?? true { bestOfAll = index }
+            if bestOfAll.map({ precedes(periods[$0], periods[index], idPrecedes: idPrecedes) }) ?? true { bestOfAll = index }
             let t = periods[index]
             if t.isUpgraded, t.purchaseDate < latest || sharedLatest { continue }
-            if best.map({ precedes(periods[$0], periods[index]) }) ?? true { best = index }
+            if best.map({ precedes(periods[$0], periods[index], idPrecedes: idPrecedes) }) ?? true { best = index }
         }
         return best ?? bestOfAll
     }
 
     /// Whether `lhs` comes before `rhs` in the order that picks the current transaction.
-    static func precedes(_ lhs: some SubscriptionPeriod, _ rhs: some SubscriptionPeriod) -> Bool {
+    static func precedes(_ lhs: TransactionFacts, _ rhs: TransactionFacts) -> Bool {
+        precedes(lhs, rhs) { transactionIdPrecedes($0.transactionId, $1.transactionId) }
+    }
+
+    /// The same order for any periods, their `transactionId`s compared by `idPrecedes`.
+    @inline(__always)
+    static func precedes<Period: SubscriptionPeriod>(_ lhs: Period, _ rhs: Period, idPrecedes: (Period, Period) -> Bool) -> Bool {
         if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }
         let lhsExpires = lhs.expiresDate ?? Int64.min
         let rhsExpires = rhs.expiresDate ?? Int64.min
         if lhsExpires != rhsExpires { return lhsExpires < rhsExpires }
-        return transactionIdPrecedes(lhs.transactionId, rhs.transactionId)
+        return idPrecedes(lhs, rhs)
     }
 
     /// The status of a subscription whose current transaction is `current`,

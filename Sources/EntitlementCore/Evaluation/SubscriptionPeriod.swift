@@ -1,8 +1,8 @@
 /// What picks a subscription's current transaction among its periods
-/// (``SubscriptionEvaluation/currentIndex(among:)``): a transaction's whole facts,
-/// or only the head read of a stored one (``TransactionHead``).
+/// (``SubscriptionEvaluation/currentIndex(among:idPrecedes:)``), beside the
+/// `transactionId` that breaks ties: a transaction's whole facts, or only the
+/// head read of a stored one (``TransactionHead``).
 protocol SubscriptionPeriod {
-    var transactionId: String { get }
     var purchaseDate: Int64 { get }
     var expiresDate: Int64? { get }
     var isUpgraded: Bool { get }

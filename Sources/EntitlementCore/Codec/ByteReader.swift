@@ -142,6 +142,7 @@ struct ByteReader {
 
     /// A string's number in the table, not made into a string (read it with
     /// ``tableString(_:)``); only where ``stringsAreNumbered``.
+    @inline(__always)
     mutating func stringNumber() throws(CodecError) -> Int {
         precondition(numbered)
         return try tableNumber()
@@ -163,6 +164,7 @@ struct ByteReader {
     }
 
     /// Reads past a string without making it.
+    @inline(__always)
     mutating func skipString() throws(CodecError) {
         if numbered {
             _ = try tableNumber()

@@ -343,11 +343,10 @@ public enum StateCodec {
         // (or an id the table holds twice) are compared by their ids, made for it.
         var ids: [String] = []
         if periods.contains(where: { $0.originalTransactionId != periods[0].originalTransactionId }) {
-            ids = periods.map { reader.tableString($0.originalTransactionId) }
-            var order = Array(periods.indices)
-            order.sort { ids[$0] < ids[$1] }
-            periods = order.map { periods[$0] }
-            ids = order.map { ids[$0] }
+            var keyed = periods.map { (id: reader.tableString($0.originalTransactionId), head: $0) }
+            keyed.sort { $0.id < $1.id }
+            periods = keyed.map(\.head)
+            ids = keyed.map(\.id)
         }
         var first = 0
         while first < periods.count {

@@ -367,11 +367,19 @@ struct Grant: Hashable {
 
 /// Collects the entitlements counted purchases map to, and what grants them.
 struct EntitlementLedger {
-    /// Mentioned entitlements; the value is the latest grant among granting sources, `nil` if none grants.
-    private var entries: [String: Grant?] = [:]
+    /// Mentioned entitlements, each once, in the order first mentioned; `grant` is the
+    /// latest grant among granting sources, `nil` if none grants. A customer's purchases
+    /// name a few entitlements: a list searched in place costs less than a table's
+    /// hashing, and is made without one.
+    private var entries: [(name: String, grant: Grant?)] = []
+
+    /// The position of `name` in ``entries``, if mentioned.
+    private func position(of name: String) -> Int? {
+        entries.firstIndex { $0.name == name }
+    }
 
     mutating func mention(_ names: [String]) {
-        for name in names where entries[name] == nil { entries[name] = .some(nil) }
+        for name in names where position(of: name) == nil { entries.append((name, nil)) }
     }
 
     /// Whether purchases grant: not once a rescinded consent under
@@ -390,11 +398,11 @@ struct EntitlementLedger {
 
     private mutating func record(_ names: [String], _ incoming: Grant) {
         for name in names {
-            if case .some(.some(let existing)) = entries[name] {
-                entries[name] = .some(existing.later(incoming))
-            } else {
-                entries[name] = .some(incoming)
+            guard let index = position(of: name) else {
+                entries.append((name, incoming))
+                continue
             }
+            entries[index].grant = entries[index].grant.map { $0.later(incoming) } ?? incoming
         }
     }
 

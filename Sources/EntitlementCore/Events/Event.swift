@@ -29,7 +29,7 @@ public struct Event: Sendable, Hashable {
 
 /// What an event carries, by kind.
 public enum EventBody: Sendable, Hashable {
-    case notification(NotificationFacts)
+    indirect case notification(NotificationFacts)
     case transaction(Signed<TransactionFacts>)
     case renewalInfo(Signed<RenewalFacts>)
     case appTransaction(Signed<AppTransactionFacts>)

@@ -10,10 +10,16 @@ extension EventStore {
     /// index first (Migrations/sql/032_projections_by_customer_number.sql, which numbers
     /// the rows of databases from before it by the same test).
     static func projectionRowNumber(of key: CustomerKey) -> Int64? {
-        var utf8 = key.utf8.makeIterator()
-        guard let first = utf8.next(), first >= UInt8(ascii: "1"), first <= UInt8(ascii: "9") else { return nil }
+        // The bytes read in place: a view's iterator costs several times the arithmetic.
+        var key = key
+        return key.withUTF8 { projectionRowNumber(digits: $0) }
+    }
+
+    /// ``projectionRowNumber(of:)`` of a key's UTF-8 bytes.
+    private static func projectionRowNumber(digits: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard let first = digits.first, first >= UInt8(ascii: "1"), first <= UInt8(ascii: "9") else { return nil }
         var number = Int64(first - UInt8(ascii: "0"))
-        while let byte = utf8.next() {
+        for byte in digits.dropFirst() {
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
             let (times10, overflowed) = number.multipliedReportingOverflow(by: 10)
             let (sum, overflowedAgain) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))

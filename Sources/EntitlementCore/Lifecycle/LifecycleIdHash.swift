@@ -16,10 +16,14 @@ public struct LifecycleIdHash: Sendable, Hashable {
 
     /// Adds the UTF-8 bytes of `text`.
     public mutating func add(_ text: String) {
+        // The bytes read in place: the view's iterator costs more than the hash's arithmetic.
+        var text = text
         var value = self.value
-        for byte in text.utf8 {
-            value ^= UInt64(byte)
-            value &*= 0x0000_0100_0000_01b3
+        text.withUTF8 { bytes in
+            for byte in bytes {
+                value ^= UInt64(byte)
+                value &*= 0x0000_0100_0000_01b3
+            }
         }
         self.value = value
     }

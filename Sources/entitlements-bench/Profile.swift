@@ -17,7 +17,8 @@ import Foundation
 ///
 /// Collection is toggled per thread: replay reduces on other threads, so count
 /// them too by also toggling on the reducing lanes' closure:
-/// `--toggle-collect='$s10EventStore11ReplayChunkV6reduce5rulesSayAC7OutcomeOG15EntitlementCore5RulesV_tFySiYbXEfU0_'`.
+/// `--toggle-collect='$s10EventStore11ReplayChunkV6reduce5rules8productsSayAC7OutcomeOG15EntitlementCore5RulesV_AA11ProductsMetCtFySiYbXEfU0_'`
+/// (`nm` on the binary names the closure when the function's signature changes).
 /// `BENCH_KEEP_DATABASE=1` keeps the query/replay database in the temporary folder, and
 /// reuses it when it is there (`entitlements-bench-profile-big-N.sqlite`).
 /// The optimizer can fold the query loop's region into its caller (callgrind then collects

@@ -29,6 +29,8 @@ public struct Event: Sendable, Hashable {
 
 /// What an event carries, by kind.
 public enum EventBody: Sendable, Hashable {
+    /// A notification with its nested facts, held in one box: a copy of the event retains
+    /// one reference, not one for each of the facts' strings and payloads.
     indirect case notification(NotificationFacts)
     case transaction(Signed<TransactionFacts>)
     case renewalInfo(Signed<RenewalFacts>)

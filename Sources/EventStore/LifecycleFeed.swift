@@ -74,12 +74,9 @@ extension EventStore {
     /// ignored insert uses up none, and needs no look-up before it).
     /// - Returns: Whether it was recorded now.
     private func insertLifecycleEvent(_ event: LifecycleEvent, rules: Rules, now: Int64) throws -> Bool {
-        let id = event.id.utf8
-        let prefix = event.type.rawValue.utf8
-        guard id.count > prefix.count, id.starts(with: prefix), id.dropFirst(prefix.count).first == UInt8(ascii: ":") else {
+        guard let tail = Self.idTail(event.id, after: event.type.rawValue) else {
             throw StoreError(code: .sqlite, message: "the lifecycle event id \(event.id) does not begin with its type and a colon")
         }
-        let tail = String(decoding: id.dropFirst(prefix.count + 1), as: UTF8.self)
         let shape = try lifecycleShapes.number(of: LifecycleShape(of: event, entitlements: event.entitlements(under: rules)), on: connection)
         let rowValues = LifecycleShape.rowValues(of: event)
         let insert = try connection.cached(
@@ -104,6 +101,21 @@ extension EventStore {
         try insert.bind(10, rowValues.isEmpty ? nil : JSONWriter.string(.array(rowValues)))
         try insert.step()
         return connection.changes > 0
+    }
+
+    /// What follows `type` and a colon at the start of `id` (the row's `id_tail`), `nil` when
+    /// `id` does not begin so. Compared byte by byte, in place.
+    static func idTail(_ id: String, after type: String) -> String? {
+        var id = id
+        var type = type
+        return id.withUTF8 { id in
+            type.withUTF8 { type -> String? in
+                guard id.count > type.count, id[type.count] == UInt8(ascii: ":"),
+                    UnsafeBufferPointer(rebasing: id[..<type.count]).elementsEqual(type)
+                else { return nil }
+                return String(decoding: UnsafeBufferPointer(rebasing: id[(type.count + 1)...]), as: UTF8.self)
+            }
+        }
     }
 
     /// The `consumptionRequestReason` of each CONSUMPTION_REQUEST among `events`, by

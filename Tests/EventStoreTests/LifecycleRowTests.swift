@@ -120,6 +120,19 @@ import Testing
         }
     }
 
+    @Test(
+        "an id's tail is what follows its type and a colon, byte for byte",
+        arguments: [
+            ("EXPIRATION:2000000000000001:1766275200000", "EXPIRATION", "2000000000000001:1766275200000" as String?),
+            ("EXPIRATION:", "EXPIRATION", ""), ("RENEWAL:é:1", "RENEWAL", "é:1"),
+            ("EXPIRATION", "EXPIRATION", nil), ("EXPIRATIONX1", "EXPIRATION", nil), ("EXPIRATIO", "EXPIRATION", nil),
+            ("", "RENEWAL", nil), ("RENEWAL_EXTENDED:1", "RENEWAL", nil), ("RENEWAL:1", "RENEWAL_EXTENDED", nil),
+            ("renewal:1", "RENEWAL", nil), ("E\u{301}XPIRATION:1", "EXPIRATION", nil),
+        ])
+    func idTail(id: String, type: String, tail: String?) {
+        #expect(EventStore.idTail(id, after: type) == tail)
+    }
+
     @Test("every type's line reads back byte for byte; an id is kept once; cursors go on after the largest")
     func roundTrip() throws {
         #expect(LifecycleRow.types.count == LifecycleEventType.allCases.count)

@@ -34,7 +34,7 @@ struct AnswerTimelinePropertyTests {
         return nil
     }
 
-    @Test(arguments: 1...16 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...16))
     func onePassEqualsEachQuestionOnItsOwn(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         var rng = SplitMix64(seed: seed &* 7_919 &+ 11)
@@ -96,7 +96,7 @@ struct ReportedAnswerEvaluationTests {
         return variants
     }()
 
-    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...12))
     func answerFromEntitlementsEqualsTheViews(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed &+ 100)
         var rng = SplitMix64(seed: seed &* 104_729 &+ 3)

@@ -25,7 +25,7 @@ struct EventNeedsPropertyTests {
         return events
     }
 
-    @Test(arguments: 1...40 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...40))
     func derivationsWithoutEventsEqualDerivationsWithEvents(seed: UInt64) throws {
         let events = Self.history(seed: seed)
         for state in try reduceAll(events).values {
@@ -62,7 +62,7 @@ struct EventNeedsPropertyTests {
         #expect(severalEnvironments)
     }
 
-    @Test(arguments: 41...46 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(41...46))
     func needsDoNotDependOnTheOrderOfArrival(seed: UInt64) throws {
         let events = Self.history(seed: seed)
         let reference = try reduceAll(events).mapValues(\.eventNeeds)

@@ -1,11 +1,12 @@
 @testable import EntitlementCore
 import Testing
+import TestSupport
 
 /// When an answer may change (the change feed's next-change search) is computed
 /// without building the history's causes: it must be the very moments the full
 /// history finds, for every generated history and at every moment asked.
 @Suite struct HistoryMomentsTests {
-    @Test(arguments: 1...24 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...24))
     func momentsAloneAreTheHistorysMoments(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         let states = try reduceAll(events)

@@ -47,7 +47,7 @@ struct JSONSinkTests {
         }
     }
 
-    @Test(arguments: 1...8 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...8))
     func bothSinksWriteWhatTheWriterWritesForRandomValues(seed: UInt64) {
         var rng = SplitMix64(seed: seed)
         for _ in 0..<200 {
@@ -75,7 +75,7 @@ struct JSONSinkTests {
 
     /// Every view of the random histories, at every moment the order tests use: its bytes are
     /// its `JSONValue` written, and they parse back to it.
-    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...12))
     func viewsOfRandomHistoriesWriteTheSameBytesBothWays(seed: UInt64) throws {
         let states = try reduceAll(RandomHistory.events(seed: seed))
         #expect(!states.isEmpty)

@@ -200,7 +200,7 @@ struct LifecycleTests {
     }
 
     /// The same data in any order, with duplicates, gives the same events.
-    @Test(arguments: 1...16 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...16))
     func permutationsWithDuplicatesGiveTheSameEvents(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         let reference = try reduceAll(events)
@@ -220,7 +220,7 @@ struct LifecycleTests {
     /// EXPIRATION is where section 5's evaluation (of the whole customer, `isUpgraded`
     /// left out as the derivation reads it) turns a subscription `expired` between two
     /// consecutive candidate moments.
-    @Test(arguments: 40...52 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(40...52))
     func expirationsAreTheEvaluationsTurns(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         for (key, state) in try reduceAll(events) {

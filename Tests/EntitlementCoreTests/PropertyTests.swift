@@ -10,7 +10,7 @@ struct PropertyTests {
         Time.t0 - 1, Time.day(3), Time.day(15) + 7, Time.day(33), Time.day(61), Time.day(95), Time.day(400),
     ]
 
-    @Test(arguments: 1...24 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...24))
     func permutationsWithDuplicatesGiveEqualStates(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         let reference = try reduceAll(events)
@@ -50,7 +50,7 @@ struct PropertyTests {
         #expect(linkedThroughMigration >= 5)
     }
 
-    @Test(arguments: 100...111 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(100...111))
     func replayWithoutRawsHydratingOnDemandGivesTheIngestState(seed: UInt64) throws {
         // Events as replay reads them: facts from the codec, raws left in the log.
         let events = RandomHistory.events(seed: seed)
@@ -196,7 +196,7 @@ struct PropertyTests {
         #expect(mergedRecords > 0)
     }
 
-    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...12))
     func operatorRecordsSurviveTheCodecsAndGiveEqualAnswersInAnyOrder(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         let reference = try reduceAll(events)

@@ -55,7 +55,7 @@ struct RevenuePropertyTests {
         return lines
     }
 
-    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...12))
     func figuresEqualTheReference(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         let states = try reduceAll(events)
@@ -136,14 +136,17 @@ struct RevenuePropertyTests {
             sawActive = sawActive || active > 0
             sawRefund = sawRefund || line.refunds > 0
         }
-        #expect(sawActive)
-        #expect(sawRefund)
-        #expect(lines.contains { $0.entry.type == .refundReversed })
+        // What this seed's history exercised: true of the suite's seeds, not of every soak seed.
+        if !PropertySeeds.soaking {
+            #expect(sawActive)
+            #expect(sawRefund)
+            #expect(lines.contains { $0.entry.type == .refundReversed })
+        }
     }
 
     /// The same data in any order, with duplicates, gives the same facts, their ledger lines
     /// in the same order (so that they encode to the same bytes, refs aside).
-    @Test(arguments: 20...25 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(20...25))
     func factsDoNotDependOnTheOrderOfArrival(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         let reference = try reduceAll(events).mapValues { RevenueFacts.derive(state: $0, events: events) }

@@ -29,7 +29,7 @@ struct UnrecordedLifecyclePropertyTests {
         #expect(LifecycleIdHash.of("a") == 0xaf63_dc4c_8601_ec8c)
     }
 
-    @Test(arguments: 1...24 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...24))
     func recordingTheUnrecordedEqualsFilteringTheWholeDerivation(seed: UInt64) throws {
         let events = EventNeedsPropertyTests.history(seed: seed)
         var rng = SplitMix64(seed: seed &* 6_151 &+ 3)
@@ -75,7 +75,7 @@ struct UnrecordedLifecyclePropertyTests {
     }
 
     /// Nothing recorded: every event due is built, in the whole derivation's order.
-    @Test(arguments: 30...37 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(30...37))
     func withNothingRecordedEveryDueEventIsBuilt(seed: UInt64) throws {
         let events = EventNeedsPropertyTests.history(seed: seed)
         for state in try reduceAll(events).values {

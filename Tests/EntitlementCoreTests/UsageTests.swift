@@ -1,5 +1,6 @@
 import EntitlementCore
 import Testing
+import TestSupport
 
 /// Usage records, FIFO attribution and consumption shares (specification sections 5 and 11),
 /// on cases worked by hand.
@@ -214,7 +215,7 @@ struct UsageTests {
 /// FIFO attribution and balances on random histories with usage.
 @Suite("Usage properties")
 struct UsagePropertyTests {
-    @Test(arguments: 1...40 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...40))
     func fifoNeverAttributesMoreThanAPurchaseHoldsAndBalancesArePurchasesMinusRefundsMinusSpending(seed: UInt64) throws {
         let events = RandomHistory.events(seed: seed)
         let states = try reduceAll(events)
@@ -262,7 +263,8 @@ struct UsagePropertyTests {
                 #expect(accounted.filter { $0.value != 0 } == spentByCurrency.filter { $0.value != 0 })
             }
         }
-        #expect(spendsSeen > 0)
+        // This seed's history spent something: true of the suite's seeds, not of every soak seed.
+        if !PropertySeeds.soaking { #expect(spendsSeen > 0) }
     }
 }
 

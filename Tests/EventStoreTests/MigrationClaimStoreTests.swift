@@ -53,7 +53,7 @@ import TestSupport
         return result
     }
 
-    @Test(arguments: 1...30 as ClosedRange<UInt64>)
+    @Test(arguments: PropertySeeds.seeds(1...30))
     func theStoreFormsTheCustomersTheLinksMakeInAnyOrder(seed: UInt64) throws {
         let inputs = Self.inputs(seed: seed)
         let events = inputs.enumerated().map { Event(seq: Int64($0.offset + 1), input: $0.element) }

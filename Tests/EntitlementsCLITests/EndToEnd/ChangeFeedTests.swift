@@ -40,7 +40,7 @@ import TestSupport
     /// batches (with duplicates), each customer's changes read from cursor 0 end
     /// in exactly what `query` answers, after every batch and at the end; a
     /// replay of the same events records nothing.
-    @Test(arguments: [UInt64(21), 22, 23, 24, 25])
+    @Test(arguments: PropertySeeds.seeds([21, 22, 23, 24, 25]))
     func changesFromTheStartEndInWhatQueryAnswers(seed: UInt64) throws {
         var random = SplitMix64(seed: seed)
         var documents = ReplayEqualsIngestTests.history(seed: seed)
@@ -66,7 +66,8 @@ import TestSupport
         let everyone = Set(Self.customers).union(all.map(\.appTransactionId)).sorted()
         #expect(Self.fold(all) == (try Self.answers(engine, customers: everyone, at: nil)))
         #expect(zip(all, all.dropFirst()).allSatisfy { $0.cursor < $1.cursor })
-        #expect(all.contains { $0.cause == .time })
+        // Time ended something in this seed's history: true of the suite's seeds, not of every soak seed.
+        if !PropertySeeds.soaking { #expect(all.contains { $0.cause == .time }) }
         #expect(all.allSatisfy { $0.effectiveAt <= $0.recordedAt })
         // Reading again records nothing; nor does replaying the same events.
         #expect(try engine.changes() == all)

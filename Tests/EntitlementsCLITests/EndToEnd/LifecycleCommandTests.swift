@@ -31,7 +31,7 @@ import TestSupport
     /// passes, every event of the whole data is recorded exactly once; ingested at once
     /// in any order, exactly the events of the whole data are recorded; a replay, and
     /// reading again, record nothing.
-    @Test(arguments: [UInt64(31), 32, 33, 34, 35])
+    @Test(arguments: PropertySeeds.seeds([31, 32, 33, 34, 35]))
     func recordedOnceWhateverTheOrder(seed: UInt64) throws {
         var random = SplitMix64(seed: seed)
         let history = ReplayEqualsIngestTests.history(seed: seed)

@@ -136,7 +136,7 @@ import TestSupport
         return try Engine(configuration: configuration, databasePath: path ?? E2E.folder().appendingPathComponent("e2e.sqlite").path)
     }
 
-    @Test(arguments: [UInt64(1), 2, 3])
+    @Test(arguments: PropertySeeds.seeds([1, 2, 3]))
     func anyOrderWithDuplicatesThenReplayGivesTheSameState(seed: UInt64) throws {
         let documents = Self.history(seed: seed)
         let moments = (0..<8).map { TestPayloads.january2025 + Int64($0) * 20 * Self.day }
@@ -232,7 +232,7 @@ import TestSupport
         return actions
     }
 
-    @Test(arguments: [UInt64(4), 5])
+    @Test(arguments: PropertySeeds.seeds([4, 5]))
     func operatorActionsInAnyOrderThenReplayGiveTheSameAnswers(seed: UInt64) throws {
         let documents = Self.history(seed: seed)
         let actions = Self.operatorActions()

@@ -137,7 +137,7 @@ struct RevenuePropertyTests {
             sawRefund = sawRefund || line.refunds > 0
         }
         // What this seed's history exercised: true of the suite's seeds, not of every soak seed.
-        if !PropertySeeds.soaking {
+        if PropertySeeds.isTheSuites(seed) {
             #expect(sawActive)
             #expect(sawRefund)
             #expect(lines.contains { $0.entry.type == .refundReversed })

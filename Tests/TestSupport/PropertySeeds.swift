@@ -10,8 +10,8 @@ import Foundation
 ///     PROPERTY_SOAK=15 swift test --filter "PropertyTests|ReplayEqualsIngest"
 ///
 /// A test's expectations that only say its history exercised something (a refund, a
-/// spend) hold for the suite's seeds, not for every seed: they are checked only when
-/// ``soaking`` is false. The properties themselves are checked on every seed.
+/// spend) hold for the suite's seeds, not for every seed: they are checked where
+/// ``isTheSuites(_:)`` says so. The properties themselves are checked on every seed.
 package enum PropertySeeds {
     /// How many blocks of seeds each property runs on: 1 unless `PROPERTY_SOAK` says more.
     package static let blocks: Int = {
@@ -19,8 +19,8 @@ package enum PropertySeeds {
         return min(max(value, 1), 100)
     }()
 
-    /// Whether the properties run on more seeds than the suite's own.
-    package static var soaking: Bool { blocks > 1 }
+    /// The distance between blocks; the suite's own seeds are below it.
+    static let block: UInt64 = 1_000
 
     /// `base`, and with `PROPERTY_SOAK` the further blocks of seeds.
     package static func seeds(_ base: ClosedRange<UInt64>) -> [UInt64] {
@@ -29,6 +29,10 @@ package enum PropertySeeds {
 
     /// `base`, and with `PROPERTY_SOAK` the further blocks of seeds.
     package static func seeds(_ base: [UInt64]) -> [UInt64] {
-        (0..<UInt64(blocks)).flatMap { block in base.map { $0 + block * 1_000 } }
+        precondition(base.allSatisfy { $0 < block }, "a property's own seeds are below \(block)")
+        return (0..<UInt64(blocks)).flatMap { index in base.map { $0 + index * block } }
     }
+
+    /// Whether `seed` is one of the suite's own (not one a soak added).
+    package static func isTheSuites(_ seed: UInt64) -> Bool { seed < block }
 }

@@ -99,14 +99,20 @@ extension JSONSink {
         afterValue = false
     }
 
+    // The words below are string literals, never array literals: in inlinable code an
+    // array literal becomes a static object named by its place in the function, every
+    // module that inlines the function emits its own, and the linker keeps one of them
+    // for all. Two literals in one function may be numbered in a different order by
+    // another module's optimizer, and a release build then wrote `false` for `true`.
+
     @inlinable public mutating func null() {
         separate()
-        output.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+        output.append(contentsOf: "null".utf8)
     }
 
     @inlinable public mutating func bool(_ value: Bool) {
         separate()
-        if value { output.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) } else { output.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65]) }
+        output.append(contentsOf: value ? "true".utf8 : "false".utf8)
     }
 
     @inlinable public mutating func int(_ value: Int64) {

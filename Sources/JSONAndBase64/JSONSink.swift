@@ -103,7 +103,8 @@ extension JSONSink {
     // array literal becomes a static object named by its place in the function, every
     // module that inlines the function emits its own, and the linker keeps one of them
     // for all. Two literals in one function may be numbered in a different order by
-    // another module's optimizer, and a release build then wrote `false` for `true`.
+    // another module's optimizer: one module's `false` would be linked under the name
+    // another module uses for `true` (scripts/compare-serve-with-query.py checks a release build).
 
     @inlinable public mutating func null() {
         separate()

@@ -183,6 +183,34 @@ struct CommitmentCommerceConsentTests {
         #expect(json.contains(#""billingPlanType":"QUARTERLY_SOMEDAY""#))
     }
 
+    @Test("an Advanced Commerce subscription's events name what its items' SKUs grant, beside its product's")
+    func commerceEventsNameTheirItemsEntitlements() throws {
+        let history = History()
+        history.add(
+            Commerce.transaction(
+                "2000000000000813", purchase: Time.t0,
+                items: [Commerce.item("SKU-GAMMA"), Commerce.item("SKU-ALPHA"), Commerce.item(nil), Commerce.item("SKU-UNKNOWN")]))
+        // The product is not in the rules: the SKUs alone grant.
+        let rules = Commerce.rules
+        #expect(rules.products[Commerce.product] == nil)
+        let state = history.state(rules: rules)
+        let events = LifecycleEvents.all(state: state, events: history.events, rules: rules)
+        let started = events.first { $0.type == .subscriptionStarted }
+        #expect(started?.itemSKUs == ["SKU-GAMMA", "SKU-ALPHA", "SKU-UNKNOWN"])
+        #expect(started?.entitlements(under: rules) == ["gamma", "pro", "alpha"])
+        // What the view says the customer has, the event names.
+        let active = Set(history.view(at: Time.t0 + 1, rules: rules).entitlements.filter(\.active).map(\.name))
+        #expect(Set(started?.entitlements(under: rules) ?? []) == active)
+
+        // With the product mapped too, its entitlements come first and none twice.
+        var mapped = rules
+        mapped.products[Commerce.product] = ProductRule(entitlements: ["pro", "base"])
+        #expect(started?.entitlements(under: mapped) == ["pro", "base", "gamma", "alpha"])
+        // A transaction without items names its product's alone.
+        #expect(LifecycleEvent(id: "PURCHASE:1", type: .purchase, customerKey: "k", productId: Commerce.product, effectiveAt: 0)
+            .entitlements(under: mapped) == ["pro", "base"])
+    }
+
     @Test("an Advanced Commerce item revoked with no refund listed: its REFUND's refundedAmount is the item's price")
     func itemRevokedWithoutRefundsRefundsItsPrice() throws {
         let history = History()

@@ -43,6 +43,9 @@ public struct LifecycleEvent: Sendable, Hashable {
     public var effectiveAt: Int64
     /// The entitlements an operator's grant gives (a grant's events name no product).
     public var grantedEntitlements: [String]? = nil
+    /// The SKUs of the Advanced Commerce items of the transaction the event is about
+    /// (none for other transactions): the rules' `skus` grant theirs beside the product's.
+    public var itemSKUs: [String] = []
 
     public init(
         id: String, type: LifecycleEventType, customerKey: CustomerKey, originalTransactionId: String? = nil,
@@ -62,13 +65,18 @@ public struct LifecycleEvent: Sendable, Hashable {
         self.effectiveAt = effectiveAt
     }
 
-    /// The entitlements the rules give the event's product (none without a product); for
-    /// the refund of an Advanced Commerce item, those its `sku` grants (`rules.skus`):
-    /// what that refund took away.
+    /// The entitlements the rules give the event's product (none without a product), then
+    /// those its transaction's Advanced Commerce items' SKUs give (`rules.skus`) and the
+    /// product's do not; for the refund of one item, those its `sku` gives alone: what that
+    /// refund took away.
     public func entitlements(under rules: Rules) -> [String] {
         if let grantedEntitlements { return grantedEntitlements }
         if case .string(let sku)? = extra["sku"] { return rules.skus[sku]?.entitlements ?? [] }
-        return productId.flatMap { rules.products[$0]?.entitlements } ?? []
+        var names = productId.flatMap { rules.products[$0]?.entitlements } ?? []
+        for sku in itemSKUs {
+            for name in rules.skus[sku]?.entitlements ?? [] where !names.contains(name) { names.append(name) }
+        }
+        return names
     }
 
     /// The feed's line without its `cursor`, keys in the specification's order.

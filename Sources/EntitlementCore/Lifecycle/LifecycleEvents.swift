@@ -282,10 +282,12 @@ private struct Derivation {
     func event(_ type: LifecycleEventType, id: String, about t: TransactionFacts?, otid: String?, extra: JSONObject, at: Int64)
         -> LifecycleEvent
     {
-        LifecycleEvent(
+        var event = LifecycleEvent(
             id: id, type: type, customerKey: state.key, originalTransactionId: t?.originalTransactionId ?? otid,
             transactionId: t?.transactionId, productId: t?.productId, environment: environment(of: t?.transactionId),
             price: t?.price, currency: t?.currency, extra: extra, effectiveAt: at)
+        if let items = t?.extensions?.items { event.itemSKUs = items.compactMap(\.sku) }
+        return event
     }
 
     /// SUBSCRIPTION_STARTED, RENEWAL and PRODUCT_CHANGE.

@@ -217,6 +217,10 @@ import TestSupport
         #expect(disabled?["commitment"] == .bool(true))
         let refund = lines.first { $0["type"] == "REFUND" && $0["sku"] == "SKU-BETA" }
         #expect(refund?["effectiveAt"] == .int(refunded))
+        #expect(refund?["entitlements"] == .array(["beta"]))
+        // The purchase names what its items' SKUs grant (its product is in no rule).
+        let started = lines.first { $0["id"] == "SUBSCRIPTION_STARTED:2000000000008001" }
+        #expect(started?["entitlements"] == .array(["alpha", "beta"]))
         #expect(refund?["revocationType"] == "FULL")
         #expect(lines.contains { $0["type"] == "CONSENT_RESCINDED" && $0["appTransactionId"] == .string(Self.app) })
 

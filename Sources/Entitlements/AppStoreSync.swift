@@ -22,10 +22,6 @@ public final class AppStoreSync: Sendable {
     /// The environment synced: which of Apple's hosts (without `baseURL`) and whose resume points.
     public let environment: AppStoreEnvironment
 
-    /// How far before the previous sync's end a resumed notification sync starts: Apple's
-    /// history can record a notification sent just before a sync's end a little later, and
-    /// what comes twice is a harmless duplicate.
-    public static let resumeOverlap: Int64 = 10 * 60 * 1000
     /// Apple keeps notification history for 180 days.
     public static let historyWindow: Int64 = 180 * 24 * 60 * 60 * 1000
     /// The default start is this much inside the 180 days: the request reaches Apple a
@@ -138,8 +134,8 @@ public final class AppStoreSync: Sendable {
     // MARK: Notifications
 
     /// Get Notification History from `start` (default: the end of the last successful
-    /// sync of the same kind less ``resumeOverlap``, else 180 days ago less
-    /// ``historyWindowMargin``) to now, every page
+    /// sync in this environment, with or without `onlyFailures`, but not beyond Apple's
+    /// 180 days; else 180 days ago less ``historyWindowMargin``) to now, every page
     /// ingested; on success with no item rejected the end is kept as the next start (a
     /// rejected item is fetched again by the next sync). Pages that would never end (a
     /// `paginationToken` given twice, more pages than `appStoreServerAPI.maxPages`) stop it
@@ -151,18 +147,19 @@ public final class AppStoreSync: Sendable {
     public func notifications(start: Int64?, onlyFailures: Bool, page: (SyncPage) -> Void) -> SyncOutcome {
         var totals = SyncTotals()
         let end = clock()
-        let stateKey = (onlyFailures ? "notifications-failures:" : "notifications:") + environmentName
+        let stateKey = Self.notificationStateKeys(environmentName)[onlyFailures ? 1 : 0]
         let from: Int64
         if let start {
             from = start
         } else {
-            let stored: String?
-            do { stored = try engine.syncState(stateKey) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
-            if let stored, let last = Int64(stored) {
-                from = max(last - Self.resumeOverlap, end - Self.historyWindow + Self.historyWindowMargin)
-            } else {
-                from = end - Self.historyWindow + Self.historyWindowMargin
+            // Each kind keeps its own end; the later of the two is where the last sync ended.
+            var last: Int64? = nil
+            for key in Self.notificationStateKeys(environmentName) {
+                let stored: String?
+                do { stored = try engine.syncState(key) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
+                if let ended = stored.flatMap({ Int64($0) }) { last = max(last ?? ended, ended) }
             }
+            from = max(last ?? .min, end - Self.historyWindow + Self.historyWindowMargin)
         }
         var token: String? = nil
         var tokens: Set<String> = []
@@ -209,6 +206,11 @@ public final class AppStoreSync: Sendable {
             do { try engine.setSyncState(String(end), keys: [stateKey]) } catch { return SyncOutcome(totals: totals, failure: .engine(error)) }
         }
         return SyncOutcome(totals: totals, failure: nil)
+    }
+
+    /// Where the end of a notification sync in `environment` is kept: without, then with `onlyFailures`.
+    static func notificationStateKeys(_ environment: String) -> [String] {
+        ["notifications:" + environment, "notifications-failures:" + environment]
     }
 
     // MARK: One customer

@@ -13,8 +13,9 @@ enum SyncCommand {
         requested: a failure keeps everything fetched before it.
 
           --notifications   Get Notification History from --start (default: the end of the
-                            last successful sync of the same kind, less 10 minutes; else 180
-                            days ago) to now, following paginationToken; with --only-failures,
+                            last successful sync in the environment, with or without
+                            --only-failures; else 180 days ago) to now, following
+                            paginationToken; with --only-failures,
                             only the notifications Apple failed to deliver. On success with
                             nothing rejected the end is stored as the next start.
           --customer ID     any transaction id of the customer, or its appTransactionId: Get

@@ -226,7 +226,7 @@ import TestPKI
         #expect(third.failure == nil && third.totals.rejected == 0)
         let last = later + 3_600_000
         _ = try fixture.sync(engine, clock: { last }).notifications(start: nil, onlyFailures: false) { _ in }
-        #expect(fixture.mock.requests.last?.json?["startDate"] == .int(later - AppStoreSync.resumeOverlap))
+        #expect(fixture.mock.requests.last?.json?["startDate"] == .int(later))
     }
 
     /// A history page with a rejected transaction: the revision stays at the page before it,

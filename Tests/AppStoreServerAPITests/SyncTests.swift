@@ -258,15 +258,28 @@ func contents(of engine: Engine) throws -> (events: [String], customers: [String
         #expect(fingerprint(synced.customers.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }) == fingerprint(manual.customers.sorted { $0.key < $1.key }.map { $0.key + "=" + $0.value }))
         #expect(synced.customers.count == 9)
 
-        // The next sync resumes from the stored end (less the overlap): all duplicates.
+        // The next sync resumes at the stored end, the last one's endDate: all duplicates.
         let later = now + 3_600_000
         var again: [SyncPage] = []
         let second = try fixture.sync(engine, clock: { later }).notifications(start: nil, onlyFailures: false) { again.append($0) }
         #expect(second.failure == nil)
         #expect(second.totals == SyncTotals(appended: 0, duplicate: 45, rejected: 0))
         let resumed = fixture.mock.requests.dropFirst(4)
-        #expect(resumed.first?.json?["startDate"] == .int(now - AppStoreSync.resumeOverlap))
+        #expect(fixture.mock.requests.first?.json?["endDate"] == .int(now))
+        #expect(resumed.first?.json?["startDate"] == .int(now))
         #expect(resumed.first?.json?["endDate"] == .int(later))
+
+        // A sync of failures starts where the last sync of either kind ended, and the other way round.
+        let failures = later + 60_000
+        #expect(try fixture.sync(engine, clock: { failures }).notifications(start: nil, onlyFailures: true) { _ in }.failure == nil)
+        let third = try #require(fixture.mock.requests.dropFirst(7).first?.json)
+        #expect(third["onlyFailures"] == .bool(true))
+        #expect(third["startDate"] == .int(later))
+        let whole = failures + 60_000
+        #expect(try fixture.sync(engine, clock: { whole }).notifications(start: nil, onlyFailures: false) { _ in }.failure == nil)
+        let fourth = try #require(fixture.mock.requests.dropFirst(10).first?.json)
+        #expect(fourth["onlyFailures"] == nil)
+        #expect(fourth["startDate"] == .int(failures))
     }
 
     @Test func onlyFailuresAndAnExplicitStart() throws {

@@ -55,7 +55,10 @@ extension Commands {
             try feed.recordDue(engine)
             let last = try feed.lastCursor(engine)
             if since > last {
-                throw UsageError(message: "--since \(since) is from the future: the last cursor recorded is \(last)", command: command)
+                // Nothing was recorded after it, yet. A cursor kept from another database, or from
+                // this one before it was restored from an older copy, would otherwise go unnoticed.
+                Output.error(
+                    "entitlements \(command): warning: --since \(since) is past the last cursor recorded (\(last)): nothing to print yet; is the cursor another database's, or was this one restored from an older copy?")
             }
             var cursor = since
             var printed = 0
@@ -73,12 +76,8 @@ extension Commands {
                 usleep(250_000)
             }
             return .success
-        } catch let error as EngineError {
-            return storageFailure(command, error)
-        } catch let error as UsageError {
-            throw error
         } catch {
-            return .storage
+            return storageFailure(command, error)
         }
     }
 }

@@ -40,7 +40,8 @@ extension Help {
           --db PATH        database (default entitlements.sqlite)
           --config PATH    configuration file (required)
           --since CURSOR   print only what was recorded after CURSOR (default 0: everything);
-                           a cursor above the last one recorded is a usage error
+                           a cursor above the last one recorded prints nothing yet,
+                           with a warning on standard error
           --limit N        stop after N lines
           --follow         keep running and print new events as they are recorded
                            (time-driven ones at most a second late) until interrupted

@@ -177,7 +177,11 @@ import TestSupport
         #expect(all.lines.first.map { JSONWriter.string($0) }?.hasPrefix(#"{"cursor":1,"appTransactionId":"704000000000000001","entitlement":"pro","active":true,"expiresDate":"#) == true)
 
         #expect(try E2E.run(["changes", "--config", config, "--since", "1"], in: folder).stdout.isEmpty)
-        for bad in ["2", "abc", "-1", "1.5"] {
+        // Past the last cursor: nothing yet, and a warning.
+        let past = try E2E.run(["changes", "--config", config, "--since", "2"], in: folder)
+        #expect(past.status == 0 && past.stdout.isEmpty, "\(past.stdout) \(past.stderr)")
+        #expect(past.stderr.contains("warning: --since 2 is past the last cursor recorded"), "\(past.stderr)")
+        for bad in ["abc", "-1", "1.5"] {
             let run = try E2E.run(["changes", "--config", config, "--since", bad], in: folder)
             #expect(run.status == 2, "--since \(bad): \(run.stdout) \(run.stderr)")
         }

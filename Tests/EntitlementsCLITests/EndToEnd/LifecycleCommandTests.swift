@@ -132,7 +132,11 @@ import TestSupport
         let limited = try E2E.run(["lifecycle", "--config", config, "--since", "1", "--limit", "1"], in: folder)
         #expect(limited.lines.map { $0["cursor"] } == [2])
         #expect(try E2E.run(["lifecycle", "--config", config, "--since", "3"], in: folder).stdout.isEmpty)
-        for bad in ["4", "abc", "-1", "1.5"] {
+        // Past the last cursor: nothing yet, and a warning.
+        let past = try E2E.run(["lifecycle", "--config", config, "--since", "4"], in: folder)
+        #expect(past.status == 0 && past.stdout.isEmpty, "\(past.stdout) \(past.stderr)")
+        #expect(past.stderr.contains("warning: --since 4 is past the last cursor recorded"), "\(past.stderr)")
+        for bad in ["abc", "-1", "1.5"] {
             let run = try E2E.run(["lifecycle", "--config", config, "--since", bad], in: folder)
             #expect(run.status == 2, "--since \(bad): \(run.stdout) \(run.stderr)")
         }

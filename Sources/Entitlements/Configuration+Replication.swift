@@ -51,7 +51,8 @@ extension ReplicationConfiguration {
             throw ConfigurationError(
                 field: "replication.litestream.socket", message: "required: the path of Litestream's control socket (socket.path in litestream.yml), e.g. \"/run/litestream.sock\"")
         }
-        let path = socket.hasPrefix("/") ? socket : baseDirectory.appendingPathComponent(socket).standardized.path
+        // Made absolute before `..` is resolved: standardizing a relative URL drops its leading `..`.
+        let path = socket.hasPrefix("/") ? socket : baseDirectory.appendingPathComponent(socket).absoluteURL.standardized.path
         guard path.utf8.count <= maxSocketPathBytes else {
             throw ConfigurationError(
                 field: "replication.litestream.socket", message: "\(path) is longer than a Unix socket path may be (\(maxSocketPathBytes) bytes)")

@@ -37,8 +37,8 @@ extension Engine {
     }
 
     /// Recomputes the log's hash chain, re-verifies every stored JWS against the
-    /// configured trust store, and checks that the facts the reducers read are
-    /// exactly what each signed JWS says, stopping at the first mismatch; checks
+    /// configured trust store, and checks that the facts the reducers read and the
+    /// columns look-ups read are exactly what each signed JWS says, stopping at the first mismatch; checks
     /// that the immutability triggers are the schema's, and that the log reaches
     /// the head recorded beside the database at the last commit and `expectedHead`.
     public func audit(expectedHead: LogHead? = nil, progress: (Int64) -> Void = { _ in }) throws(EngineError) -> AuditReport {

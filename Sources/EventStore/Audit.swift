@@ -65,7 +65,11 @@ extension EventStore {
             if let expectedHead { heads.append((expectedHead, "the expected head")) }
             try connection.read {
                 let scan = try connection.prepare(
-                    "SELECT seq, identity, kind, prev_hash, hash, customer_key, header_id, body, signature, raw FROM events ORDER BY seq")
+                    """
+                    SELECT seq, identity, kind, prev_hash, hash, customer_key, header_id, body, signature, raw, event_id,
+                        app_transaction_id, original_transaction_id, transaction_id, notification_type, subtype, signed_date
+                    FROM events ORDER BY seq
+                    """)
                 let factsOf = try connection.prepare("SELECT facts FROM event_facts WHERE customer_key = ? AND seq = ?")
                 var expectedPrev = [UInt8](repeating: 0, count: 32)
                 var material: [UInt8] = []
@@ -98,7 +102,7 @@ extension EventStore {
                             }
                             pending.append(Row(
                                 seq: seq, identity: scan.string(1) ?? "", kind: kind, prev: scan.blob(3) ?? [],
-                                stored: scan.blob(4) ?? [], storedKey: scan.string(5), raw: raw))
+                                stored: scan.blob(4) ?? [], storedKey: scan.string(5), raw: raw, filing: LogFiling(scan, column: 10)))
                         }
                         if pending.isEmpty { break }
                         var signed: [(index: Int, kind: SignedKind, raw: String)] = []
@@ -202,6 +206,13 @@ extension EventStore {
                             }
                             factsChecked += 1
                         }
+                        // The columns look-ups read must be what was signed too.
+                        if let column = row.filing.firstDifference(
+                            from: LogFiling(event: event, input: input, eventId: EventIdentity.eventId(of: input)))
+                        {
+                            mismatch("the event's \(column) is not what the signed data says: it was altered")
+                            return
+                        }
                     } else if case .signed = eventKind {
                         everyFactChecked = false
                     }
@@ -253,6 +264,8 @@ extension EventStore {
         var storedKey: String?
         /// The input as received, or why it cannot be read back.
         var raw: Result<String, StoreError>
+        /// The columns that file it.
+        var filing: LogFiling
     }
 }
 

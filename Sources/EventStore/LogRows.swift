@@ -36,6 +36,58 @@ struct LogRow {
     }
 }
 
+/// The columns that file a signed event for look-ups (`query --transaction-id`, the
+/// history, `recover`'s start), each read from what was signed: the audit holds every
+/// row to them. The event's customer is checked apart; `received_at` is the engine's own.
+struct LogFiling: Equatable {
+    var eventId: String
+    var appTransactionId: String?
+    var originalTransactionId: String?
+    var transactionId: String?
+    var notificationType: String?
+    var subtype: String?
+    var signedDate: Int64
+
+    /// What `event`, made of the signed `input`, is filed under.
+    init(event: Event, input: VerifiedInput, eventId: String) {
+        let key = event.customerKey
+        self.eventId = eventId
+        appTransactionId = key.flatMap { $0.hasPrefix("otid:") ? nil : $0 }
+        originalTransactionId = event.originalTransactionId
+        transactionId = event.transactionId
+        if case .notification(let n) = input {
+            notificationType = n.payload.notificationType.rawValue
+            subtype = n.payload.subtype?.rawValue
+        }
+        signedDate = event.signedDate
+    }
+
+    /// What a row says, from `statement`'s columns `event_id, app_transaction_id,
+    /// original_transaction_id, transaction_id, notification_type, subtype, signed_date`
+    /// starting at `column`.
+    init(_ statement: Statement, column: Int32) {
+        eventId = statement.string(column) ?? ""
+        appTransactionId = statement.string(column + 1)
+        originalTransactionId = statement.string(column + 2)
+        transactionId = statement.string(column + 3)
+        notificationType = statement.string(column + 4)
+        subtype = statement.string(column + 5)
+        signedDate = statement.int64(column + 6)
+    }
+
+    /// The first column whose value differs from `other`'s, `nil` when none does.
+    func firstDifference(from other: LogFiling) -> String? {
+        if eventId != other.eventId { return "event_id" }
+        if appTransactionId != other.appTransactionId { return "app_transaction_id" }
+        if originalTransactionId != other.originalTransactionId { return "original_transaction_id" }
+        if transactionId != other.transactionId { return "transaction_id" }
+        if notificationType != other.notificationType { return "notification_type" }
+        if subtype != other.subtype { return "subtype" }
+        if signedDate != other.signedDate { return "signed_date" }
+        return nil
+    }
+}
+
 extension EventStore {
     /// Inserts `row` into `table` (`events`, or the migration's new table), its
     /// nested JWS into `jws_nested` and any new header into `jws_headers`, in the

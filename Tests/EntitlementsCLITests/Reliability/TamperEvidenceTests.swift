@@ -178,6 +178,19 @@ extension Reliability {
             try expectFlagged(fixture, database, seq: seq, problem: "altered")
         }
 
+        @Test("a look-up column edited (transaction id, signed date, ...): audit names the event and the column", arguments: [
+            ("transaction_id", "'999'"), ("original_transaction_id", "'999'"), ("app_transaction_id", "'999'"),
+            ("event_id", "'999'"), ("signed_date", "signed_date + 1"),
+        ])
+        func editedFilingColumnIsNamed(column: String, value: String) throws {
+            let fixture = try Fixture()
+            let seq = fixture.events / 2
+            let database = try fixture.tampered("edited-\(column)") { probe in
+                try probe.execute(Self.dropTriggers + "UPDATE events SET \(column) = \(value) WHERE seq = \(seq);" + Self.restoreTriggers)
+            }
+            try expectFlagged(fixture, database, seq: seq, problem: "the event's \(column) is not what the signed data says")
+        }
+
         @Test("an event row deleted from the middle: audit names the event after the gap")
         func deletedRowIsNamed() throws {
             let fixture = try Fixture()

@@ -186,7 +186,8 @@ final class ServeAPI: Sendable {
             case .failure(let error): return Self.unavailable(error)
             }
         }
-        counters.ingested(results)
+        // An empty document's line is a result too.
+        counters.ingested(results + documents.filter { $0.count == 0 }.map { IngestResult(outcome: .empty, input: $0.number) })
         var lines: [JSONValue] = []
         var next = results.makeIterator()
         for document in documents {

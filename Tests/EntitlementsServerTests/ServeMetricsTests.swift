@@ -130,6 +130,9 @@ extension Reliability {
             #expect(rejected.status == 200 && rejected.text.contains("rejected"))
             #expect(try server.exchange("GET", "/customers/704000000000080001", headers: auth).status == 200)
             #expect(try server.exchange("GET", "/customers/none", headers: auth).status == 404)
+            // An empty history page is acknowledged with an `empty` line, and counted so.
+            let empty = try server.exchange("POST", "/transactions", body: #"{"signedTransactions":[]}"#, headers: auth)
+            #expect(empty.status == 200 && empty.text.contains(#""result":"empty""#), "\(empty.text)")
 
             let response = try server.exchange("GET", "/metrics", headers: auth)
             #expect(response.status == 200)
@@ -148,6 +151,7 @@ extension Reliability {
             #expect(value("entitlements_ingest_results_total", ["kind": "notification", "result": "appended", "code": ""]) == 1)
             let rejectedCount = samples.filter { $0.name == "entitlements_ingest_results_total" && $0.labels["result"] == "rejected" && !($0.labels["code"] ?? "").isEmpty }
             #expect(rejectedCount.map(\.value) == [1], "\(rejectedCount)")
+            #expect(value("entitlements_ingest_results_total", ["result": "empty"]) == 1)
             // The histogram: cumulative buckets ending at +Inf, which equals the count.
             let buckets = samples.filter { $0.name == "entitlements_http_request_duration_seconds_bucket" && $0.labels["route"] == "/notifications" }
             #expect(buckets.count == 17)

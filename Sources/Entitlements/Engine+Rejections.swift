@@ -10,11 +10,13 @@ public struct RejectedInput: Sendable, Equatable {
     /// The error code (``VerificationError``'s, or `NOT_KEPT` for a summary of inputs past the quarantine bound).
     public var code: String
     public var message: String
-    /// The input's size in bytes as received.
+    /// The rejected item's size in bytes as received: the JWS taken from the document when
+    /// there is one, else the document or line itself.
     public var size: Int64
-    /// SHA-256 of the input, lowercase hex: the quarantine keeps each distinct input once.
+    /// The quarantine's key for the item, lowercase hex: SHA-256 of its bytes as kept, a zero
+    /// byte and ``size`` in decimal digits (the quarantine keeps each distinct item once).
     public var sha256: String
-    /// The first bytes of the input (at most ``Engine/rejectionExcerptBytes``), as UTF-8 with
+    /// The first bytes of the item (at most ``Engine/rejectionExcerptBytes``), as UTF-8 with
     /// invalid sequences replaced.
     public var excerpt: String
 

@@ -28,7 +28,7 @@ extension Commands {
         let meter = ProgressMeter(enabled: arguments.flags.contains("--progress") || Output.stderrIsTerminal)
         do {
             let report = try engine.audit(expectedHead: expectedHead, progress: { meter.report(label: "audited", done: $0, total: nil) })
-            meter.finish()
+            meter.finish(label: "audited", done: report.events)
             var object = JSONObject()
             object["events"] = .int(report.events)
             object["triggersPresent"] = .bool(report.triggersPresent)

@@ -32,4 +32,10 @@ final class ProgressMeter {
         if printed { Output.errorFragment("\n") }
         printed = false
     }
+
+    /// Ends a count whose total was not known in advance: its last figure, then the line's end.
+    func finish(label: String, done: Int64) {
+        report(label: label, done: done, total: done)
+        finish()
+    }
 }

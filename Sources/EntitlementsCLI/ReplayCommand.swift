@@ -23,7 +23,7 @@ extension Commands {
         do {
             if arguments.flags.contains("--reverify") {
                 let audit = try engine.audit(progress: { meter.report(label: "re-verified", done: $0, total: nil) })
-                meter.finish()
+                meter.finish(label: "re-verified", done: audit.events)
                 if let mismatch = audit.firstMismatch {
                     Output.line([
                         "error": [

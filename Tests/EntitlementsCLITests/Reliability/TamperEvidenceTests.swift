@@ -160,6 +160,10 @@ extension Reliability {
             #expect(status == 0)
             #expect(report?["ok"] == .bool(true) && report?["triggersPresent"] == .bool(true))
             #expect(Self.int(report?["events"]) == fixture.events)
+            // With --progress, the last line on standard error is the whole count.
+            let shown = try fixture.workspace.cli("audit", db: "genuine.sqlite", ["--progress"])
+            #expect(shown.status == 0)
+            #expect(shown.stderr.contains("\raudited \(fixture.events)/\(fixture.events) events (100%)"), "\(shown.stderr)")
         }
 
         @Test("triggers dropped, one raw JWS edited, triggers restored: audit names that event")

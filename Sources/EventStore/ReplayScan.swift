@@ -313,7 +313,7 @@ final class ReplayScan {
         }
         // Past the matched row: a row passed over later is not this customer's.
         if hasOld && !outOfOrder { oldHasRow = try oldInOrder.step() }
-        report.customers += 1
+        if OperatorRecord.appUser(ofKey: key) == nil { report.customers += 1 }
         buffered.append((key, newBytes, lastSeq))
         if buffered.count >= chunkSize { try flush() }
     }

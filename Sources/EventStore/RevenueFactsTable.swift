@@ -108,11 +108,12 @@ public struct DerivedRevenueFacts: Sendable {
 }
 
 extension EventStore {
-    /// How many customers the current generation holds (one projection each).
+    /// How many customers the current generation holds (one projection each): appTransactionIds
+    /// and unlinked `otid:` customers, not the app users holding an operator's grants or credits.
     public func customerCount() throws(StoreError) -> Int64 {
         try mapped {
             try connection.scalarInt(
-                "SELECT count(*) FROM projections WHERE generation = (SELECT generation FROM engine_state WHERE id = 1)") ?? 0
+                "SELECT count(*) FROM projections WHERE generation = (SELECT generation FROM engine_state WHERE id = 1) AND substr(customer_key, 1, 5) <> 'user:'") ?? 0
         }
     }
 }

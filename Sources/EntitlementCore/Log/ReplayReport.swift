@@ -37,7 +37,8 @@ public struct ReplayReport: Sendable {
     /// Events in the log the replay rebuilt from (the snapshot, and those caught up with), each
     /// once: a TEST notification counts, though it is about no customer.
     public var events: Int64
-    /// Customers rebuilt.
+    /// Customers rebuilt (appTransactionIds and unlinked `otid:` customers; the app users
+    /// that hold an operator's grants or credits are rebuilt too, and not counted).
     public var customers: Int64
     /// Customers whose state differs from what was stored before: their stored
     /// facts differ, or their answer at `now` differs under the new rules, or

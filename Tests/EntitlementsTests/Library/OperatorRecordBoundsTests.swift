@@ -125,6 +125,15 @@ import TestSupport
         #expect(user.customers.isEmpty && user.balances == [CurrencyBalance(currency: "coins", amount: 5)])
     }
 
+    @Test func anAppUserWithAGrantIsNoCustomerInTheStatistics() async throws {
+        let engine = try E2E.engine()
+        _ = try await engine.ingest([coins()])
+        #expect(try await engine.statistics().customers == 1)
+        _ = try await engine.grant(GrantRequest(id: "g1", target: .appUser("acct-1"), entitlement: "pro", from: t0, length: .days(30)))
+        #expect(try await engine.statistics().customers == 1)
+        #expect(try await engine.replay().customers == 1)
+    }
+
     @Test func aSecondRevocationAtAnotherMomentSaysTheFirstStands() async throws {
         let engine = try E2E.engine()
         _ = try await engine.ingest([coins()])

@@ -42,17 +42,22 @@ extension Engine {
     /// that the immutability triggers are the schema's, and that the log reaches
     /// the head recorded beside the database at the last commit and `expectedHead`.
     public func audit(expectedHead: LogHead? = nil, progress: (Int64) -> Void = { _ in }) throws(EngineError) -> AuditReport {
-        let verifier = try auditVerifier()
+        let (verifier, productionLeftOut) = try auditVerifier()
         do {
             // On a reader's connection (read-only) and snapshot: an audit never holds the
             // write path, and ingests carry on meanwhile.
-            return try readers.withReader { store throws(StoreError) in
+            var report = try readers.withReader { store throws(StoreError) in
                 // The JWS re-verified a batch at a time on every core; the chain checked in order.
                 let lanes = ProcessInfo.processInfo.activeProcessorCount
                 return try store.audit(
                     reverifyBatch: { items in verifier.reverify(items, lanes: lanes) },
                     batchSize: DocumentVerifier.auditBatchSize, expectedHead: expectedHead, progress: progress)
             }
+            if productionLeftOut, let finding = report.firstMismatch, finding.problem.contains("Production") {
+                report.firstMismatch?.problem += " (the database was also configured for Production, whose data is checked against"
+                    + " appAppleId: add the app's appAppleId to the configuration to audit it)"
+            }
+            return report
         } catch {
             throw EngineError(error)
         }
@@ -64,19 +69,22 @@ extension Engine {
     /// environment the database has been configured with (its binding records them). Moving
     /// between Production and Sandbox is allowed (specification section 2), so what was
     /// taken under the other one is no sign of tampering.
-    func auditVerifier() throws(EngineError) -> DocumentVerifier {
+    /// - Returns: the verifier, and whether the binding's Production was left out for want
+    ///   of an `appAppleId` (the audit's finding then says so).
+    func auditVerifier() throws(EngineError) -> (DocumentVerifier, productionLeftOut: Bool) {
         let binding: AppBinding?
         do { binding = try readers.withReader { store throws(StoreError) in try store.appBinding() } } catch { throw EngineError(error) }
         let bound = (binding?.environments ?? []).compactMap(AppStoreEnvironment.init(rawValue:))
-        // Production data is checked against appAppleId: without one configured, it stays out.
-        let added = bound.filter { environment in
+        let candidates = bound.filter { environment in
             !configuration.environments.contains(environment) && environment.isLocal == configuration.environment.isLocal
-                && (environment != .production || configuration.appAppleId != nil)
         }
-        guard !added.isEmpty else { return documentVerifier }
+        // Production data is checked against appAppleId: without one configured, it stays out.
+        let added = candidates.filter { $0 != .production || configuration.appAppleId != nil }
+        let productionLeftOut = candidates.contains(.production) && !added.contains(.production)
+        guard !added.isEmpty else { return (documentVerifier, productionLeftOut) }
         var widened = configuration
         widened.environments += added
-        return try DocumentVerifier(configuration: widened)
+        return (try DocumentVerifier(configuration: widened), productionLeftOut)
     }
 }
 

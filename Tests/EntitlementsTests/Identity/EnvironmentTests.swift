@@ -137,6 +137,14 @@ import TestSupport
         var sandboxOnly = configuration([.sandbox])
         sandboxOnly.appAppleId = nil
         #expect(try Engine(configuration: sandboxOnly, databasePath: path).audit().firstMismatch == nil)
+        // With Production data in the log, that audit stops at it and says what it lacks.
+        let signedInProduction = TestPayloads.transaction(
+            transactionId: "2000000000000612", originalTransactionId: "2000000000000612", signedDate: t0 + 2, environment: "Production")
+        let appended = try production.ingest([InputBytes(TestPayloads.body(signedTransactionInfo: E2E.pki.sign(signedInProduction)))])
+        #expect(appended.map(\.outcome) == [.appended], "\(appended.map { $0.errorMessage ?? "" })")
+        let lacking = try Engine(configuration: sandboxOnly, databasePath: path).audit().firstMismatch
+        #expect(lacking?.problem.contains("add the app's appAppleId to the configuration") == true, "\(String(describing: lacking))")
+        #expect(try Engine(configuration: configuration([.sandbox]), databasePath: path).audit().firstMismatch == nil)
     }
 
     @Test func aDatabaseMadeByThePreviousSchemaIsBoundByItsFirstCommand() throws {

@@ -20,7 +20,7 @@ enum Help {
           entitlements revenue [--db PATH] --config PATH [--from TIME] [--to TIME]
           entitlements metrics [--db PATH] --config PATH --from TIME --to TIME [--interval day|week|month]
           entitlements sign    --config PATH (api-token | promotional-offer ... | intro-offer-eligibility ... | promotional-offer-v1 ...)
-          entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID)
+          entitlements sync    [--db PATH] --config PATH (--notifications [--start MS] [--only-failures] | --customer ID) [--environment E]
           entitlements set-account-token [--db PATH] --config PATH --original-transaction-id ID --app-account-token UUID
           entitlements serve   [--db PATH] --config PATH [--listen HOST:PORT]
           entitlements usage   [--db PATH] --config PATH --id ID (--app-transaction-id ID | --original-transaction-id ID | --transaction-id ID) (--currency C --units N | --transaction-id T --consumed MILLIPERCENT) [--at MS]
@@ -31,7 +31,7 @@ enum Help {
           entitlements consumption [--db PATH] --config PATH (--transaction-id T [--send] ... | --pending)
           entitlements deliver [--db PATH] --config PATH [--once]
           entitlements webhooks [--db PATH] --config PATH (status | redeliver --url U [--feed lifecycle|changes] --since CURSOR)
-          entitlements recover [--db PATH] --config PATH
+          entitlements recover [--db PATH] --config PATH [--environment E] [--expect-head SEQ:HASH]
           entitlements transaction-info [--db PATH] --config PATH --transaction-id T
           entitlements refund-history [--db PATH] --config PATH --customer ID
           entitlements lookup-order [--db PATH] --config PATH --order-id O [--pretty]

@@ -362,12 +362,10 @@ extension EventStore {
         let digest = chainHash(
             prevHash: prevHash, seq: event.seq, identity: identity, raw: input.jws, digest: input.jwsDigest, digestFrom: digestFrom,
             material: &chainMaterial)
-        let filing = LogFiling(event: event, input: input, eventId: eventId)
         let row = LogRow(
-            seq: event.seq, identity: identity, kind: input.kind.rawValue, eventId: eventId, customerKey: event.customerKey,
-            appTransactionId: filing.appTransactionId, originalTransactionId: filing.originalTransactionId,
-            transactionId: filing.transactionId, notificationType: filing.notificationType, subtype: filing.subtype,
-            signedDate: filing.signedDate, receivedAt: receivedAt, content: LogRow.content(of: input), prevHash: prevHash, hash: digest)
+            seq: event.seq, identity: identity, kind: input.kind.rawValue, customerKey: event.customerKey,
+            filing: LogFiling(event: event, input: input, eventId: eventId), receivedAt: receivedAt,
+            content: LogRow.content(of: input), prevHash: prevHash, hash: digest)
         try Self.insert(row, into: "events", on: connection, headers: jwsHeaders, form: try logColumnForm())
         return digest
     }

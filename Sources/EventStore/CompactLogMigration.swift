@@ -38,11 +38,13 @@ enum CompactLogMigration {
             let kind = scan.string(2) ?? ""
             let raw = scan.string(12) ?? ""
             var row = LogRow(
-                seq: seq, identity: scan.string(1) ?? "", kind: kind, eventId: scan.string(3) ?? "",
-                customerKey: scan.string(4), appTransactionId: scan.string(5), originalTransactionId: scan.string(6),
-                transactionId: scan.string(7), notificationType: scan.string(8), subtype: scan.string(9),
-                signedDate: scan.int64(10), receivedAt: scan.int64(11),
-                content: .whole(raw: raw, body: nil), prevHash: scan.blob(13) ?? [], hash: scan.blob(14) ?? [])
+                seq: seq, identity: scan.string(1) ?? "", kind: kind, customerKey: scan.string(4),
+                filing: LogFiling(
+                    eventId: scan.string(3) ?? "", appTransactionId: scan.string(5), originalTransactionId: scan.string(6),
+                    transactionId: scan.string(7), notificationType: scan.string(8), subtype: scan.string(9),
+                    signedDate: scan.int64(10)),
+                receivedAt: scan.int64(11), content: .whole(raw: raw, body: nil), prevHash: scan.blob(13) ?? [],
+                hash: scan.blob(14) ?? [])
             if kind != OperatorKind.usage.rawValue {
                 row.content = content(of: raw, decoded: scan.textBytes(15))
             }

@@ -16,14 +16,9 @@ struct LogRow {
     var seq: Int64
     var identity: String
     var kind: String
-    var eventId: String
     var customerKey: String?
-    var appTransactionId: String?
-    var originalTransactionId: String?
-    var transactionId: String?
-    var notificationType: String?
-    var subtype: String?
-    var signedDate: Int64
+    /// The columns that file it for look-ups.
+    var filing: LogFiling
     var receivedAt: Int64
     var content: Content
     var prevHash: [UInt8]
@@ -36,18 +31,21 @@ struct LogRow {
     }
 }
 
-/// The columns that file a signed event for look-ups (`query --transaction-id`, the
-/// history, `recover`'s start), each read from what was signed: the audit holds every
-/// row to them. The event's customer is checked apart; `received_at` is the engine's own.
+/// The columns that file an event for look-ups (`query --transaction-id`, the history,
+/// `recover`'s start). A signed event's are each read from what was signed, and the audit
+/// holds every row to them; the event's customer is checked apart, and `received_at` is
+/// the engine's own.
 struct LogFiling: Equatable {
     var eventId: String
     var appTransactionId: String?
     var originalTransactionId: String?
-    var transactionId: String?
-    var notificationType: String?
-    var subtype: String?
+    var transactionId: String? = nil
+    var notificationType: String? = nil
+    var subtype: String? = nil
     var signedDate: Int64
+}
 
+extension LogFiling {
     /// What `event`, made of the signed `input`, is filed under.
     init(event: Event, input: VerifiedInput, eventId: String) {
         let key = event.customerKey
@@ -99,14 +97,14 @@ extension EventStore {
         try insert.bind(1, row.seq)
         try insert.bind(2, row.identity)
         try insert.bind(3, row.kind)
-        try insert.bind(4, row.eventId)
+        try insert.bind(4, row.filing.eventId)
         try insert.bind(5, row.customerKey)
-        try insert.bind(6, row.appTransactionId)
-        try insert.bind(7, row.originalTransactionId)
-        try insert.bind(8, row.transactionId)
-        try insert.bind(9, row.notificationType)
-        try insert.bind(10, row.subtype)
-        try insert.bind(11, row.signedDate)
+        try insert.bind(6, row.filing.appTransactionId)
+        try insert.bind(7, row.filing.originalTransactionId)
+        try insert.bind(8, row.filing.transactionId)
+        try insert.bind(9, row.filing.notificationType)
+        try insert.bind(10, row.filing.subtype)
+        try insert.bind(11, row.filing.signedDate)
         try insert.bind(12, row.receivedAt)
         switch row.content {
         case .parts(let stored):

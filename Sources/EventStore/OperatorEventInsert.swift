@@ -29,10 +29,11 @@ extension EventStore {
             prevHash: prevHash, seq: seq, identity: row.identity, raw: row.raw, digest: nil, digestFrom: try chainDigestFrom(),
             material: &chainMaterial)
         let logRow = LogRow(
-            seq: seq, identity: row.identity, kind: row.kind, eventId: row.eventId, customerKey: row.customerKey,
-            appTransactionId: row.appTransactionId, originalTransactionId: row.originalTransactionId,
-            transactionId: nil, notificationType: nil, subtype: nil, signedDate: row.signedDate, receivedAt: receivedAt,
-            content: .whole(raw: row.raw, body: nil), prevHash: prevHash, hash: hash)
+            seq: seq, identity: row.identity, kind: row.kind, customerKey: row.customerKey,
+            filing: LogFiling(
+                eventId: row.eventId, appTransactionId: row.appTransactionId, originalTransactionId: row.originalTransactionId,
+                signedDate: row.signedDate),
+            receivedAt: receivedAt, content: .whole(raw: row.raw, body: nil), prevHash: prevHash, hash: hash)
         try Self.insert(logRow, into: "events", on: connection, headers: jwsHeaders, form: try logColumnForm())
         let facts = try connection.cached("INSERT INTO event_facts (customer_key, seq, facts) VALUES (?, ?, ?)")
         try facts.bind(1, row.customerKey)

@@ -9,7 +9,6 @@
 import json
 import subprocess
 import sys
-import urllib.error
 import urllib.parse
 import urllib.request
 
